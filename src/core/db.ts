@@ -1,0 +1,30 @@
+/**
+ * The part of PGlite the engine uses. Anything with these three methods (PGlite, a
+ * PGliteWorker, a server Postgres adapter) can host the engine.
+ */
+export interface QueryResult<T> {
+  rows: T[]
+  affectedRows?: number
+}
+
+export interface QueryOptions {
+  /** Per-parameter serializers keyed by type oid, e.g. binary pgvector parameters. */
+  serializers?: Record<number, (value: unknown) => string | Uint8Array>
+}
+
+export interface Queryable {
+  query<T = Record<string, unknown>>(
+    sql: string,
+    params?: unknown[],
+    options?: QueryOptions,
+  ): Promise<QueryResult<T>>
+  exec(sql: string): Promise<unknown>
+}
+
+/**
+ * Inside `transaction`, use only the `tx` handed to the callback: a call on the outer `Db`
+ * from inside the callback waits for the transaction to end and never returns.
+ */
+export interface Db extends Queryable {
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+}

@@ -1,0 +1,30 @@
+import { typeid } from 'typeid-js'
+
+/** Every row id says what it points at and sorts by creation time (UUIDv7 inside). */
+export const ID_PREFIXES = {
+  event: 'evt',
+  chunk: 'chk',
+  artifact: 'art',
+  document: 'doc',
+  version: 'ver',
+  edge: 'edg',
+  memory: 'mem',
+  memoryHistory: 'mhi',
+  context: 'ctx',
+  kv: 'kvr',
+  node: 'nod',
+  forget: 'fgt',
+} as const
+
+export type IdKind = keyof typeof ID_PREFIXES
+
+export function newId(kind: IdKind): string {
+  return typeid(ID_PREFIXES[kind]).toString()
+}
+
+/** The kind of row an id points at, or undefined for a foreign id. */
+export function kindOfId(id: string): IdKind | undefined {
+  const prefix = id.slice(0, id.lastIndexOf('_'))
+  for (const [kind, p] of Object.entries(ID_PREFIXES)) if (p === prefix) return kind as IdKind
+  return undefined
+}

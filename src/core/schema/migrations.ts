@@ -1,0 +1,35 @@
+import type { Db } from '../db.ts'
+import { base } from './0001-base.ts'
+
+export interface Migration {
+  version: number
+  name: string
+  sql: string
+}
+
+/** Append-only: never edit a released migration, add the next number. */
+export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: 'base', sql: base }]
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
+
+/**
+ * Brings the database to SCHEMA_VERSION. Each migration runs in its own transaction with
+ * its bookkeeping row, so a crash leaves the database at a whole version. Idempotent.
+ */
+export async function migrate(db: Db): Promise<number> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    int PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  )`)
+  const { rows } = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations')
+  const current = rows[0]?.v ?? 0
+  for (const m of MIGRATIONS) {
+    if (m.version <= current) continue
+    await db.transaction(async (tx) => {
+      await tx.exec(m.sql)
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name])
+    })
+  }
+  return SCHEMA_VERSION
+}

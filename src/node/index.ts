@@ -1,0 +1,39 @@
+import type { PGlite } from '@electric-sql/pglite'
+import { createEngine, type Engine } from '../core/engine.ts'
+import { openPGlite } from '../runtime/pglite.ts'
+
+export interface OpenMemoryOptions {
+  /** A folder for the database files; omitted → in memory, gone on close. */
+  dataDir?: string
+  /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
+  loadDataDir?: Blob
+  now?: () => Date
+}
+
+export type NodeMemory = Engine & {
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * Opens a memory in-process in Node: the same engine the browser worker hosts.
+ *
+ * @example
+ * const memory = await openMemory({ dataDir: './.engram' })
+ * await memory.ping()
+ * await memory.close()
+ */
+export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeMemory> {
+  const pg: PGlite = await openPGlite({
+    ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+    ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+  })
+  const engine = await createEngine({ db: pg, ...(options.now ? { now: options.now } : {}) })
+  const close = async () => {
+    if (!pg.closed) await pg.close()
+  }
+  return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
+}
+
+export type { ErrorCode } from '../core/errors.ts'
+export { MemoryError } from '../core/errors.ts'

@@ -1,0 +1,21 @@
+import { readFile } from 'node:fs/promises'
+import { inject } from 'vitest'
+import { type OpenMemoryOptions, openMemory } from '../../src/node/index.ts'
+import { openPGlite } from '../../src/runtime/pglite.ts'
+
+let template: Blob | undefined
+
+async function templateBlob(): Promise<Blob> {
+  template ??= new Blob([new Uint8Array(await readFile(inject('templateDataDir')))])
+  return template
+}
+
+/** A fresh, migrated, in-memory memory built from the shared template. */
+export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataDir' | 'dataDir'> = {}) {
+  return openMemory({ ...options, loadDataDir: await templateBlob() })
+}
+
+/** A fresh, migrated PGlite for tests that drive SQL directly. */
+export async function openTestDb() {
+  return openPGlite({ loadDataDir: await templateBlob() })
+}
