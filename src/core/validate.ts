@@ -1,0 +1,25 @@
+import { type ZodType, z } from 'zod'
+import { MemoryError } from './errors.ts'
+
+/**
+ * Validates input at the API edge, once. Failures become INVALID_INPUT (or the given code)
+ * with the offending paths in `details.issues`, so nothing below ever sees bad input.
+ */
+export function parseInput<T>(
+  schema: ZodType<T>,
+  value: unknown,
+  what: string,
+  code: 'INVALID_INPUT' | 'INVALID_FILTER' = 'INVALID_INPUT',
+): T {
+  const result = schema.safeParse(value)
+  if (result.success) return result.data
+  const issues = result.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }))
+  const first = issues[0]
+  const where = first && first.path ? ` at "${first.path}"` : ''
+  throw new MemoryError(code, `Invalid ${what}${where}: ${first?.message ?? 'malformed input'}`, {
+    details: { issues },
+    cause: result.error,
+  })
+}
+
+export { z }
