@@ -1,0 +1,16 @@
+// Compiles the library to dist/lib (ES modules + declarations). The client refers to its
+// worker with `new URL('…/memory.worker.ts', import.meta.url)` so Vite serves the source in
+// development; the published JavaScript must point at the compiled `.js` instead, which a
+// consumer's bundler (Vite, webpack 5, esbuild) then bundles as a module worker.
+import { execFileSync } from 'node:child_process'
+import { readFile, rm, writeFile } from 'node:fs/promises'
+
+await rm('dist/lib', { recursive: true, force: true })
+execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' })
+
+const client = 'dist/lib/src/client/create-memory.js'
+const source = await readFile(client, 'utf8')
+const rewritten = source.replace("'../../workers/memory.worker.ts'", "'../../workers/memory.worker.js'")
+if (rewritten === source) throw new Error(`build-lib: worker URL not found in ${client}`)
+await writeFile(client, rewritten)
+console.log('build-lib: dist/lib written')
