@@ -38,8 +38,7 @@ test('a failing call in the worker rejects on the page with the worker error', a
   const outcome = await page.evaluate(async () => {
     const memory = await window.engram.createMemory({ storage: 'memory' })
     try {
-      // @ts-expect-error calling a method the engine does not have
-      await memory.noSuchMethod()
+      await (memory as unknown as { noSuchMethod(): Promise<void> }).noSuchMethod()
       return { code: 'none' }
     } catch (error) {
       return { name: (error as Error).name, message: (error as Error).message }
