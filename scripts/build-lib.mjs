@@ -10,7 +10,12 @@ execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' })
 
 const client = 'dist/lib/src/client/create-memory.js'
 const source = await readFile(client, 'utf8')
-const rewritten = source.replace("'../../workers/memory.worker.ts'", "'../../workers/memory.worker.js'")
-if (rewritten === source) throw new Error(`build-lib: worker URL not found in ${client}`)
+// The compiled client sits one folder deeper (dist/lib/src/client) than its source.
+const rewritten = source
+  .replace("'../../workers/memory.worker.ts'", "'../../workers/memory.worker.js'")
+  .replace("'../../assets/pgdata-template.tar.gz'", "'../../../../assets/pgdata-template.tar.gz'")
+if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../assets/')) {
+  throw new Error(`build-lib: worker or template URL not found in ${client}`)
+}
 await writeFile(client, rewritten)
 console.log('build-lib: dist/lib written')

@@ -7,3 +7,5 @@ export {
   type StorageKind,
 } from './client/create-memory.ts'
 export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'
+export { deleteMemory, listMemories, type MemoryRecord } from './client/registry.ts'
+export type { BootInfo, Role } from './worker/host.ts'

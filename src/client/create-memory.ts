@@ -1,16 +1,27 @@
 import { type Remote, wrap } from 'comlink'
-import type { WorkerApi, WorkerBootInfo } from '../../workers/memory.worker.ts'
+import type { BootInfo, WorkerApi } from '../../workers/memory.worker.ts'
 import type { Engine } from '../core/engine.ts'
 import { MemoryError } from '../core/errors.ts'
+import { checkMemoryName, type StorageKind } from '../worker/storage.ts'
 import { installErrorTransfer } from './error-transfer.ts'
 
-export type StorageKind = 'opfs' | 'idb' | 'memory'
+export type { StorageKind }
 
 export interface CreateMemoryOptions {
   /** Selects the memory; one database per name. Default `'default'`. */
   name?: string
-  /** Where the database lives. Default `'idb'`. */
-  storage?: StorageKind
+  /**
+   * Where the database lives. Default `'auto'`: OPFS where the worker can use it, else
+   * IndexedDB. `'memory'` keeps nothing after close.
+   */
+  storage?: StorageKind | 'auto'
+  /** Ask the browser to keep this origin's storage under pressure (`navigator.storage.persist()`). */
+  persist?: boolean
+  /**
+   * A pre-built data directory to start new memories from, instead of running initdb in the
+   * browser (seconds faster). Default: the template shipped with Engram. `false` disables it.
+   */
+  templateUrl?: string | URL | false
   /**
    * The worker to host the engine. Pass your own for strict CSPs or webviews (e.g. a
    * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
@@ -31,27 +42,14 @@ export type ClientOf<T> = {
 
 export type Memory = ClientOf<Engine> & {
   /** Resolves when the worker has opened the database; rejects with the boot error. */
-  readonly ready: Promise<WorkerBootInfo>
+  readonly ready: Promise<BootInfo>
   /** Closes the database and terminates the worker; pending calls reject with CLOSED. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
 
-function dataDirFor(storage: StorageKind, name: string): string {
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) {
-    throw new MemoryError(
-      'INVALID_INPUT',
-      `Invalid memory name "${name}": use 1-64 letters, digits, ".", "_" or "-".`,
-    )
-  }
-  switch (storage) {
-    case 'memory':
-      return 'memory://'
-    case 'idb':
-      return `idb://engram-${name}`
-    case 'opfs':
-      return `opfs-ahp://engram-${name}`
-  }
+function defaultTemplateUrl(): string {
+  return new URL('../../assets/pgdata-template.tar.gz', import.meta.url).href
 }
 
 function defaultWorker(): Worker {
@@ -67,7 +65,12 @@ function defaultWorker(): Worker {
  */
 export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   installErrorTransfer()
-  const dataDir = dataDirFor(options.storage ?? 'idb', options.name ?? 'default')
+  const name = checkMemoryName(options.name ?? 'default')
+  const storage = options.storage ?? 'auto'
+  const templateUrl = options.templateUrl === false ? undefined : String(options.templateUrl ?? defaultTemplateUrl())
+  if (options.persist && typeof navigator.storage?.persist === 'function') {
+    navigator.storage.persist().catch(() => {})
+  }
   const worker = typeof options.worker === 'function' ? options.worker() : (options.worker ?? defaultWorker())
   const remote: Remote<WorkerApi> = wrap<WorkerApi>(worker)
   const pending = new Set<(error: MemoryError) => void>()
@@ -105,7 +108,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   let timer: ReturnType<typeof setTimeout> | undefined
   const ready = track(
     Promise.race([
-      remote.boot({ dataDir }),
+      remote.boot({ name, storage, ...(templateUrl ? { templateUrl } : {}) }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const error = new MemoryError(
@@ -122,9 +125,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
 
   const invoke = async (path: string[], args: unknown[]): Promise<unknown> => {
     await ready
-    let target: unknown = remote.engine
-    for (const key of path) target = (target as Record<string, unknown>)[key]
-    return track((target as (...a: unknown[]) => Promise<unknown>)(...args))
+    return track(remote.call(path, args))
   }
 
   const close = async () => {

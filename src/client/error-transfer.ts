@@ -1,7 +1,7 @@
 import { transferHandlers } from 'comlink'
 import { isErrorCode, MemoryError } from '../core/errors.ts'
 
-interface WireError {
+export interface WireError {
   name: string
   message: string
   stack?: string
@@ -10,7 +10,10 @@ interface WireError {
   cause?: WireError | { value: unknown }
 }
 
-function toWire(error: unknown, depth = 0): WireError | { value: unknown } {
+export type WireValue = WireError | { value: unknown }
+
+/** A structured-cloneable form of a thrown value that keeps MemoryError's code, details and cause. */
+export function toWire(error: unknown, depth = 0): WireValue {
   if (!(error instanceof Error)) {
     try {
       return { value: structuredClone(error) }
@@ -28,7 +31,8 @@ function toWire(error: unknown, depth = 0): WireError | { value: unknown } {
   return wire
 }
 
-function fromWire(wire: WireError | { value: unknown }): unknown {
+/** The inverse of {@link toWire}: a MemoryError comes back as a MemoryError. */
+export function fromWire(wire: WireValue): unknown {
   if ('value' in wire) return wire.value
   const cause = wire.cause === undefined ? undefined : fromWire(wire.cause)
   const error = isErrorCode(wire.code)
@@ -53,7 +57,7 @@ export function installErrorTransfer(): void {
       value !== null &&
       Object.getOwnPropertySymbols(value).some((s) => s.description === 'Comlink.thrown'),
     serialize: (thrown: { value: unknown }) => [toWire(thrown.value), []],
-    deserialize: (wire: WireError | { value: unknown }) => {
+    deserialize: (wire: WireValue) => {
       throw fromWire(wire)
     },
   })

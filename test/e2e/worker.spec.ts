@@ -33,7 +33,7 @@ test('a worker that never answers turns into BOOT_TIMEOUT', async ({ page }) => 
   expect(outcome).toEqual({ code: 'BOOT_TIMEOUT', isMemoryError: true })
 })
 
-test('a failing call in the worker rejects on the page with the worker error', async ({ page }) => {
+test('a MemoryError thrown in the worker keeps its class, code and message on the page', async ({ page }) => {
   await openHarness(page)
   const outcome = await page.evaluate(async () => {
     const memory = await window.engram.createMemory({ storage: 'memory' })
@@ -41,12 +41,16 @@ test('a failing call in the worker rejects on the page with the worker error', a
       await (memory as unknown as { noSuchMethod(): Promise<void> }).noSuchMethod()
       return { code: 'none' }
     } catch (error) {
-      return { name: (error as Error).name, message: (error as Error).message }
+      return {
+        isMemoryError: error instanceof window.engram.MemoryError,
+        code: (error as { code?: string }).code,
+        message: (error as Error).message,
+      }
     } finally {
       await memory.close()
     }
   })
-  expect(outcome.name).toBe('TypeError')
+  expect(outcome).toMatchObject({ isMemoryError: true, code: 'INVALID_INPUT' })
   expect(outcome.message).toContain('noSuchMethod')
 })
 
