@@ -26,7 +26,7 @@ export type KvWriteOptions = z.input<typeof writeOptions>
 const getOptions = z.strictObject({
   tenantId: name.default('default'),
   /** A time, or a revision number of this key. */
-  asOf: z.union([z.number().int().min(1), z.coerce.date()]).optional(),
+  asOf: z.union([z.number().int().min(1), z.date(), z.string().pipe(z.coerce.date())]).optional(),
 })
 export type KvGetOptions = z.input<typeof getOptions>
 
