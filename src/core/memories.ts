@@ -133,6 +133,8 @@ const recallOptions = z.strictObject({
   category: z.union([z.enum(MEMORY_CATEGORIES), z.array(z.enum(MEMORY_CATEGORIES)).min(1)]).optional(),
   scope: z.enum(MEMORY_SCOPES).optional(),
   limit: z.number().int().min(1).max(50).default(10),
+  /** Vector matches at or below this cosine similarity do not count (keyword matches still do). */
+  minSimilarity: z.number().min(-1).max(1).default(0),
   filters: filterSchema,
   tenantId: idField.default('default'),
   userId: idField.optional(),
@@ -152,7 +154,12 @@ const selector = {
   filters: filterSchema,
 }
 
-const searchOptions = z.strictObject({ ...selector, limit: z.number().int().min(1).max(1000).default(100) })
+const searchOptions = z.strictObject({
+  ...selector,
+  limit: z.number().int().min(1).max(1000).default(100),
+  /** Vector matches at or below this cosine similarity do not count (keyword matches still do). */
+  minSimilarity: z.number().min(-1).max(1).default(0),
+})
 export type MemorySearchOptions = z.input<typeof searchOptions>
 
 const listOptions = z.strictObject({
@@ -372,6 +379,7 @@ interface RankArgs {
   text: string
   vector: { value: Float32Array; model: string } | null
   limit: number
+  minSimilarity: number
   /** When set, the hits' use counters are bumped in the same statement. */
   touchAt: Date | null
 }
@@ -384,9 +392,12 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
   const candidates = p.add(Math.min(Math.max(a.limit * 5, 50), 1000))
   const textParam = p.add(a.text)
   const vec = a.vector
-    ? `SELECT id, 1 - (vector <=> ${p.add(toVectorParam(a.vector.value))}::vector) AS similarity,
-              row_number() OVER (ORDER BY vector <=> $${p.values.length}::vector, id) AS rnk
-       FROM pool WHERE vector IS NOT NULL AND embed_model = ${p.add(a.vector.model)}
+    ? `SELECT id, similarity, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
+       FROM (
+         SELECT id, 1 - (vector <=> ${p.add(toVectorParam(a.vector.value))}::vector) AS similarity
+         FROM pool WHERE vector IS NOT NULL AND embed_model = ${p.add(a.vector.model)}
+       ) scored
+       WHERE similarity > ${p.add(a.minSimilarity)}
        ORDER BY rnk LIMIT ${candidates}`
     : 'SELECT NULL::text AS id, NULL::float8 AS similarity, NULL::bigint AS rnk WHERE false'
   const limit = p.add(a.limit)
@@ -652,6 +663,7 @@ export function memoriesApi(ctx: EngineContext) {
       text,
       vector,
       limit: o.limit,
+      minSimilarity: o.minSimilarity,
       touchAt: at,
     })
     emit('query', { id: null, scope: o.scope ?? null }, at, { results: hits.length })
@@ -709,7 +721,14 @@ export function memoriesApi(ctx: EngineContext) {
       const vector = await embedText(text)
       const p = new Params()
       const where = `${selectWhere(p, o)} AND m.status = 'active'`
-      const hits = await rankMemories(db, p, { where, text, vector, limit: o.limit, touchAt: null })
+      const hits = await rankMemories(db, p, {
+        where,
+        text,
+        vector,
+        limit: o.limit,
+        minSimilarity: o.minSimilarity,
+        touchAt: null,
+      })
       emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, {
         results: hits.length,
       })

@@ -313,4 +313,39 @@ describe('curated memories', () => {
     expect((await memory.recall("o'reilly")).map((h) => h.id)).toEqual([id])
     expect((await memory.memories.list()).length).toBe(1)
   })
+
+  it('recall leaves out memories that match neither by meaning nor by words', async () => {
+    const table = {
+      'User likes jazz': atSimilarity(0.3),
+      'music taste': atSimilarity(1),
+      'User owns a bike': [0, 0, 1],
+    }
+    await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
+    const jazz = await memory.remember({ content: 'User likes jazz', category: 'preference' })
+    await memory.remember({ content: 'User owns a bike', category: 'fact' })
+    expect((await memory.recall('music taste')).map((h) => h.id)).toEqual([jazz.id])
+    expect(await memory.recall('music taste', { minSimilarity: 0.5 })).toEqual([])
+  })
+
+  it('memory operations are reported to telemetry subscribers', async () => {
+    const table = { 'Old fact': atSimilarity(1), 'Old fact, revised': atSimilarity(0.9) }
+    await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
+    const events: TelemetryEvent[] = []
+    const stop = memory.telemetry.subscribe((e) => events.push(e))
+    const a = await memory.remember({ content: 'Old fact', category: 'fact', runId: 'run-1' })
+    const b = await memory.remember({ content: 'Old fact, revised', category: 'fact', runId: 'run-1' })
+    await memory.recall('revised')
+    await memory.memories.delete(b.id)
+    stop()
+    await memory.memories.get(a.id)
+    expect(events.map((e) => [e.op, e.memoryId, e.entityType, e.runId])).toEqual([
+      ['write', a.id, 'memory', 'run-1'],
+      ['write', b.id, 'memory', 'run-1'],
+      ['overwrite', a.id, 'memory', 'run-1'],
+      ['query', null, 'memory', null],
+      ['read', b.id, 'memory', 'run-1'],
+      ['delete', b.id, 'memory', 'run-1'],
+    ])
+    expect(events[0]?.scope).toBe('user')
+  })
 })
