@@ -85,11 +85,7 @@ const edgeInput = z.strictObject({
 })
 export type EdgeInput = z.input<typeof edgeInput>
 
-const edgeOptions = z.strictObject({
-  conversationId: z.string().min(1).max(200).optional(),
-  ...provenance,
-})
-export type EdgeOptions = z.input<typeof edgeOptions>
+export type EdgeOptions = Omit<EdgeInput, 'src' | 'rel' | 'dst' | 'payload'>
 
 const removeOptions = z.strictObject(provenance)
 export type RemoveOptions = z.input<typeof removeOptions>

@@ -3,7 +3,7 @@ import { embedOne, toVectorParam } from './embedder.ts'
 import type { EngineContext } from './engine.ts'
 import { type JsonObject, missingReferences, writeEdges } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
-import { compileFilter, type FilterColumn, type FilterExpression } from './filters.ts'
+import { compileFilter, type FilterColumn } from './filters.ts'
 import { sha256Hex } from './hash.ts'
 import { newId } from './ids.ts'
 import { parseInput, z } from './validate.ts'
@@ -200,7 +200,7 @@ class Params {
   }
   filter(expr: unknown): string {
     if (expr === undefined) return 'true'
-    const f = compileFilter(expr as FilterExpression, {
+    const f = compileFilter(expr, {
       columns: MEMORY_FILTER_COLUMNS,
       jsonColumn: 'm.metadata',
       paramOffset: this.values.length,

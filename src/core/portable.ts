@@ -221,9 +221,9 @@ async function unseal(file: Blob, passphrase: string | undefined): Promise<strin
     try {
       gz = new Uint8Array(
         await crypto.subtle.decrypt(
-          { name: 'AES-GCM', iv: iv as Uint8Array<ArrayBuffer> },
+          { name: 'AES-GCM', iv: iv },
           key,
-          gz.subarray(32) as Uint8Array<ArrayBuffer>,
+          gz.subarray(32),
         ),
       )
     } catch (cause) {
@@ -263,7 +263,7 @@ async function parseFile(text: string): Promise<ParsedFile> {
   try {
     const parsed = manifestSchema.safeParse(JSON.parse(lines[0] ?? ''))
     if (!parsed.success) throw parsed.error
-    manifest = parsed.data as ExportManifest
+    manifest = parsed.data
   } catch (cause) {
     if (cause instanceof MemoryError) throw cause
     throw corrupt('the manifest is missing or malformed', cause)
