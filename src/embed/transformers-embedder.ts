@@ -1,0 +1,260 @@
+import type { FeatureExtractionPipeline, ProgressInfo } from '@huggingface/transformers'
+import { MemoryError } from '../core/errors.ts'
+import type { Embedder, EmbedOptions } from './embedder.ts'
+import { throwIfAborted } from './embedder.ts'
+import { chooseDevice, detectEmbedEnvironment, type EmbedDevice } from './environment.ts'
+
+/** The model built into `models/` by `scripts/build-model.mjs` and shipped with Engram. */
+export const BUNDLED_MODEL = 'all-MiniLM-L6-v2'
+
+export interface ModelLoadProgress {
+  /** `total` is the sum over all files; the others are about one file. */
+  stage: 'initiate' | 'download' | 'progress' | 'done' | 'ready' | 'total'
+  /** Bytes read so far (0 when not known yet). */
+  loaded: number
+  /** Bytes expected (0 when not known yet). */
+  total: number
+  /** File inside the model folder, e.g. `onnx/model_quantized.onnx`; the model name for `ready`. */
+  file: string
+}
+
+export interface TransformersEmbedderOptions {
+  /**
+   * The model folder (a file path in Node, a URL or URL path in a browser) holding
+   * `config.json`, `tokenizer.json`, `tokenizer_config.json` and `onnx/model[_quantized].onnx`.
+   * Defaults to the bundled `models/all-MiniLM-L6-v2` next to Engram's sources.
+   */
+  modelPath?: string
+  /**
+   * A Hugging Face Hub model id such as `Xenova/all-MiniLM-L6-v2`, loaded from the
+   * Transformers.js cache, or downloaded when `allowRemote` is true. Replaces `modelPath`.
+   */
+  modelId?: string
+  /** int8 weights (`onnx/model_quantized.onnx`, the default) or fp32 (`onnx/model.onnx`). */
+  quantized?: boolean
+  /** `auto` (the default) detects the environment and applies `chooseDevice`. */
+  device?: EmbedDevice | 'auto'
+  /** Allow network downloads of `modelId`. Off by default: Engram works offline. */
+  allowRemote?: boolean
+  /** Texts per model call; larger batches are faster per text but pad to the longest one. */
+  batchSize?: number
+  /**
+   * Where onnxruntime-web finds its `.wasm`/`.mjs` files in a browser. Transformers.js
+   * otherwise fetches them from a CDN, which an offline app or a strict CSP forbids.
+   */
+  wasmPaths?: string | { mjs: string; wasm: string }
+  onProgress?: (progress: ModelLoadProgress) => void
+  /** Cancels loading with a MemoryError `ABORTED`. */
+  signal?: AbortSignal
+}
+
+export interface TransformersEmbedder extends Embedder {
+  /** The device actually in use (WebGPU falls back to WASM when it fails to start). */
+  readonly device: EmbedDevice
+  /** Why WebGPU was abandoned, when it was. */
+  readonly fallbackReason: string | undefined
+  /** Frees the inference session. The embedder must not be used afterwards. */
+  dispose(): Promise<void>
+}
+
+/**
+ * Loads a sentence-embedding model with Transformers.js (mean pooling, L2 normalisation)
+ * from local files only, unless told otherwise. Transformers.js is imported on first use so
+ * apps that never embed do not ship it.
+ *
+ * Transformers.js keeps its settings in one global `env`; load embedders one at a time
+ * when they use different folders.
+ *
+ * @example
+ * const embedder = await createTransformersEmbedder({ modelPath: '/models/all-MiniLM-L6-v2' })
+ * const [vector] = await embedder.embed(['fix the login bug'])
+ * embedder.id // 'all-MiniLM-L6-v2/q8'
+ */
+export async function createTransformersEmbedder(
+  options: TransformersEmbedderOptions = {},
+): Promise<TransformersEmbedder> {
+  const quantized = options.quantized ?? true
+  const batchSize = options.batchSize ?? 32
+  if (!Number.isInteger(batchSize) || batchSize < 1) {
+    throw new MemoryError('INVALID_INPUT', `batchSize must be a positive integer, got ${batchSize}`)
+  }
+  const source = resolveSource(options)
+  const requested = options.device ?? 'auto'
+  const device = requested === 'auto' ? chooseDevice(await detectEmbedEnvironment()) : requested
+  throwIfAborted(options.signal, 'Loading the embedding model')
+
+  let transformers: typeof import('@huggingface/transformers')
+  try {
+    transformers = await import('@huggingface/transformers')
+  } catch (cause) {
+    throw unavailable(source, device, cause, 'the @huggingface/transformers package could not be loaded')
+  }
+  const { env } = transformers
+  env.allowRemoteModels = source.remote
+  env.allowLocalModels = source.localModelPath !== undefined
+  if (source.localModelPath !== undefined) env.localModelPath = source.localModelPath
+  const wasm = env.backends.onnx.wasm
+  if (options.wasmPaths !== undefined && wasm) wasm.wasmPaths = options.wasmPaths
+
+  const progress = progressReporter(options.onProgress)
+  const load = async (on: EmbedDevice) => {
+    const extractor = await transformers.pipeline('feature-extraction', source.name, {
+      dtype: quantized ? 'q8' : 'fp32',
+      device: on,
+      local_files_only: !source.remote,
+      ...(progress ? { progress_callback: progress } : {}),
+    })
+    // A WebGPU session can be created and still fail on its first run; find out now.
+    const probe = await extractor('warm up', { pooling: 'mean', normalize: true })
+    const dims = probe.dims.at(-1) ?? 0
+    probe.dispose()
+    return { extractor, dims }
+  }
+
+  let loaded: { extractor: FeatureExtractionPipeline; dims: number }
+  let active = device
+  let fallbackReason: string | undefined
+  try {
+    try {
+      loaded = await load(device)
+    } catch (cause) {
+      if (device !== 'webgpu') throw cause
+      fallbackReason = errorMessage(cause)
+      active = 'wasm'
+      loaded = await load('wasm')
+    }
+  } catch (cause) {
+    throw unavailable(source, active, cause)
+  }
+  if (options.signal?.aborted) {
+    await loaded.extractor.dispose()
+    throwIfAborted(options.signal, 'Loading the embedding model')
+  }
+
+  const { extractor, dims } = loaded
+  // One inference at a time: onnxruntime-web rejects overlapping runs on a session.
+  let queue: Promise<unknown> = Promise.resolve()
+  const embedBatches = async (texts: string[], embedOptions?: EmbedOptions) => {
+    const vectors: Float32Array[] = []
+    for (let start = 0; start < texts.length; start += batchSize) {
+      throwIfAborted(embedOptions?.signal, 'Embedding')
+      const output = await extractor(texts.slice(start, start + batchSize), { pooling: 'mean', normalize: true })
+      try {
+        const data = output.data
+        if (!(data instanceof Float32Array)) throw new MemoryError('INTERNAL', 'the model did not return float32 vectors')
+        for (let row = 0; row * dims < data.length; row++) vectors.push(data.slice(row * dims, (row + 1) * dims))
+      } finally {
+        output.dispose()
+      }
+    }
+    return vectors
+  }
+
+  return {
+    id: `${source.label}/${quantized ? 'q8' : 'fp32'}`,
+    dims,
+    device: active,
+    fallbackReason,
+    embed: (texts, embedOptions) => {
+      const run = queue.then(() => embedBatches(texts, embedOptions))
+      queue = run.catch(() => undefined)
+      return run
+    },
+    dispose: async () => {
+      await queue
+      await extractor.dispose()
+    },
+  }
+}
+
+interface ModelSource {
+  /** What Transformers.js is asked to load: a folder name under `localModelPath`, or a Hub id. */
+  name: string
+  localModelPath: string | undefined
+  remote: boolean
+  /** Stable part of the embedder id. */
+  label: string
+  /** Where it was looked for, for error messages. */
+  where: string
+}
+
+function resolveSource(options: TransformersEmbedderOptions): ModelSource {
+  if (options.modelId !== undefined) {
+    const remote = options.allowRemote === true
+    return {
+      name: options.modelId,
+      localModelPath: undefined,
+      remote,
+      label: options.modelId,
+      where: remote ? `the Hugging Face Hub (${options.modelId})` : `the Transformers.js cache (${options.modelId})`,
+    }
+  }
+  const folder = (options.modelPath ?? defaultModelPath()).replace(/[\\/]+$/, '')
+  const cut = Math.max(folder.lastIndexOf('/'), folder.lastIndexOf('\\'))
+  const name = folder.slice(cut + 1)
+  return {
+    name,
+    localModelPath: cut < 0 ? './' : folder.slice(0, cut + 1),
+    remote: false,
+    label: name,
+    where: folder,
+  }
+}
+
+/**
+ * The bundled folder, found from this module's own location: a file path in Node, a URL
+ * in a browser. Built from a variable so bundlers do not try to inline the folder.
+ */
+function defaultModelPath(): string {
+  const relative = `../../models/${BUNDLED_MODEL}`
+  const url = new URL(relative, import.meta.url)
+  if (url.protocol !== 'file:') return url.href
+  const path = decodeURIComponent(url.pathname)
+  return /^\/[A-Za-z]:/.test(path) ? path.slice(1) : path
+}
+
+function progressReporter(onProgress: TransformersEmbedderOptions['onProgress']) {
+  if (!onProgress) return undefined
+  const totals = new Map<string, number>()
+  return (info: ProgressInfo) => {
+    switch (info.status) {
+      case 'initiate':
+      case 'download':
+        onProgress({ stage: info.status, loaded: 0, total: totals.get(info.file) ?? 0, file: info.file })
+        break
+      case 'progress':
+        totals.set(info.file, info.total)
+        onProgress({ stage: 'progress', loaded: info.loaded, total: info.total, file: info.file })
+        break
+      case 'done': {
+        const total = totals.get(info.file) ?? 0
+        onProgress({ stage: 'done', loaded: total, total, file: info.file })
+        break
+      }
+      case 'ready':
+        onProgress({ stage: 'ready', loaded: 0, total: 0, file: info.model })
+        break
+      case 'progress_total':
+        onProgress({ stage: 'total', loaded: info.loaded, total: info.total, file: '' })
+        break
+    }
+  }
+}
+
+function unavailable(source: ModelSource, device: EmbedDevice, cause: unknown, reason?: string): MemoryError {
+  const why = reason ?? errorMessage(cause)
+  const fix = source.localModelPath
+    ? `Check that the folder holds config.json, tokenizer.json, tokenizer_config.json and onnx/*.onnx ` +
+      `(for the bundled model run \`node scripts/build-model.mjs\`), or pass modelPath.`
+    : source.remote
+      ? 'Check the network connection and the model id.'
+      : 'Pass allowRemote: true to download it, or modelPath to load a local folder.'
+  return new MemoryError('MODEL_UNAVAILABLE', `Cannot load the embedding model from ${source.where}: ${why}. ${fix}`, {
+    cause,
+    details: { model: source.name, where: source.where, device },
+  })
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
