@@ -22,10 +22,11 @@ export function createHashEmbedder(options: HashEmbedderOptions = {}): Embedder 
   return {
     id: `hash/${dims}`,
     dims,
-    embed: async (texts, embedOptions) => {
-      throwIfAborted(embedOptions?.signal, 'Embedding')
-      return texts.map((text) => hashVector(text, dims))
-    },
+    embed: (texts, embedOptions) =>
+      new Promise((resolve) => {
+        throwIfAborted(embedOptions?.signal, 'Embedding')
+        resolve(texts.map((text) => hashVector(text, dims)))
+      }),
   }
 }
 

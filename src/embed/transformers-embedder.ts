@@ -1,3 +1,4 @@
+import type * as TransformersJs from '@huggingface/transformers'
 import type { FeatureExtractionPipeline, ProgressInfo } from '@huggingface/transformers'
 import { MemoryError } from '../core/errors.ts'
 import type { Embedder, EmbedOptions } from './embedder.ts'
@@ -6,6 +7,9 @@ import { chooseDevice, detectEmbedEnvironment, type EmbedDevice } from './enviro
 
 /** The model built into `models/` by `scripts/build-model.mjs` and shipped with Engram. */
 export const BUNDLED_MODEL = 'all-MiniLM-L6-v2'
+
+/** The package's `models/` folder, relative to this module (the library build rewrites it). */
+const MODELS_FOLDER = '../../models/'
 
 export interface ModelLoadProgress {
   /** `total` is the sum over all files; the others are about one file. */
@@ -83,7 +87,7 @@ export async function createTransformersEmbedder(
   const device = requested === 'auto' ? chooseDevice(await detectEmbedEnvironment()) : requested
   throwIfAborted(options.signal, 'Loading the embedding model')
 
-  let transformers: typeof import('@huggingface/transformers')
+  let transformers: typeof TransformersJs
   try {
     transformers = await import('@huggingface/transformers')
   } catch (cause) {
@@ -140,7 +144,8 @@ export async function createTransformersEmbedder(
       throwIfAborted(embedOptions?.signal, 'Embedding')
       const output = await extractor(texts.slice(start, start + batchSize), { pooling: 'mean', normalize: true })
       try {
-        const data = output.data
+        // Declared as any typed array; the pipeline's mean pooling yields float32.
+        const data: unknown = output.data
         if (!(data instanceof Float32Array)) throw new MemoryError('INTERNAL', 'the model did not return float32 vectors')
         for (let row = 0; row * dims < data.length; row++) vectors.push(data.slice(row * dims, (row + 1) * dims))
       } finally {
@@ -206,8 +211,7 @@ function resolveSource(options: TransformersEmbedderOptions): ModelSource {
  * in a browser. Built from a variable so bundlers do not try to inline the folder.
  */
 function defaultModelPath(): string {
-  const relative = `../../models/${BUNDLED_MODEL}`
-  const url = new URL(relative, import.meta.url)
+  const url = new URL(MODELS_FOLDER + BUNDLED_MODEL, import.meta.url)
   if (url.protocol !== 'file:') return url.href
   const path = decodeURIComponent(url.pathname)
   return /^\/[A-Za-z]:/.test(path) ? path.slice(1) : path

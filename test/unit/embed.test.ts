@@ -199,7 +199,10 @@ describe('the model build', () => {
       const quantized = await readFile(join(first, 'onnx/model_quantized.onnx'))
       expect(quantized.length).toBeGreaterThan(23_000_000)
       expect(quantized.length).toBeLessThan(24_000_000)
-      const tokenizer = JSON.parse(await readFile(join(first, 'tokenizer.json'), 'utf8'))
+      const tokenizer = JSON.parse(await readFile(join(first, 'tokenizer.json'), 'utf8')) as {
+        padding: unknown
+        truncation: { max_length: number }
+      }
       expect(tokenizer.padding).toBeNull()
       expect(tokenizer.truncation.max_length).toBe(256)
 
