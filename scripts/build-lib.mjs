@@ -18,4 +18,12 @@ if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../
   throw new Error(`build-lib: worker or template URL not found in ${client}`)
 }
 await writeFile(client, rewritten)
+
+// The embedder finds the bundled model folder the same way, relative to its own module.
+const embedder = 'dist/lib/src/embed/transformers-embedder.js'
+const embedderSource = await readFile(embedder, 'utf8')
+if (!embedderSource.includes("'../../models/'")) {
+  throw new Error(`build-lib: models folder URL not found in ${embedder}`)
+}
+await writeFile(embedder, embedderSource.replace("'../../models/'", "'../../../../models/'"))
 console.log('build-lib: dist/lib written')
