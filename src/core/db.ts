@@ -10,6 +10,8 @@ export interface QueryResult<T> {
 export interface QueryOptions {
   /** Per-parameter serializers keyed by type oid, e.g. binary pgvector parameters. */
   serializers?: Record<number, (value: unknown) => string | Uint8Array>
+  /** Per-column parsers keyed by type oid, applied to the text form of result values. */
+  parsers?: Record<number, (text: string) => unknown>
 }
 
 export interface Queryable {
