@@ -21,24 +21,24 @@ interface GpuLike {
  * const device = chooseDevice(await detectEmbedEnvironment())
  */
 export async function detectEmbedEnvironment(): Promise<EmbedEnvironment> {
+  const runtime = detectRuntime()
+  return {
+    runtime,
+    webgpu: runtime === 'node' ? false : await hasWebGpuAdapter(),
+    crossOriginIsolated: globalThis.crossOriginIsolated === true,
+  }
+}
+
+/** Node, a worker or a page, from the global scope alone (no `typeof window` guessing). */
+export function detectRuntime(): EmbedEnvironment['runtime'] {
   const scope = globalThis as typeof globalThis & {
     process?: { versions?: { node?: string } }
     WorkerGlobalScope?: abstract new () => unknown
     document?: unknown
   }
-  const runtime: EmbedEnvironment['runtime'] =
-    scope.WorkerGlobalScope !== undefined && scope instanceof scope.WorkerGlobalScope
-      ? 'worker'
-      : scope.document !== undefined
-        ? 'window'
-        : scope.process?.versions?.node !== undefined
-          ? 'node'
-          : 'worker'
-  return {
-    runtime,
-    webgpu: runtime === 'node' ? false : await hasWebGpuAdapter(),
-    crossOriginIsolated: scope.crossOriginIsolated === true,
-  }
+  if (scope.WorkerGlobalScope !== undefined && scope instanceof scope.WorkerGlobalScope) return 'worker'
+  if (scope.document !== undefined) return 'window'
+  return scope.process?.versions?.node !== undefined ? 'node' : 'worker'
 }
 
 async function hasWebGpuAdapter(): Promise<boolean> {

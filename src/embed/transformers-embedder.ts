@@ -3,7 +3,7 @@ import type { FeatureExtractionPipeline, ProgressInfo } from '@huggingface/trans
 import { MemoryError } from '../core/errors.ts'
 import type { Embedder, EmbedOptions } from './embedder.ts'
 import { throwIfAborted } from './embedder.ts'
-import { chooseDevice, detectEmbedEnvironment, type EmbedDevice } from './environment.ts'
+import { chooseDevice, detectEmbedEnvironment, detectRuntime, type EmbedDevice } from './environment.ts'
 
 /** The model built into `models/` by `scripts/build-model.mjs` and shipped with Engram. */
 export const BUNDLED_MODEL = 'all-MiniLM-L6-v2'
@@ -53,7 +53,7 @@ export interface TransformersEmbedderOptions {
 }
 
 export interface TransformersEmbedder extends Embedder {
-  /** The device actually in use (WebGPU falls back to WASM when it fails to start). */
+  /** The device actually in use (WebGPU falls back to WASM, or CPU in Node, when it fails to start). */
   readonly device: EmbedDevice
   /** Why WebGPU was abandoned, when it was. */
   readonly fallbackReason: string | undefined
@@ -124,8 +124,9 @@ export async function createTransformersEmbedder(
     } catch (cause) {
       if (device !== 'webgpu') throw cause
       fallbackReason = errorMessage(cause)
-      active = 'wasm'
-      loaded = await load('wasm')
+      // Transformers.js offers WASM in browsers only; Node has its native CPU runtime.
+      active = detectRuntime() === 'node' ? 'cpu' : 'wasm'
+      loaded = await load(active)
     }
   } catch (cause) {
     throw unavailable(source, active, cause)
@@ -246,7 +247,7 @@ function progressReporter(onProgress: TransformersEmbedderOptions['onProgress'])
 }
 
 function unavailable(source: ModelSource, device: EmbedDevice, cause: unknown, reason?: string): MemoryError {
-  const why = reason ?? errorMessage(cause)
+  const why = (reason ?? errorMessage(cause)).replace(/[.\s]+$/, '')
   const fix = source.localModelPath
     ? `Check that the folder holds config.json, tokenizer.json, tokenizer_config.json and onnx/*.onnx ` +
       `(for the bundled model run \`node scripts/build-model.mjs\`), or pass modelPath.`

@@ -126,6 +126,22 @@ describe('the bundled MiniLM embedder', () => {
     expect(Math.hypot(...vector!)).toBeCloseTo(1, 5)
   })
 
+  it('falls back from WebGPU to the CPU runtime in Node when WebGPU cannot start, and says why', async () => {
+    const embedder = await createTransformersEmbedder({ device: 'webgpu' })
+    try {
+      if (embedder.device === 'webgpu') expect(embedder.fallbackReason).toBeUndefined()
+      else {
+        expect(embedder.device).toBe('cpu')
+        expect(embedder.fallbackReason).toMatch(/\w/)
+      }
+      const [vector] = await embedder.embed(['This is an example sentence'])
+      const [reference] = await q8.embed(['This is an example sentence'])
+      expect(cosineSimilarity(vector!, reference!)).toBeGreaterThan(0.99)
+    } finally {
+      await embedder.dispose()
+    }
+  })
+
   it('stops with ABORTED when the signal has fired', async () => {
     const controller = new AbortController()
     controller.abort()
@@ -211,7 +227,7 @@ describe('the model build', () => {
     } finally {
       await rm(out, { recursive: true, force: true })
     }
-  })
+   }, 120_000)
 
   it('the int8 graph runs in onnxruntime-web (WASM) and matches the native runtime', async () => {
     const ort = await import('onnxruntime-web')
