@@ -108,11 +108,17 @@ export async function createTransformersEmbedder(
       local_files_only: !source.remote,
       ...(progress ? { progress_callback: progress } : {}),
     })
-    // A WebGPU session can be created and still fail on its first run; find out now.
-    const probe = await extractor('warm up', { pooling: 'mean', normalize: true })
-    const dims = probe.dims.at(-1) ?? 0
-    probe.dispose()
-    return { extractor, dims }
+    try {
+      // A WebGPU session can be created and still fail on its first run; find out now.
+      const probe = await extractor('warm up', { pooling: 'mean', normalize: true })
+      const dims = probe.dims.at(-1) ?? 0
+      probe.dispose()
+      if (dims < 1) throw new Error(`the model returned ${dims}-dimensional vectors`)
+      return { extractor, dims }
+    } catch (cause) {
+      await extractor.dispose()
+      throw cause
+    }
   }
 
   let loaded: { extractor: FeatureExtractionPipeline; dims: number }
