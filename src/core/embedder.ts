@@ -6,10 +6,20 @@
  * const [v] = await embedder.embed(['fix the login bug'])
  */
 export interface Embedder {
-  /** Model id stored next to each vector, so vectors of different models are never compared. */
+  /**
+   * Stable name of the model and its numeric variant, e.g. `all-MiniLM-L6-v2/q8`. Stored
+   * next to every vector: vectors from different ids are never compared.
+   */
   readonly id: string
+  /** Length of every vector `embed` returns. */
   readonly dims: number
-  embed(texts: string[], options?: { signal?: AbortSignal }): Promise<Float32Array[]>
+  /** One L2-normalised vector per text, in input order. */
+  embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>
+}
+
+export interface EmbedOptions {
+  /** Stops between batches with a MemoryError `ABORTED`. */
+  signal?: AbortSignal
 }
 
 /**

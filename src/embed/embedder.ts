@@ -1,30 +1,7 @@
 import { MemoryError } from '../core/errors.ts'
 
-/**
- * Turns texts into vectors. The engine depends on this interface only, so any model (the
- * bundled MiniLM, a remote API, a test double) can fill the vector columns.
- */
-export interface Embedder {
-  /**
-   * Stable name of the model and its numeric variant, e.g. `all-MiniLM-L6-v2/q8`. Stored
-   * next to every vector: vectors from different ids are not comparable.
-   */
-  readonly id: string
-  /** Length of every vector `embed` returns. */
-  readonly dims: number
-  /**
-   * One L2-normalised vector per text, in input order.
-   *
-   * @example
-   * const [vector] = await embedder.embed(['fix the login bug'])
-   */
-  embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>
-}
-
-export interface EmbedOptions {
-  /** Stops between batches with a MemoryError `ABORTED`. */
-  signal?: AbortSignal
-}
+// The interface lives in the engine, which depends on nothing else; implementations live here.
+export type { EmbedOptions, Embedder } from '../core/embedder.ts'
 
 /** Dot product; equals cosine similarity for the L2-normalised vectors embedders return. */
 export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
