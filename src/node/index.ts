@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import { createEngine, type Engine } from '../core/engine.ts'
 import { openPGlite } from '../runtime/pglite.ts'
@@ -8,6 +9,12 @@ export interface OpenMemoryOptions {
   /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
   loadDataDir?: Blob
   now?: () => Date
+  /**
+   * How document paths are identified. `local`: relative to `root` (resolved against the
+   * current directory when relative), so the memory survives moving the project. `global`
+   * (default): absolute paths, one identity per file across projects.
+   */
+  workspace?: { mode: 'local'; root: string } | { mode: 'global' }
 }
 
 export type NodeMemory = Engine & {
@@ -19,7 +26,7 @@ export type NodeMemory = Engine & {
  * Opens a memory in-process in Node: the same engine the browser worker hosts.
  *
  * @example
- * const memory = await openMemory({ dataDir: './.engram' })
+ * const memory = await openMemory({ dataDir: './.engram', workspace: { mode: 'local', root: '.' } })
  * await memory.ping()
  * await memory.close()
  */
@@ -28,7 +35,19 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
   })
-  const engine = await createEngine({ db: pg, ...(options.now ? { now: options.now } : {}) })
+  const workspace =
+    options.workspace?.mode === 'local' ? { mode: 'local' as const, root: resolve(options.workspace.root) } : undefined
+  let engine: Engine
+  try {
+    engine = await createEngine({
+      db: pg,
+      ...(options.now ? { now: options.now } : {}),
+      ...(workspace ? { workspace } : {}),
+    })
+  } catch (error) {
+    await pg.close()
+    throw error
+  }
   const close = async () => {
     if (!pg.closed) await pg.close()
   }
