@@ -15,7 +15,7 @@ export function parseInput<T>(
   if (result.success) return result.data
   const issues = result.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }))
   const first = issues[0]
-  const where = first && first.path ? ` at "${first.path}"` : ''
+  const where = first?.path ? ` at "${first.path}"` : ''
   throw new MemoryError(code, `Invalid ${what}${where}: ${first?.message ?? 'malformed input'}`, {
     details: { issues },
     cause: result.error,

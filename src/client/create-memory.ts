@@ -1,0 +1,174 @@
+import { type Remote, wrap } from 'comlink'
+import type { BootInfo, WorkerApi } from '../../workers/memory.worker.ts'
+import type { Engine } from '../core/engine.ts'
+import { MemoryError } from '../core/errors.ts'
+import { checkMemoryName, type StorageKind } from '../worker/storage.ts'
+import { installErrorTransfer } from './error-transfer.ts'
+
+export type { StorageKind }
+
+export interface CreateMemoryOptions {
+  /** Selects the memory; one database per name. Default `'default'`. */
+  name?: string
+  /**
+   * Where the database lives. Default `'auto'`: OPFS where the worker can use it, else
+   * IndexedDB. `'memory'` keeps nothing after close.
+   */
+  storage?: StorageKind | 'auto'
+  /** Ask the browser to keep this origin's storage under pressure (`navigator.storage.persist()`). */
+  persist?: boolean
+  /**
+   * A pre-built data directory to start new memories from, instead of running initdb in the
+   * browser (seconds faster). Default: the template shipped with Engram. `false` disables it.
+   */
+  templateUrl?: string | URL | false
+  /**
+   * The worker to host the engine. Pass your own for strict CSPs or webviews (e.g. a
+   * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
+   */
+  worker?: Worker | (() => Worker)
+  /** A boot that has not answered by then rejects with BOOT_TIMEOUT. Default 30 s. */
+  bootTimeoutMs?: number
+}
+
+/** The engine's API as the page sees it: the same names, every call async. */
+export type ClientOf<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R
+    ? (...args: A) => Promise<Awaited<R>>
+    : T[K] extends object
+      ? ClientOf<T[K]>
+      : never
+}
+
+export type Memory = ClientOf<Engine> & {
+  /** Resolves when the worker has opened the database; rejects with the boot error. */
+  readonly ready: Promise<BootInfo>
+  /** Closes the database and terminates the worker; pending calls reject with CLOSED. */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+function defaultTemplateUrl(): string {
+  return new URL('../../assets/pgdata-template.tar.gz', import.meta.url).href
+}
+
+function defaultWorker(): Worker {
+  return new Worker(new URL('../../workers/memory.worker.ts', import.meta.url), {
+    type: 'module',
+    name: 'engram',
+  })
+}
+
+/**
+ * Starts the worker and returns the client at once; calls made before the worker is ready
+ * wait for it. Prefer {@link createMemory}, which also waits for the boot to succeed.
+ */
+export function connectMemory(options: CreateMemoryOptions = {}): Memory {
+  installErrorTransfer()
+  const name = checkMemoryName(options.name ?? 'default')
+  const storage = options.storage ?? 'auto'
+  const templateUrl = options.templateUrl === false ? undefined : String(options.templateUrl ?? defaultTemplateUrl())
+  if (options.persist && typeof navigator.storage?.persist === 'function') {
+    navigator.storage.persist().catch(() => {})
+  }
+  const worker = typeof options.worker === 'function' ? options.worker() : (options.worker ?? defaultWorker())
+  const remote: Remote<WorkerApi> = wrap<WorkerApi>(worker)
+  const pending = new Set<(error: MemoryError) => void>()
+  let dead: MemoryError | undefined
+
+  const fail = (error: MemoryError) => {
+    if (dead) return
+    dead = error
+    worker.terminate()
+    for (const reject of pending) reject(error)
+    pending.clear()
+  }
+  const track = <T>(promise: Promise<T>): Promise<T> => {
+    if (dead) return Promise.reject(dead)
+    return new Promise<T>((resolve, reject) => {
+      pending.add(reject)
+      promise.then(resolve, reject).finally(() => pending.delete(reject))
+    })
+  }
+
+  worker.addEventListener('error', (event) => {
+    event.preventDefault()
+    fail(
+      new MemoryError(
+        'WORKER_TERMINATED',
+        `The memory worker failed: ${event.message || 'script error'}. Check that the worker script loads and the page's CSP allows 'wasm-unsafe-eval' and blob: workers.`,
+      ),
+    )
+  })
+  worker.addEventListener('messageerror', () =>
+    fail(new MemoryError('WORKER_TERMINATED', 'The memory worker sent a message that could not be read.')),
+  )
+
+  const bootTimeoutMs = options.bootTimeoutMs ?? 30_000
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const ready = track(
+    Promise.race([
+      remote.boot({ name, storage, ...(templateUrl ? { templateUrl } : {}) }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          const error = new MemoryError(
+            'BOOT_TIMEOUT',
+            `The memory worker did not start within ${bootTimeoutMs} ms. A Content-Security-Policy without 'wasm-unsafe-eval' or connect-src 'self' makes the database hang; so does storage held by another process.`,
+          )
+          reject(error)
+          fail(error)
+        }, bootTimeoutMs)
+      }),
+    ]),
+  ).finally(() => clearTimeout(timer))
+  ready.catch(() => {})
+
+  const invoke = async (path: string[], args: unknown[]): Promise<unknown> => {
+    await ready
+    return track(remote.call(path, args))
+  }
+
+  const close = async () => {
+    if (dead) return
+    try {
+      await track(ready.then(() => remote.close()))
+    } catch {
+      // A memory that never booted has nothing to close.
+    }
+    fail(new MemoryError('CLOSED', 'The memory was closed.'))
+  }
+
+  const node = (path: string[]): unknown =>
+    new Proxy(() => {}, {
+      get(_, key) {
+        if (typeof key === 'symbol' || key === 'then') return undefined
+        return node([...path, key])
+      },
+      apply(_, __, args: unknown[]) {
+        return invoke(path, args)
+      },
+    })
+
+  const root = { ready, close, [Symbol.asyncDispose]: close }
+  return new Proxy(root, {
+    get(target, key) {
+      if (key in target) return target[key as keyof typeof target]
+      if (typeof key === 'symbol' || key === 'then') return undefined
+      return node([key])
+    },
+  }) as unknown as Memory
+}
+
+/**
+ * Opens a memory in a Web Worker and resolves once it is ready.
+ *
+ * @example
+ * const memory = await createMemory({ name: 'my-agent' })
+ * console.log(await memory.ping())
+ * await memory.close()
+ */
+export async function createMemory(options: CreateMemoryOptions = {}): Promise<Memory> {
+  const memory = connectMemory(options)
+  await memory.ready
+  return memory
+}

@@ -1,0 +1,11 @@
+export {
+  type ClientOf,
+  type CreateMemoryOptions,
+  connectMemory,
+  createMemory,
+  type Memory,
+  type StorageKind,
+} from './client/create-memory.ts'
+export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'
+export { deleteMemory, listMemories, type MemoryRecord } from './client/registry.ts'
+export type { BootInfo, Role } from './worker/host.ts'

@@ -1,0 +1,292 @@
+/// <reference lib="webworker" />
+import type { PGlite } from '@electric-sql/pglite'
+import { fromWire, toWire, type WireValue } from '../client/error-transfer.ts'
+import { createEngine, type Engine } from '../core/engine.ts'
+import { MemoryError } from '../core/errors.ts'
+import { registerMemory } from '../client/registry.ts'
+import { openPGlite } from '../runtime/pglite.ts'
+import {
+  checkMemoryName,
+  dataDirFor,
+  detectWorkerEnvironment,
+  resolveStorage,
+  type StorageKind,
+  storageError,
+  storageExists,
+} from './storage.ts'
+
+export interface BootOptions {
+  name: string
+  storage: StorageKind | 'auto'
+  /** URL of a pre-built, migrated data directory (tar or tar.gz); skips initdb for a new memory. */
+  templateUrl?: string
+}
+
+export type Role = 'leader' | 'follower' | 'private'
+
+export interface BootInfo {
+  name: string
+  storage: StorageKind
+  dataDir: string
+  role: Role
+  /** True when this boot created the database (from the template when one was given). */
+  created: boolean
+  fromTemplate: boolean
+  bootMs: number
+}
+
+type Path = readonly string[]
+
+type ChannelMessage =
+  | { type: 'call'; id: string; from: string; path: Path; args: unknown[] }
+  | { type: 'reply'; id: string; to: string; ok: true; value: unknown }
+  | { type: 'reply'; id: string; to: string; ok: false; error: WireValue }
+  | { type: 'leader-up'; from: string }
+
+interface Forwarded {
+  path: Path
+  args: unknown[]
+  resolve: (value: unknown) => void
+  reject: (error: unknown) => void
+}
+
+const env = detectWorkerEnvironment()
+
+function resolvePath(engine: Engine, path: Path): (...args: unknown[]) => unknown {
+  let owner: unknown
+  let target: unknown = engine
+  for (const key of path) {
+    if (target === null || typeof target !== 'object' || !Object.hasOwn(target, key)) {
+      throw new MemoryError('INVALID_INPUT', `The memory API has no "${path.join('.')}".`)
+    }
+    owner = target
+    target = (target as Record<string, unknown>)[key]
+  }
+  if (typeof target !== 'function') throw new MemoryError('INVALID_INPUT', `"${path.join('.')}" is not a function.`)
+  return (target as (...args: unknown[]) => unknown).bind(owner)
+}
+
+async function fetchTemplate(url: string): Promise<Blob> {
+  const response = await fetch(url)
+  if (!response.ok) throw new Error(`template ${url}: HTTP ${response.status}`)
+  const bytes = new Uint8Array(await response.arrayBuffer())
+  // PGlite picks gzip or plain tar by the Blob's type; the server's Content-Type is not reliable.
+  const gzip = bytes[0] === 0x1f && bytes[1] === 0x8b
+  return new Blob([bytes], { type: gzip ? 'application/x-gzip' : 'application/x-tar' })
+}
+
+/**
+ * Hosts one memory in a worker. With persistent storage, one tab at a time owns the database
+ * (a Web Lock named after the memory); the workers of other tabs forward their calls to the
+ * owner over a BroadcastChannel and take over, in turn, when it closes. So no two PGlite
+ * instances ever open the same files, and no acknowledged write is lost.
+ */
+export class MemoryHost {
+  readonly #id = crypto.randomUUID()
+  #options: BootOptions | undefined
+  #storage: StorageKind = 'memory'
+  #pg: PGlite | undefined
+  #engine: Engine | undefined
+  #role: Role = 'private'
+  #channel: BroadcastChannel | undefined
+  #forwarded = new Map<string, Forwarded>()
+  #release: (() => void) | undefined
+  #abortWait = new AbortController()
+  #closed = false
+  #leaderReady: Promise<void> | undefined
+
+  async boot(options: BootOptions): Promise<BootInfo> {
+    if (this.#options) throw new MemoryError('CONFLICT', 'This worker already hosts a memory; create a new worker.')
+    const started = performance.now()
+    checkMemoryName(options.name)
+    this.#options = options
+    this.#storage = resolveStorage(options.storage, env)
+    const dataDir = dataDirFor(this.#storage, options.name)
+    const info = (created: boolean, fromTemplate: boolean): BootInfo => ({
+      name: options.name,
+      storage: this.#storage,
+      dataDir,
+      role: this.#role,
+      created,
+      fromTemplate,
+      bootMs: performance.now() - started,
+    })
+
+    if (this.#storage === 'memory' || !env.locks || !env.broadcastChannel) {
+      const { created, fromTemplate } = await this.#open()
+      return info(created, fromTemplate)
+    }
+
+    this.#channel = new BroadcastChannel(`engram:${options.name}`)
+    this.#channel.onmessage = (event: MessageEvent<ChannelMessage>) => this.#onMessage(event.data)
+    const lockName = `engram:${options.name}`
+
+    // Try to become the owner at once; otherwise follow the owner and queue for takeover.
+    const opened = await new Promise<{ created: boolean; fromTemplate: boolean } | null>((resolve, reject) => {
+      navigator.locks
+        .request(lockName, { ifAvailable: true }, async (lock) => {
+          if (!lock) return resolve(null)
+          try {
+            resolve(await this.#lead())
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error(String(error)))
+            return
+          }
+          await this.#holdUntilClosed()
+        })
+        .catch(reject)
+    })
+    if (opened) return info(opened.created, opened.fromTemplate)
+
+    this.#role = 'follower'
+    this.#queueForTakeover(lockName)
+    await this.#waitForLeader()
+    return info(false, false)
+  }
+
+  /** Runs an engine call here when this worker owns the database, else on the owner. */
+  async call(path: Path, args: unknown[]): Promise<unknown> {
+    if (this.#closed) throw new MemoryError('CLOSED', 'The memory was closed.')
+    if (this.#engine) return this.#run(path, args)
+    if (this.#role !== 'follower') throw new MemoryError('CLOSED', 'The memory is not open: boot() has not finished.')
+    return this.#forward(path, args)
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#abortWait.abort()
+    for (const call of this.#forwarded.values()) call.reject(new MemoryError('CLOSED', 'The memory was closed.'))
+    this.#forwarded.clear()
+    if (this.#release) {
+      const release = this.#release
+      this.#release = undefined
+      release()
+      await this.#leaderReady
+    } else {
+      await this.#closeDatabase()
+    }
+    this.#channel?.close()
+  }
+
+  async #run(path: Path, args: unknown[]): Promise<unknown> {
+    const fn = resolvePath(this.#engine as Engine, path)
+    try {
+      return await fn(...args)
+    } catch (error) {
+      if (error instanceof MemoryError) throw error
+      const name = (error as { name?: string } | null)?.name
+      if (name === 'QuotaExceededError') throw storageError(error, `${path.join('.')} failed`)
+      throw error
+    }
+  }
+
+  async #open(): Promise<{ created: boolean; fromTemplate: boolean }> {
+    const options = this.#options as BootOptions
+    const dataDir = dataDirFor(this.#storage, options.name)
+    let created: boolean
+    let template: Blob | undefined
+    try {
+      created = !(await storageExists(this.#storage, options.name))
+      if (created && options.templateUrl) {
+        try {
+          template = await fetchTemplate(options.templateUrl)
+        } catch (error) {
+          console.warn('engram: template unavailable, creating the database from scratch', error)
+        }
+      }
+      this.#pg = await openPGlite({ dataDir, ...(template ? { loadDataDir: template } : {}) })
+    } catch (error) {
+      throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
+    }
+    this.#engine = await createEngine({ db: this.#pg })
+    if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
+    return { created, fromTemplate: template !== undefined }
+  }
+
+  async #lead(): Promise<{ created: boolean; fromTemplate: boolean }> {
+    this.#role = 'leader'
+    const opened = await this.#open()
+    this.#channel?.postMessage({ type: 'leader-up', from: this.#id } satisfies ChannelMessage)
+    // Calls this worker forwarded to the previous owner now run here.
+    const pending = [...this.#forwarded.entries()]
+    this.#forwarded.clear()
+    for (const [, call] of pending) this.#run(call.path, call.args).then(call.resolve, call.reject)
+    return opened
+  }
+
+  #holdUntilClosed(): Promise<void> {
+    const held = new Promise<void>((resolve) => {
+      this.#release = resolve
+    }).then(() => this.#closeDatabase())
+    this.#leaderReady = held
+    return held
+  }
+
+  #queueForTakeover(lockName: string): void {
+    navigator.locks
+      .request(lockName, { signal: this.#abortWait.signal }, async () => {
+        if (this.#closed) return
+        await this.#lead()
+        await this.#holdUntilClosed()
+      })
+      .catch((error: unknown) => {
+        if ((error as { name?: string }).name !== 'AbortError') console.error('engram: takeover failed', error)
+      })
+  }
+
+  async #waitForLeader(): Promise<void> {
+    // The owner answers pings only once its database is open.
+    const pong = this.#forward(['ping'], [])
+    await pong
+  }
+
+  #forward(path: Path, args: unknown[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const id = crypto.randomUUID()
+      this.#forwarded.set(id, { path, args, resolve, reject })
+      this.#post({ type: 'call', id, from: this.#id, path, args })
+    })
+  }
+
+  #post(message: ChannelMessage): void {
+    this.#channel?.postMessage(message)
+  }
+
+  #onMessage(message: ChannelMessage): void {
+    switch (message.type) {
+      case 'call': {
+        if (!this.#engine || this.#role !== 'leader') return
+        this.#run(message.path, message.args).then(
+          (value) => this.#post({ type: 'reply', id: message.id, to: message.from, ok: true, value }),
+          (error: unknown) =>
+            this.#post({ type: 'reply', id: message.id, to: message.from, ok: false, error: toWire(error) }),
+        )
+        return
+      }
+      case 'reply': {
+        if (message.to !== this.#id) return
+        const call = this.#forwarded.get(message.id)
+        if (!call) return
+        this.#forwarded.delete(message.id)
+        if (message.ok) call.resolve(message.value)
+        else call.reject(fromWire(message.error))
+        return
+      }
+      case 'leader-up': {
+        // A new owner: resend what the previous one never answered.
+        for (const [id, call] of this.#forwarded) {
+          this.#post({ type: 'call', id, from: this.#id, path: call.path, args: call.args })
+        }
+        return
+      }
+    }
+  }
+
+  async #closeDatabase(): Promise<void> {
+    this.#engine = undefined
+    const pg = this.#pg
+    this.#pg = undefined
+    if (pg && !pg.closed) await pg.close()
+  }
+}

@@ -1,0 +1,125 @@
+/// <reference lib="webworker" />
+import { MemoryError } from '../core/errors.ts'
+
+export type StorageKind = 'opfs' | 'idb' | 'memory'
+
+/** What the worker's platform offers, detected once at start and passed down. */
+export interface WorkerEnvironment {
+  opfs: boolean
+  locks: boolean
+  broadcastChannel: boolean
+}
+
+export function detectWorkerEnvironment(scope: typeof globalThis = globalThis): WorkerEnvironment {
+  const nav = (scope as { navigator?: Navigator }).navigator
+  return Object.freeze({
+    opfs:
+      typeof nav?.storage?.getDirectory === 'function' &&
+      typeof (scope as { FileSystemSyncAccessHandle?: unknown }).FileSystemSyncAccessHandle === 'function',
+    locks: typeof nav?.locks?.request === 'function',
+    broadcastChannel: typeof (scope as { BroadcastChannel?: unknown }).BroadcastChannel === 'function',
+  })
+}
+
+/** OPFS where a worker can open sync access handles, IndexedDB otherwise. */
+export function resolveStorage(requested: StorageKind | 'auto', env: WorkerEnvironment): StorageKind {
+  if (requested === 'auto') return env.opfs ? 'opfs' : 'idb'
+  if (requested === 'opfs' && !env.opfs) {
+    throw new MemoryError(
+      'STORAGE_UNAVAILABLE',
+      'OPFS with sync access handles is not available here (it needs a secure context and a worker). Use storage: "idb" or "auto".',
+    )
+  }
+  return requested
+}
+
+export const MEMORY_NAME = /^[A-Za-z0-9._-]{1,64}$/
+
+export function checkMemoryName(name: string): string {
+  if (!MEMORY_NAME.test(name)) {
+    throw new MemoryError('INVALID_INPUT', `Invalid memory name "${name}": use 1-64 letters, digits, ".", "_" or "-".`)
+  }
+  return name
+}
+
+/** The storage folder / database name of a memory, shared by PGlite and our own checks. */
+export function storageKey(name: string): string {
+  return `engram-${checkMemoryName(name)}`
+}
+
+export function dataDirFor(kind: StorageKind, name: string): string {
+  switch (kind) {
+    case 'memory':
+      return 'memory://'
+    case 'idb':
+      return `idb://${storageKey(name)}`
+    case 'opfs':
+      return `opfs-ahp://${storageKey(name)}`
+  }
+}
+
+/** PGlite's IndexedDB file system keeps each data dir in a database named after it. */
+const idbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
+
+/** Whether a database already exists for this memory (so it must not be created from the template). */
+export async function storageExists(kind: StorageKind, name: string): Promise<boolean> {
+  switch (kind) {
+    case 'memory':
+      return false
+    case 'idb': {
+      const dbs = await indexedDB.databases()
+      return dbs.some((db) => db.name === idbDatabaseName(name))
+    }
+    case 'opfs': {
+      const root = await navigator.storage.getDirectory()
+      try {
+        const dir = await root.getDirectoryHandle(storageKey(name))
+        for await (const _ of (dir as unknown as AsyncIterable<unknown>)) return true
+        return false
+      } catch (error) {
+        if ((error as DOMException).name === 'NotFoundError') return false
+        throw error
+      }
+    }
+  }
+}
+
+/** Deletes a memory's files. The caller must hold the memory's lock. */
+export async function deleteStorage(kind: StorageKind, name: string): Promise<void> {
+  if (kind === 'idb') {
+    await new Promise<void>((resolve, reject) => {
+      const request = indexedDB.deleteDatabase(idbDatabaseName(name))
+      request.onsuccess = () => resolve()
+      request.onerror = () => reject(request.error ?? new Error('deleteDatabase failed'))
+      request.onblocked = () =>
+        reject(new MemoryError('LOCKED_BY_OTHER_TAB', `Memory "${name}" is open in another tab; close it first.`))
+    })
+  } else if (kind === 'opfs') {
+    const root = await navigator.storage.getDirectory()
+    try {
+      await root.removeEntry(storageKey(name), { recursive: true })
+    } catch (error) {
+      if ((error as DOMException).name !== 'NotFoundError') throw error
+    }
+  }
+}
+
+/** Maps platform storage failures to the error a caller can act on. */
+export function storageError(error: unknown, what: string): MemoryError {
+  if (error instanceof MemoryError) return error
+  const name = (error as { name?: string } | null)?.name ?? ''
+  const message = (error as { message?: string } | null)?.message ?? String(error)
+  if (name === 'QuotaExceededError' || /quota/i.test(message)) {
+    return new MemoryError(
+      'QUOTA_EXCEEDED',
+      `${what}: the browser's storage quota is exhausted. Free space (export and delete old memories) or ask for persistent storage.`,
+      { cause: error },
+    )
+  }
+  if (name === 'NoModificationAllowedError' || name === 'InvalidStateError') {
+    return new MemoryError('LOCKED_BY_OTHER_TAB', `${what}: the storage is held by another tab or worker.`, {
+      cause: error,
+    })
+  }
+  return new MemoryError('STORAGE_UNAVAILABLE', `${what}: ${message}`, { cause: error })
+}

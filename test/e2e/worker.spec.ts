@@ -1,0 +1,60 @@
+import { expect, test } from '@playwright/test'
+import { openHarness } from './support.ts'
+
+test('the worker boots PGlite with pgvector and answers through comlink', async ({ page }) => {
+  await openHarness(page)
+  const ping = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory', bootTimeoutMs: 30_000 })
+    const result = await memory.ping()
+    await memory.close()
+    return result
+  })
+  expect(ping.schemaVersion).toBeGreaterThanOrEqual(1)
+  expect(ping.postgres).toMatch(/^1[5-9]/)
+  expect(ping.vector).toMatch(/^0\.\d+\.\d+$/)
+})
+
+test('a worker that never answers turns into BOOT_TIMEOUT', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const silent = new Worker(
+      URL.createObjectURL(new Blob(['/* never answers */'], { type: 'text/javascript' })),
+    )
+    try {
+      await window.engram.createMemory({ storage: 'memory', worker: silent, bootTimeoutMs: 500 })
+      return { code: 'none' }
+    } catch (error) {
+      return {
+        code: (error as { code?: string }).code,
+        isMemoryError: error instanceof window.engram.MemoryError,
+      }
+    }
+  })
+  expect(outcome).toEqual({ code: 'BOOT_TIMEOUT', isMemoryError: true })
+})
+
+test('a MemoryError thrown in the worker keeps its class, code and message on the page', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory' })
+    try {
+      await (memory as unknown as { noSuchMethod(): Promise<void> }).noSuchMethod()
+      return { code: 'none' }
+    } catch (error) {
+      return {
+        isMemoryError: error instanceof window.engram.MemoryError,
+        code: (error as { code?: string }).code,
+        message: (error as Error).message,
+      }
+    } finally {
+      await memory.close()
+    }
+  })
+  expect(outcome).toMatchObject({ isMemoryError: true, code: 'INVALID_INPUT' })
+  expect(outcome.message).toContain('noSuchMethod')
+})
+
+test('the demo page starts its memory', async ({ page }) => {
+  await page.goto('/')
+  await expect(page.getByRole('status')).toContainText('Memory ready: schema v')
+})

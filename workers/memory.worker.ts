@@ -1,0 +1,20 @@
+/// <reference lib="webworker" />
+import { expose } from 'comlink'
+import { installErrorTransfer } from '../src/client/error-transfer.ts'
+import { MemoryHost } from '../src/worker/host.ts'
+
+installErrorTransfer()
+
+const host = new MemoryHost()
+
+/** What the page's client reaches through comlink. */
+const api = {
+  boot: host.boot.bind(host),
+  call: host.call.bind(host),
+  close: host.close.bind(host),
+}
+
+export type WorkerApi = typeof api
+export type { BootInfo, BootOptions } from '../src/worker/host.ts'
+
+expose(api)
