@@ -64,8 +64,8 @@ export async function createEngine(options: EngineOptions) {
       return { schemaVersion, postgres: row?.pg ?? '', vector: row?.vec ?? '' }
     },
     /** The workspace this engine resolves document paths in. */
-    async workspace(): Promise<Workspace> {
-      return { ...ctx.workspace }
+    workspace(): Promise<Workspace> {
+      return Promise.resolve({ ...ctx.workspace })
     },
     ...events,
     ...createTurns(ctx),

@@ -292,7 +292,7 @@ export function eventText(kind: EventKind, content: JsonObject): string {
     case 'message':
       return typeof content.text === 'string' ? content.text : ''
     case 'tool_call':
-      return `${String(content.tool)} ${JSON.stringify(content.args ?? {})}`
+      return `${typeof content.tool === 'string' ? content.tool : ''} ${JSON.stringify(content.args ?? {})}`
     case 'tool_result': {
       const head = [content.tool, content.path].filter((s) => typeof s === 'string').join(' ')
       return `${head}\n${typeof content.excerptText === 'string' ? content.excerptText : ''}`

@@ -41,9 +41,10 @@ export function jsonProblem(value: unknown): { path: string; message: string } |
         }
         return undefined
       }
-      const proto = Object.getPrototypeOf(v)
+      const proto: unknown = Object.getPrototypeOf(v)
       if (proto !== Object.prototype && proto !== null) {
-        return { path, message: `a ${proto?.constructor?.name ?? 'class'} instance is not plain JSON` }
+        const name = (v as { constructor?: { name?: unknown } }).constructor?.name
+        return { path, message: `a ${typeof name === 'string' ? name : 'class'} instance is not plain JSON` }
       }
       for (const [k, child] of Object.entries(v)) {
         const problem = textProblem(k)
