@@ -60,13 +60,13 @@ describe('bad input changes nothing', () => {
     ['a malformed createdAt', 'INVALID_INPUT', { ...good, createdAt: 'yesterday' }],
     ['a tool_result without output', 'INVALID_INPUT', { ...good, kind: 'tool_result', content: { tool: 'ls' } }],
   ])('record with %s → %s', async (_what, code, input) => {
-    await expectRefused(call(memory.record, input), code)
+    await expectRefused(call((i) => memory.record(i), input), code)
   })
 
   it('a secret is refused with the reason that secrets are never stored', async () => {
-    await expectRefused(call(memory.record, { ...good, sensitivity: 'secret' }), 'INVALID_INPUT', /never stored/)
+    await expectRefused(call((i) => memory.record(i), { ...good, sensitivity: 'secret' }), 'INVALID_INPUT', /never stored/)
     await expectRefused(
-      call(memory.recordTurn, { conversationId: 'c1', user: 'k', agent: 'a', sensitivity: 'secret' }),
+      call((i) => memory.recordTurn(i), { conversationId: 'c1', user: 'k', agent: 'a', sensitivity: 'secret' }),
       'INVALID_INPUT',
       /never stored/,
     )
@@ -76,17 +76,17 @@ describe('bad input changes nothing', () => {
     const huge = 'x'.repeat(20 * 1024 * 1024)
     expect(MAX_EVENT_CONTENT_BYTES).toBe(8 * 1024 * 1024)
     await expectRefused(
-      call(memory.record, { ...good, content: { text: huge } }),
+      call((i) => memory.record(i), { ...good, content: { text: huge } }),
       'INVALID_INPUT',
       /limit is 8 MiB \(MAX_EVENT_CONTENT_BYTES\)/,
     )
-    await expectRefused(call(memory.recordTurn, { conversationId: 'c1', user: huge, agent: 'a' }), 'INVALID_INPUT', /8 MiB/)
+    await expectRefused(call((i) => memory.recordTurn(i), { conversationId: 'c1', user: huge, agent: 'a' }), 'INVALID_INPUT', /8 MiB/)
   })
 
   it('tool output over the artifact cap is refused naming the limit', async () => {
     const output = 'y'.repeat(33 * 1024 * 1024)
     await expectRefused(
-      call(memory.record, { ...good, kind: 'tool_result', content: { tool: 'cat', output } }),
+      call((i) => memory.record(i), { ...good, kind: 'tool_result', content: { tool: 'cat', output } }),
       'INVALID_INPUT',
       /MAX_ARTIFACT_BYTES/,
     )
@@ -102,7 +102,7 @@ describe('bad input changes nothing', () => {
     ['an unknown cause', 'INVALID_INPUT', { path: 'a', content: 'x', conversationId: 'c1', cause: 'magic' }],
     ['a relative URL', 'INVALID_INPUT', { url: '/relative', content: 'x', conversationId: 'c1' }],
   ])('observeDocument with %s → %s', async (_what, code, input) => {
-    await expectRefused(call(memory.observeDocument, input), code)
+    await expectRefused(call((i) => memory.observeDocument(i), input), code)
   })
 
   it.each([
@@ -144,16 +144,16 @@ describe('bad input changes nothing', () => {
       },
     ],
   ])('recordTurn with %s → %s', async (_what, code, input) => {
-    await expectRefused(call(memory.recordTurn, input), code)
+    await expectRefused(call((i) => memory.recordTurn(i), input), code)
   })
 
   it('reads refuse malformed arguments and report missing rows', async () => {
-    await expectRefused(call(memory.graph.walk, 123), 'INVALID_INPUT')
+    await expectRefused(call((i) => memory.graph.walk(i), 123), 'INVALID_INPUT')
     await expectRefused(memory.graph.walk('evt_x', { depth: 50 }), 'INVALID_INPUT')
     await expectRefused(memory.events.get('evt_01jmissingmissingmissing00'), 'NOT_FOUND')
     await expectRefused(memory.documents.history('never/seen.md'), 'NOT_FOUND')
     await expectRefused(memory.documents.history('../escape.md'), 'PATH_OUTSIDE_ROOT')
-    await expectRefused(call(memory.diffSince, 'not a date'), 'INVALID_INPUT')
-    await expectRefused(call(memory.forget, { everything: true }), 'INVALID_INPUT')
+    await expectRefused(call((i) => memory.diffSince(i), 'not a date'), 'INVALID_INPUT')
+    await expectRefused(call((i) => memory.forget(i), { everything: true }), 'INVALID_INPUT')
   })
 })
