@@ -56,3 +56,30 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
 
 export type { ErrorCode } from '../core/errors.ts'
 export { MemoryError } from '../core/errors.ts'
+export type { Engine, EngineOptions } from '../core/engine.ts'
+export type { RecordInput, RecordResult, MemoryEvent, EventKind, Artifact } from '../core/events.ts'
+export type { RecordTurnInput, TurnRecord, ProcedureRecord } from '../core/turns.ts'
+export type {
+  ObserveDocumentInput,
+  Observation,
+  DocumentInfo,
+  DocumentVersion,
+  DocumentSignals,
+  DocumentRef,
+  Staleness,
+  Provenance,
+} from '../core/documents.ts'
+export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery, LinkInput } from '../core/graph.ts'
+export type { ConversationGraph } from '../core/conversations.ts'
+export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/forget.ts'
+export type { Changes } from '../core/changes.ts'
+export type { Stats } from '../core/stats.ts'
+export type { Workspace } from '../core/paths.ts'
+export {
+  MAX_ARTIFACT_BYTES,
+  MAX_DOCUMENT_BYTES,
+  MAX_EVENT_CONTENT_BYTES,
+  MAX_PROCEDURES_PER_TURN,
+  MAX_TOOL_EXCERPT_BYTES,
+} from '../core/limits.ts'
+export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
