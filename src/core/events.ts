@@ -15,7 +15,7 @@ import {
   MAX_TOOL_EXCERPT_BYTES,
   utf8Length,
 } from './limits.ts'
-import { redact } from './redact.ts'
+import { redact, redactJson } from './redact.ts'
 import {
   CHANNELS,
   type Channel,
@@ -182,8 +182,8 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
     )
   }
 
-  const redacted = redactStrings(content)
-  content = redacted.value as JsonObject
+  const redacted = redactJson(content)
+  content = redacted.value
   findings += redacted.findings
 
   const text = eventText(draft.kind, content)
@@ -226,7 +226,7 @@ async function normaliseToolResult(raw: JsonObject) {
     bytes,
     truncated,
   }
-  if (parsed.path !== undefined) {
+  if (parsed.path !== undefined || lineRange !== undefined) {
     const first = lineRange?.[0] ?? 1
     content.lineRange = [first, first + Math.max(1, lineCount(excerpt)) - 1]
     content.totalLines = lineCount(output)
@@ -265,25 +265,6 @@ function lineCount(text: string): number {
   let n = 1
   for (let i = text.indexOf('\n'); i !== -1 && i < text.length - 1; i = text.indexOf('\n', i + 1)) n++
   return n
-}
-
-function redactStrings(value: JsonValue): { value: JsonValue; findings: number } {
-  let findings = 0
-  const walk = (v: JsonValue): JsonValue => {
-    if (typeof v === 'string') {
-      const r = redact(v)
-      findings += r.findings.length
-      return r.text
-    }
-    if (Array.isArray(v)) return v.map(walk)
-    if (v !== null && typeof v === 'object') {
-      const out: JsonObject = {}
-      for (const [k, child] of Object.entries(v)) out[k] = walk(child)
-      return out
-    }
-    return v
-  }
-  return { value: walk(value), findings }
 }
 
 /** The searchable text of an event: what its chunks are cut from. */
@@ -486,7 +467,7 @@ export function createEvents(ctx: EngineContext) {
         await insertEvent(tx, prepared)
         await insertEdges(
           tx,
-          prepared.refs.map((ref) => ({
+          [...new Set(prepared.refs)].map((ref) => ({
             src: prepared.id,
             rel: 'REFERS_TO',
             dst: ref,

@@ -6,6 +6,7 @@ import { type JsonObject, jsonObject, storableText, toStoredJson } from './json.
 import { identifier } from './scope.ts'
 import { asOfParam, iso, type TimeInput, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
+import { redactJson } from './redact.ts'
 
 /** Relations Engram itself writes; a tool may not take one of these names. */
 export const BUILTIN_RELATIONS = ['MESSAGE', 'VERSION_OF', 'REFERS_TO', 'RESULT'] as const
@@ -255,7 +256,11 @@ export function createGraph(ctx: EngineContext) {
     async walk(id: string, options: WalkOptions = {}): Promise<Walk> {
       parseInput(identifier, id, 'node id')
       const o = parseInput(walkOptions, options, 'walk options')
-      const { rows } = await ctx.db.query<{ nodes: { id: string; depth: number }[]; edges: EdgeRow[] | null }>(
+      const { rows } = await ctx.db.query<{
+        nodes: { id: string; depth: number }[]
+        edges: EdgeRow[] | null
+        truncated: boolean
+      }>(
         `WITH RECURSIVE rel_filter AS (
            SELECT id FROM relations WHERE name = ANY($3::text[])
          ), walk(node, depth, via) AS (
@@ -291,7 +296,8 @@ export function createGraph(ctx: EngineContext) {
             ) x) AS edges`,
         [id, asOfParam(o.asOf), o.rels ?? null, o.depth, o.limit],
       )
-      const row = rows[0] as { nodes: { id: string; depth: number }[]; edges: EdgeRow[] | null; truncated: boolean }
+      const row = rows[0]
+      if (!row) throw new MemoryError('INTERNAL', 'graph walk returned no row')
       return {
         nodes: row.nodes.map((n) => ({ id: n.id, kind: kindOfId(n.id) ?? null, depth: n.depth })),
         edges: (row.edges ?? []).map(toEdge),
@@ -314,7 +320,7 @@ export function createGraph(ctx: EngineContext) {
             src: i.src,
             rel: i.rel,
             dst: i.dst,
-            props: toStoredJson(i.props ?? {}),
+            props: redactJson(toStoredJson(i.props ?? {})).value,
             tenantId: i.tenantId,
             conversationId: i.conversationId,
             runId: i.runId,

@@ -1,4 +1,5 @@
 import { MemoryError } from './errors.ts'
+import { redact } from './redact.ts'
 
 /**
  * How document paths are identified. `local`: paths are stored relative to a project root,
@@ -102,9 +103,12 @@ export function canonicalUrl(url: string): string {
   return parsed.toString()
 }
 
-/** The canonical key of a document given by path or URL. */
+/**
+ * The canonical key of a document given by path or URL. URLs pass through `redact` (a
+ * query string may carry a token); paths are identities and are kept as they are.
+ */
 export function canonicalKeyOf(ref: { path?: string | undefined; url?: string | undefined }, workspace: Workspace): CanonicalKey {
-  if (ref.url !== undefined) return { keyKind: 'url', canonicalKey: canonicalUrl(ref.url) }
+  if (ref.url !== undefined) return { keyKind: 'url', canonicalKey: redact(canonicalUrl(ref.url)).text }
   if (ref.path !== undefined) return { keyKind: 'path', canonicalKey: canonicalPath(ref.path, workspace) }
   throw new MemoryError('INVALID_INPUT', 'A document needs a path or a url')
 }

@@ -1,4 +1,6 @@
 /** One span of text the redaction layer replaced, by kind (e.g. 'api_key') and offsets. */
+import type { JsonValue } from './json.ts'
+
 export interface RedactionFinding {
   kind: string
   start: number
@@ -20,4 +22,30 @@ export interface RedactionResult {
  */
 export function redact(text: string): RedactionResult {
   return { text, findings: [] }
+}
+
+/**
+ * Redacts every string value of a JSON value (keys are left alone) and counts what was
+ * replaced.
+ *
+ * @example
+ * redactJson({ args: { token: 'abc' } }).value // → the same shape, strings redacted
+ */
+export function redactJson<T extends JsonValue>(value: T): { value: T; findings: number } {
+  let findings = 0
+  const walk = (v: JsonValue): JsonValue => {
+    if (typeof v === 'string') {
+      const r = redact(v)
+      findings += r.findings.length
+      return r.text
+    }
+    if (Array.isArray(v)) return v.map(walk)
+    if (v !== null && typeof v === 'object') {
+      const out: { [key: string]: JsonValue } = {}
+      for (const [k, child] of Object.entries(v)) out[k] = walk(child)
+      return out
+    }
+    return v
+  }
+  return { value: walk(value) as T, findings }
 }

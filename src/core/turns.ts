@@ -7,6 +7,7 @@ import { MAX_PROCEDURES_PER_TURN, MAX_TAGS } from './limits.ts'
 import { CHANNELS, identifier, SENSITIVITIES, turnScope } from './scope.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
+import { redactJson } from './redact.ts'
 
 const speech = z.union([
   storableText,
@@ -148,7 +149,7 @@ export function createTurns(ctx: EngineContext) {
 
       const procedures: PreparedProcedure[] = []
       for (const [n, p] of i.procedures.entries()) {
-        const args = toStoredJson(p.args ?? {})
+        const args = redactJson(toStoredJson(p.args ?? {})).value
         if (p.document) {
           const { effect, ...ref } = p.document
           const sight = parseInput(documentSight, ref, `procedure ${n} document`)

@@ -105,6 +105,39 @@ describe('recordTurn', () => {
     expect((await t('c1')).turnIndex).toBe(2)
   })
 
+  it('a back-dated turn that reads then rewrites a file in one go, seen as of its time', async () => {
+    const clock = testClock('2025-06-01T00:00:00.000Z')
+    await using memory = await openTestMemory({ now: clock.now })
+    const turn = await memory.recordTurn({
+      conversationId: 'session-3',
+      scope: { userId: 'caroline', agentId: 'assistant' },
+      createdAt: '2023-05-08T13:56:00Z',
+      user: { text: 'fix the typo in my notes', actorId: 'caroline@home' },
+      agent: 'Fixed "teh" → "the".',
+      procedures: [
+        { tool: 'read', args: {}, document: { path: '/home/c/notes.txt', content: 'teh end', effect: 'read' } },
+        { tool: 'write', args: {}, document: { path: '/home/c/notes.txt', content: 'the end', effect: 'write' } },
+      ],
+    })
+    expect(turn.createdAt).toBe('2023-05-08T13:56:00.000Z')
+    expect(turn.procedures.map((p) => [p.version, p.provenance, p.versionCreated])).toEqual([
+      [1, 'initial', true],
+      [2, 'agent', true],
+    ])
+    expect(turn.documentIds).toHaveLength(1)
+    const [user, agent] = await memory.events.list({ conversationId: 'session-3' })
+    expect(user?.actor).toEqual({ type: 'human', id: 'caroline@home' })
+    expect(agent?.actor).toEqual({ type: 'agent', id: 'assistant' })
+    expect(user?.createdAt).toBe('2023-05-08T13:56:00.000Z')
+    expect(await memory.events.list({ conversationId: 'session-3', asOf: '2023-05-08T13:55:59Z' })).toEqual([])
+    expect(await memory.events.list({ conversationId: 'session-3', kinds: ['tool_call'] })).toEqual([])
+    const { versions } = await memory.documents.history('/home/c/notes.txt')
+    expect(versions.map((v) => [v.version, v.eventId])).toEqual([
+      [1, turn.agentEventId],
+      [2, turn.agentEventId],
+    ])
+  })
+
   it('a turn is all or nothing: a failure on its last edge leaves no trace', async () => {
     await using t = await openTestEngine({ workspace: { mode: 'local', root: '/repo' } })
     const memory = t.engine
