@@ -3,18 +3,28 @@ import { createConversationGraph } from './conversations.ts'
 import type { Db } from './db.ts'
 import { withMemoryErrors } from './db-errors.ts'
 import { createDocuments } from './documents.ts'
+import type { Embedder } from './embedder.ts'
+import { entityGraphApi } from './entity-graph.ts'
 import { createEvents } from './events.ts'
 import { createForget } from './forget.ts'
 import { createGraph } from './graph.ts'
+import { kvApi } from './kv.ts'
+import { memoriesApi } from './memories.ts'
 import { normalizeWorkspace, type Workspace } from './paths.ts'
 import { migrate } from './schema/migrations.ts'
 import { createStats } from './stats.ts'
+import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
+import { callTool, type ToolIdentity } from './tools.ts'
 import { createTurns } from './turns.ts'
 
 export interface EngineOptions {
   db: Db
   /** Clock for created_at; tests pin it for determinism. */
   now?: () => Date
+  /** Embeds memories and queries; without one, dedup is exact-text only and recall is keyword only. */
+  embedder?: Embedder
+  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
+  dedupThreshold?: number
   /**
    * How document paths are identified: `{ mode: 'local', root }` stores them relative to an
    * absolute project root; `{ mode: 'global' }` (the default) stores absolute paths.
@@ -25,6 +35,9 @@ export interface EngineOptions {
 export interface EngineContext {
   db: Db
   now: () => Date
+  embedder: Embedder | null
+  dedupThreshold: number
+  telemetry: Telemetry
   workspace: Workspace
 }
 
@@ -44,16 +57,34 @@ export interface PingResult {
  * const memory = await createEngine({ db: pg, workspace: { mode: 'local', root: '/work/app' } })
  */
 export async function createEngine(options: EngineOptions) {
+  const now = options.now ?? (() => new Date())
   const ctx: EngineContext = {
     db: options.db,
-    now: options.now ?? (() => new Date()),
+    now,
+    embedder: options.embedder ?? null,
+    dedupThreshold: options.dedupThreshold ?? 0.85,
+    telemetry: createTelemetry(now),
     workspace: normalizeWorkspace(options.workspace),
   }
   const schemaVersion = await migrate(ctx.db)
-  const events = createEvents(ctx)
-  const documents = createDocuments(ctx)
+  const { remember, recall, memories } = memoriesApi(ctx)
 
-  return withMemoryErrors({
+  // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
+  const log = withMemoryErrors({
+    /** The workspace this engine resolves document paths in. */
+    workspace(): Promise<Workspace> {
+      return Promise.resolve({ ...ctx.workspace })
+    },
+    ...createEvents(ctx),
+    ...createTurns(ctx),
+    ...createDocuments(ctx),
+    ...createForget(ctx),
+    ...createChanges(ctx),
+    ...createStats(ctx),
+  })
+  const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
+
+  const engine = {
     /** Proves the database is up: versions of the schema, Postgres and pgvector. */
     async ping(): Promise<PingResult> {
       const { rows } = await ctx.db.query<{ pg: string; vec: string }>(
@@ -63,18 +94,24 @@ export async function createEngine(options: EngineOptions) {
       const row = rows[0]
       return { schemaVersion, postgres: row?.pg ?? '', vector: row?.vec ?? '' }
     },
-    /** The workspace this engine resolves document paths in. */
-    workspace(): Promise<Workspace> {
-      return Promise.resolve({ ...ctx.workspace })
+    ...log,
+    remember,
+    recall,
+    memories,
+    kv: kvApi(ctx),
+    graph: { ...entityGraphApi(ctx), ...conversationGraph },
+    telemetry: telemetryApi(ctx.telemetry),
+    /**
+     * Runs an agent's tool call (see `openAITools()` / `anthropicTools()`) for `identity`.
+     *
+     * @example
+     * await memory.callTool('save_memory', { content: 'User prefers tabs', category: 'preference' })
+     */
+    callTool(name: string, args: unknown, identity?: ToolIdentity): Promise<unknown> {
+      return callTool(engine, name, args, identity)
     },
-    ...events,
-    ...createTurns(ctx),
-    ...documents,
-    ...createForget(ctx),
-    ...createChanges(ctx),
-    ...createStats(ctx),
-    graph: { ...createGraph(ctx), ...createConversationGraph(ctx) },
-  })
+  }
+  return engine
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
+import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
 import { openPGlite } from '../runtime/pglite.ts'
 
@@ -9,6 +10,10 @@ export interface OpenMemoryOptions {
   /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
   loadDataDir?: Blob
   now?: () => Date
+  /** Embeds memories for semantic dedup and recall; without one, both work on keywords only. */
+  embedder?: Embedder
+  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
+  dedupThreshold?: number
   /**
    * How document paths are identified. `local`: relative to `root` (resolved against the
    * current directory when relative), so the memory survives moving the project. `global`
@@ -42,6 +47,8 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     engine = await createEngine({
       db: pg,
       ...(options.now ? { now: options.now } : {}),
+      ...(options.embedder ? { embedder: options.embedder } : {}),
+      ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
       ...(workspace ? { workspace } : {}),
     })
   } catch (error) {
@@ -54,6 +61,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
 }
 
+export type { Embedder } from '../core/embedder.ts'
 export type { ErrorCode } from '../core/errors.ts'
 export { MemoryError } from '../core/errors.ts'
 export type { Engine, EngineOptions } from '../core/engine.ts'
@@ -83,3 +91,8 @@ export {
   MAX_TOOL_EXCERPT_BYTES,
 } from '../core/limits.ts'
 export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
+export type { FilterExpression } from '../core/filters.ts'
+export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
+export { FACT_EXTRACTION_PROMPT, Memory, type MemoryOptions, UPDATE_DECISION_PROMPT } from '../core/mem0.ts'
+export type { TelemetryEvent } from '../core/telemetry.ts'
+export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools.ts'

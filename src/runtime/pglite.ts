@@ -2,7 +2,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 
 export interface OpenPGliteOptions {
-  /** `memory://`, a file path (Node), `idb://name` or `opfs-ahp://name` (browser). */
+  /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */
   dataDir?: string
   /** A `dumpDataDir()` tarball to start from instead of running initdb. */
   loadDataDir?: Blob

@@ -166,12 +166,16 @@ BEGIN
 END
 $$;
 
--- Edges may additionally be tombstoned once: tombstoned_at goes from NULL to a time, nothing else changes.
+-- Edges may additionally be tombstoned once (tombstoned_at goes from NULL to a time, nothing
+-- else changes), and a tombstoned edge may be compacted away.
 CREATE FUNCTION engram_edges_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF current_setting('engram.forgetting', true) = 'on' THEN
     IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
     RETURN NEW;
+  END IF;
+  IF TG_OP = 'DELETE' AND OLD.tombstoned_at IS NOT NULL THEN
+    RETURN OLD;
   END IF;
   IF TG_OP = 'UPDATE' AND OLD.tombstoned_at IS NULL AND NEW.tombstoned_at IS NOT NULL
      AND (to_jsonb(NEW) - 'tombstoned_at') = (to_jsonb(OLD) - 'tombstoned_at') THEN

@@ -1,5 +1,6 @@
 import type { Db } from '../db.ts'
 import { base } from './0001-base.ts'
+import { memories } from './0002-memories.ts'
 
 export interface Migration {
   version: number
@@ -8,7 +9,10 @@ export interface Migration {
 }
 
 /** Append-only: never edit a released migration, add the next number. */
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: 'base', sql: base }]
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: 'base', sql: base },
+  { version: 2, name: 'memories', sql: memories },
+]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
 

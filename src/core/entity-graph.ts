@@ -1,0 +1,783 @@
+import type { Queryable } from './db.ts'
+import type { EngineContext } from './engine.ts'
+import { MemoryError } from './errors.ts'
+import { newId } from './ids.ts'
+import { parseInput, z } from './validate.ts'
+
+export type JsonObject = { [key: string]: unknown }
+
+export interface NodeRecord {
+  id: string
+  type: string
+  payload: JsonObject
+  rev: number
+  scope: string | null
+  runId: string | null
+  taskId: string | null
+  tenantId: string
+  /** When this revision was written. */
+  updatedAt: Date
+}
+
+export interface Neighbor {
+  edgeId: string
+  src: string
+  rel: string
+  dst: string
+  /** The id at the other end, seen from the node asked about. */
+  neighbor: string
+  direction: 'out' | 'in'
+  payload: JsonObject
+  /** Type of the neighbour when it is a live entity node, else null. */
+  neighborType: string | null
+  runId: string | null
+  taskId: string | null
+  createdAt: Date
+}
+
+export interface RelationRecord {
+  id: number
+  name: string
+  description: string | null
+  builtin: boolean
+}
+
+export interface GraphVerifyReport {
+  ok: true
+  nodes: number
+  edges: number
+  tombstonedEdges: number
+  tombstonedNodes: number
+  tombstoneRatio: number
+  warnings: string[]
+}
+
+/** Above this share of tombstoned edges, `verify()` suggests a compaction. */
+const TOMBSTONE_WARNING_RATIO = 0.3
+
+const RELATION_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/
+
+const tenant = z.string().min(1).max(200).default('default')
+const provenance = {
+  tenantId: tenant,
+  runId: z.string().min(1).max(200).optional(),
+  taskId: z.string().min(1).max(200).optional(),
+}
+const entityId = z.string().min(1).max(1000)
+const payloadSchema = z.record(z.string(), z.unknown())
+
+const nodeInput = z.strictObject({
+  id: entityId,
+  type: z.string().min(1).max(200),
+  payload: payloadSchema.default({}),
+  scope: z.string().min(1).max(200).optional(),
+  ...provenance,
+})
+export type NodeInput = z.input<typeof nodeInput>
+
+const edgeInput = z.strictObject({
+  src: entityId,
+  rel: z.string().min(1).max(64),
+  dst: entityId,
+  payload: payloadSchema.default({}),
+  conversationId: z.string().min(1).max(200).optional(),
+  ...provenance,
+})
+export type EdgeInput = z.input<typeof edgeInput>
+
+export type EdgeOptions = Omit<EdgeInput, 'src' | 'rel' | 'dst' | 'payload'>
+
+const removeOptions = z.strictObject(provenance)
+export type RemoveOptions = z.input<typeof removeOptions>
+
+const asOf = z.coerce.date().optional()
+const readOptions = z.strictObject({ tenantId: tenant, asOf })
+export type GraphReadOptions = z.input<typeof readOptions>
+
+const neighborsOptions = z.strictObject({
+  tenantId: tenant,
+  asOf,
+  direction: z.enum(['out', 'in', 'both']).default('out'),
+  rel: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
+  limit: z.number().int().min(1).max(100_000).default(1000),
+})
+export type NeighborsOptions = z.input<typeof neighborsOptions>
+
+const relationName = z
+  .string()
+  .regex(RELATION_NAME, 'letters, digits, _ . : - (max 64), starting with a letter or _')
+
+/** Resolves relation names to their interned ids; an unknown name is a hard error. */
+export async function relationIds(q: Queryable, names: readonly string[]): Promise<Map<string, number>> {
+  const unique = [...new Set(names)]
+  const { rows } = await q.query<{ id: number; name: string }>(
+    'SELECT id, name FROM relations WHERE name = ANY($1::text[])',
+    [unique],
+  )
+  const ids = new Map(rows.map((r) => [r.name, r.id]))
+  const missing = unique.filter((n) => !ids.has(n))
+  if (missing.length > 0) {
+    throw new MemoryError('UNKNOWN_RELATION', `Unknown relation "${missing[0]}": define it first`, {
+      details: { relations: missing },
+    })
+  }
+  return ids
+}
+
+/** Ids among `ids` that point at no live row Engram knows (entity node, memory, event, document …). */
+export async function missingReferences(
+  q: Queryable,
+  tenantId: string,
+  ids: readonly string[],
+): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    `SELECT x.id FROM unnest($2::text[]) AS x(id)
+     WHERE NOT EXISTS (
+             SELECT 1 FROM nodes n WHERE n.tenant_id = $1 AND n.id = x.id
+               AND n.rev = (SELECT max(n2.rev) FROM nodes n2 WHERE n2.tenant_id = $1 AND n2.id = x.id)
+               AND NOT n.tombstone)
+       AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = x.id AND m.status <> 'deleted')
+       AND NOT EXISTS (SELECT 1 FROM memory_contexts c WHERE c.id = x.id)
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.id)
+       AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = x.id)
+       AND NOT EXISTS (SELECT 1 FROM doc_versions v WHERE v.id = x.id)
+       AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = x.id)
+       AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.id = x.id)
+     ORDER BY x.id`,
+    [tenantId, [...new Set(ids)]],
+  )
+  return rows.map((r) => r.id)
+}
+
+interface ParsedEdge {
+  src: string
+  rel: string
+  dst: string
+  payload: JsonObject
+  conversationId?: string | undefined
+  tenantId: string
+  runId?: string | undefined
+  taskId?: string | undefined
+}
+
+export interface EdgeWriteResult {
+  id: string
+  action: 'created' | 'overwritten' | 'unchanged'
+}
+
+/**
+ * Writes edges inside a transaction: a live edge with the same (src, rel, dst) and the same
+ * payload is left alone; with another payload it is tombstoned and replaced, so as-of reads
+ * still see the old one. Within one call the last write of a triple wins.
+ */
+export async function writeEdges(
+  tx: Queryable,
+  edges: readonly ParsedEdge[],
+  at: Date,
+): Promise<{ results: EdgeWriteResult[]; written: (ParsedEdge & EdgeWriteResult)[] }> {
+  if (edges.length === 0) return { results: [], written: [] }
+  const rels = await relationIds(
+    tx,
+    edges.map((e) => e.rel),
+  )
+  const last = new Map<string, number>()
+  edges.forEach((e, i) => {
+    last.set(JSON.stringify([e.tenantId, e.src, e.rel, e.dst]), i)
+  })
+  const batch = [...last.values()].map((i) => ({ ...(edges[i] as ParsedEdge), id: newId('edge') }))
+  const cols = {
+    id: batch.map((e) => e.id),
+    tenant: batch.map((e) => e.tenantId),
+    src: batch.map((e) => e.src),
+    rel: batch.map((e) => rels.get(e.rel) as number),
+    dst: batch.map((e) => e.dst),
+    props: batch.map((e) => JSON.stringify(e.payload)),
+    conv: batch.map((e) => e.conversationId ?? null),
+    run: batch.map((e) => e.runId ?? null),
+    task: batch.map((e) => e.taskId ?? null),
+  }
+  // One statement: find live twins, tombstone the changed ones, insert the new rows (data-
+  // modifying CTEs always run to completion, and all parts see the same snapshot).
+  const { rows } = await tx.query<{ input_id: string; live_id: string | null; same: boolean | null }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::jsonb[],
+                            $7::text[], $8::text[], $9::text[])
+         AS i(id, tenant_id, src, rel, dst, props, conversation_id, run_id, task_id)
+     ),
+     twin AS (
+       SELECT i.id AS input_id, e.id AS live_id, e.props = i.props AS same
+       FROM input i
+       JOIN edges e ON e.tenant_id = i.tenant_id AND e.src = i.src AND e.rel = i.rel AND e.dst = i.dst
+                   AND e.tombstoned_at IS NULL
+     ),
+     retired AS (
+       UPDATE edges SET tombstoned_at = $10
+       WHERE id IN (SELECT live_id FROM twin WHERE NOT same)
+       RETURNING id
+     ),
+     inserted AS (
+       INSERT INTO edges (id, src, rel, dst, props, tenant_id, conversation_id, run_id, task_id, created_at)
+       SELECT i.id, i.src, i.rel, i.dst, i.props, i.tenant_id, i.conversation_id, i.run_id, i.task_id, $10
+       FROM input i
+       WHERE NOT EXISTS (SELECT 1 FROM twin t WHERE t.input_id = i.id AND t.same)
+       RETURNING id
+     )
+     SELECT i.id AS input_id, t.live_id, t.same
+     FROM input i LEFT JOIN twin t ON t.input_id = i.id`,
+    [cols.id, cols.tenant, cols.src, cols.rel, cols.dst, cols.props, cols.conv, cols.run, cols.task, at],
+  )
+  const twins = new Map(rows.map((r) => [r.input_id, r]))
+  const written = batch.map((e) => {
+    const twin = twins.get(e.id)
+    const result: EdgeWriteResult =
+      twin?.same === true
+        ? { id: twin.live_id as string, action: 'unchanged' }
+        : { id: e.id, action: twin?.live_id ? 'overwritten' : 'created' }
+    return { ...e, ...result }
+  })
+  const byTriple = new Map(written.map((w) => [JSON.stringify([w.tenantId, w.src, w.rel, w.dst]), w]))
+  const results = edges.map((e) => {
+    const w = byTriple.get(JSON.stringify([e.tenantId, e.src, e.rel, e.dst])) as EdgeWriteResult
+    return { id: w.id, action: w.action }
+  })
+  return { results, written }
+}
+
+interface NodeRow {
+  id: string
+  type: string
+  payload: unknown
+  rev: number
+  scope: string | null
+  run_id: string | null
+  task_id: string | null
+  tenant_id: string
+  created_at: Date
+  tombstone: boolean
+}
+
+function corrupt(message: string, details: Record<string, unknown>): MemoryError {
+  return new MemoryError('CORRUPT', message, { details })
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function toNode(row: NodeRow): NodeRecord {
+  if (!isJsonObject(row.payload)) {
+    throw corrupt(`Node "${row.id}" rev ${row.rev} has a payload that is not an object`, { id: row.id })
+  }
+  return {
+    id: row.id,
+    type: row.type,
+    payload: row.payload,
+    rev: row.rev,
+    scope: row.scope,
+    runId: row.run_id,
+    taskId: row.task_id,
+    tenantId: row.tenant_id,
+    updatedAt: row.created_at,
+  }
+}
+
+/**
+ * The entity graph: typed nodes (files, symbols, modules, decisions …) and edges between
+ * any two ids under interned relations. Every change is a new row; removal is a tombstone;
+ * `compact` is the one operation that really deletes.
+ */
+export function entityGraphApi(ctx: EngineContext) {
+  const { db, telemetry } = ctx
+
+  async function putNodes(
+    inputs: NodeInput[],
+  ): Promise<{ id: string; rev: number; action: 'created' | 'updated' | 'unchanged' }[]> {
+    const nodes = parseInput(z.array(nodeInput).max(100_000), inputs, 'nodes')
+    if (nodes.length === 0) return []
+    const seen = new Map<string, (typeof nodes)[number]>()
+    for (const n of nodes) {
+      const key = JSON.stringify([n.tenantId, n.id])
+      const prev = seen.get(key)
+      if (prev && prev.type !== n.type) {
+        throw new MemoryError(
+          'CONFLICT',
+          `Node id "${n.id}" is given twice with types "${prev.type}" and "${n.type}"`,
+          {
+            details: { id: n.id },
+          },
+        )
+      }
+      seen.set(key, n)
+    }
+    const batch = [...seen.values()]
+    const at = ctx.now()
+    const result = await db.transaction(async (tx) => {
+      const args = [
+        batch.map((n) => n.tenantId),
+        batch.map((n) => n.id),
+        batch.map((n) => n.type),
+        batch.map((n) => JSON.stringify(n.payload)),
+        batch.map((n) => n.scope ?? null),
+        batch.map((n) => n.runId ?? null),
+        batch.map((n) => n.taskId ?? null),
+      ]
+      const input = `unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::text[])
+                       AS i(tenant_id, id, type, payload, scope, run_id, task_id)`
+      const latest = `SELECT DISTINCT ON (n.tenant_id, n.id) n.*
+                      FROM nodes n
+                      WHERE n.id = ANY($2::text[])
+                      ORDER BY n.tenant_id, n.id, n.rev DESC`
+      const clash = await tx.query<{ id: string; old_type: string; new_type: string }>(
+        `SELECT i.id, l.type AS old_type, i.type AS new_type
+         FROM ${input} JOIN (${latest}) l ON l.tenant_id = i.tenant_id AND l.id = i.id
+         WHERE NOT l.tombstone AND l.type <> i.type
+         ORDER BY i.id LIMIT 1`,
+        args,
+      )
+      const c = clash.rows[0]
+      if (c) {
+        throw new MemoryError(
+          'CONFLICT',
+          `Node id "${c.id}" already names a "${c.old_type}", not a "${c.new_type}"`,
+          { details: { id: c.id, existingType: c.old_type, type: c.new_type } },
+        )
+      }
+      const { rows } = await tx.query<{ id: string; tenant_id: string; rev: number; prev: number | null }>(
+        `INSERT INTO nodes (id, rev, tenant_id, type, payload, scope, run_id, task_id, tombstone, created_at)
+         SELECT i.id, coalesce(l.rev, 0) + 1, i.tenant_id, i.type, i.payload, i.scope, i.run_id, i.task_id, false, $8
+         FROM ${input} LEFT JOIN (${latest}) l ON l.tenant_id = i.tenant_id AND l.id = i.id
+         WHERE l.id IS NULL OR l.tombstone OR l.payload <> i.payload OR l.scope IS DISTINCT FROM i.scope
+         RETURNING id, tenant_id, rev, nullif(rev - 1, 0) AS prev`,
+        [...args, at],
+      )
+      const { rows: unchanged } = await tx.query<{ id: string; tenant_id: string; rev: number }>(
+        `SELECT DISTINCT ON (tenant_id, id) tenant_id, id, rev FROM nodes
+         WHERE id = ANY($1::text[]) ORDER BY tenant_id, id, rev DESC`,
+        [args[1]],
+      )
+      return { written: rows, unchanged }
+    })
+    const written = new Map(result.written.map((r) => [JSON.stringify([r.tenant_id, r.id]), r]))
+    const unchanged = new Map(result.unchanged.map((r) => [JSON.stringify([r.tenant_id, r.id]), r]))
+    if (telemetry.listeners.size > 0) {
+      for (const n of batch) {
+        const w = written.get(JSON.stringify([n.tenantId, n.id]))
+        if (!w) continue
+        telemetry.emit({
+          op: w.rev > 1 ? 'overwrite' : 'write',
+          memoryId: n.id,
+          entityType: 'node',
+          scope: n.scope ?? null,
+          runId: n.runId ?? null,
+          taskId: n.taskId ?? null,
+          at,
+          detail: { type: n.type, rev: w.rev },
+        })
+      }
+    }
+    return nodes.map((n) => {
+      const key = JSON.stringify([n.tenantId, n.id])
+      const w = written.get(key)
+      if (w) return { id: n.id, rev: w.rev, action: w.rev > 1 ? ('updated' as const) : ('created' as const) }
+      return { id: n.id, rev: unchanged.get(key)?.rev ?? 0, action: 'unchanged' as const }
+    })
+  }
+
+  async function putEdges(inputs: EdgeInput[]): Promise<EdgeWriteResult[]> {
+    const edges = parseInput(z.array(edgeInput).max(200_000), inputs, 'edges')
+    if (edges.length === 0) return []
+    const at = ctx.now()
+    const { results, written, missing } = await db.transaction(async (tx) => {
+      const out = await writeEdges(tx, edges, at)
+      const byTenant = new Map<string, string[]>()
+      for (const e of out.written) {
+        if (e.action === 'unchanged') continue
+        const ids = byTenant.get(e.tenantId) ?? []
+        ids.push(e.src, e.dst)
+        byTenant.set(e.tenantId, ids)
+      }
+      const missing: string[] = []
+      for (const [t, ids] of byTenant) missing.push(...(await missingReferences(tx, t, ids)))
+      return { ...out, missing }
+    })
+    if (telemetry.listeners.size > 0) {
+      for (const e of written) {
+        if (e.action === 'unchanged') continue
+        telemetry.emit({
+          op: e.action === 'overwritten' ? 'overwrite' : 'write',
+          memoryId: e.id,
+          entityType: 'edge',
+          scope: null,
+          runId: e.runId ?? null,
+          taskId: e.taskId ?? null,
+          at,
+          detail: { src: e.src, rel: e.rel, dst: e.dst },
+        })
+      }
+      if (missing.length > 0) {
+        telemetry.emit({
+          op: 'warning',
+          memoryId: null,
+          entityType: 'edge',
+          scope: null,
+          runId: edges[0]?.runId ?? null,
+          taskId: edges[0]?.taskId ?? null,
+          at,
+          detail: { warning: 'missing_reference', count: missing.length, ids: missing.slice(0, 20) },
+        })
+      }
+    }
+    return results
+  }
+
+  return {
+    /**
+     * Creates or revises an entity node. The id is the caller's canonical key; giving an
+     * existing id another type is a CONFLICT.
+     *
+     * @example
+     * await memory.graph.putNode({ id: 'file:src/app.ts', type: 'file', payload: { lang: 'ts' } })
+     */
+    async putNode(input: NodeInput) {
+      const [r] = await putNodes([input])
+      return r as { id: string; rev: number; action: 'created' | 'updated' | 'unchanged' }
+    },
+
+    /** `putNode` for many nodes in one transaction. */
+    putNodes,
+
+    /**
+     * A node as it is now, or as it was at `asOf`; null when absent or removed.
+     *
+     * @example
+     * const node = await memory.graph.getNode('file:src/app.ts', { asOf: yesterday })
+     */
+    async getNode(id: string, options: GraphReadOptions = {}): Promise<NodeRecord | null> {
+      const nodeId = parseInput(entityId, id, 'node id')
+      const o = parseInput(readOptions, options, 'node read options')
+      const { rows } = await db.query<NodeRow>(
+        `SELECT * FROM nodes
+         WHERE tenant_id = $1 AND id = $2 AND ($3::timestamptz IS NULL OR created_at <= $3)
+         ORDER BY rev DESC LIMIT 1`,
+        [o.tenantId, nodeId, o.asOf ?? null],
+      )
+      const row = rows[0]
+      telemetry.emit({
+        op: 'read',
+        memoryId: nodeId,
+        entityType: 'node',
+        scope: row?.scope ?? null,
+        runId: null,
+        taskId: null,
+      })
+      return row && !row.tombstone ? toNode(row) : null
+    },
+
+    /** Removes a node (a tombstone revision) and tombstones its live edges. */
+    async removeNode(id: string, options: RemoveOptions = {}): Promise<{ removed: boolean; edges: number }> {
+      const nodeId = parseInput(entityId, id, 'node id')
+      const o = parseInput(removeOptions, options, 'remove options')
+      const at = ctx.now()
+      const out = await db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ rev: number }>(
+          `INSERT INTO nodes (id, rev, tenant_id, type, payload, scope, run_id, task_id, tombstone, created_at)
+           SELECT id, rev + 1, tenant_id, type, payload, scope, $3, $4, true, $5
+           FROM (SELECT * FROM nodes WHERE tenant_id = $1 AND id = $2 ORDER BY rev DESC LIMIT 1) l
+           WHERE NOT l.tombstone
+           RETURNING rev`,
+          [o.tenantId, nodeId, o.runId ?? null, o.taskId ?? null, at],
+        )
+        if (rows.length === 0) return { removed: false, edges: 0 }
+        const edges = await tx.query(
+          `UPDATE edges SET tombstoned_at = $3
+           WHERE tenant_id = $1 AND (src = $2 OR dst = $2) AND tombstoned_at IS NULL`,
+          [o.tenantId, nodeId, at],
+        )
+        return { removed: true, edges: edges.affectedRows ?? 0 }
+      })
+      if (out.removed) {
+        telemetry.emit({
+          op: 'delete',
+          memoryId: nodeId,
+          entityType: 'node',
+          scope: null,
+          runId: o.runId ?? null,
+          taskId: o.taskId ?? null,
+          at,
+        })
+      }
+      return out
+    },
+
+    /**
+     * Links two ids under a known relation. Re-putting the same link with another payload
+     * replaces it (the old one stays visible to as-of reads). Ids need not be entity nodes:
+     * memories, events and document versions can be linked too; an id that points at nothing
+     * is allowed and reported as a telemetry warning.
+     *
+     * @example
+     * await memory.graph.putEdge('file:src/app.ts', 'defines', 'sym:src/app.ts#main')
+     */
+    async putEdge(
+      src: string,
+      rel: string,
+      dst: string,
+      payload: JsonObject = {},
+      options: EdgeOptions = {},
+    ) {
+      const [r] = await putEdges([{ src, rel, dst, payload, ...options }])
+      return r as EdgeWriteResult
+    },
+
+    /** `putEdge` for many edges in one transaction. */
+    putEdges,
+
+    /** Tombstones the live (src, rel, dst) link; false when there was none. */
+    async removeEdge(
+      src: string,
+      rel: string,
+      dst: string,
+      options: RemoveOptions = {},
+    ): Promise<{ removed: boolean }> {
+      const e = parseInput(
+        z.strictObject({ src: entityId, rel: z.string().min(1), dst: entityId }),
+        { src, rel, dst },
+        'edge',
+      )
+      const o = parseInput(removeOptions, options, 'remove options')
+      const at = ctx.now()
+      const rels = await relationIds(db, [e.rel])
+      const { rows } = await db.query<{ id: string }>(
+        `UPDATE edges SET tombstoned_at = $5
+         WHERE tenant_id = $1 AND src = $2 AND rel = $3 AND dst = $4 AND tombstoned_at IS NULL
+         RETURNING id`,
+        [o.tenantId, e.src, rels.get(e.rel), e.dst, at],
+      )
+      for (const r of rows) {
+        telemetry.emit({
+          op: 'delete',
+          memoryId: r.id,
+          entityType: 'edge',
+          scope: null,
+          runId: o.runId ?? null,
+          taskId: o.taskId ?? null,
+          at,
+          detail: e,
+        })
+      }
+      return { removed: rows.length > 0 }
+    },
+
+    /**
+     * Links of a node, outgoing, incoming or both, optionally of some relations, as they
+     * are now or were at `asOf`. Oldest first, ties by edge id. A link whose relation or
+     * payload is damaged fails the read with CORRUPT.
+     *
+     * @example
+     * const defs = await memory.graph.neighbors('file:src/app.ts', { rel: 'defines' })
+     */
+    async neighbors(id: string, options: NeighborsOptions = {}): Promise<Neighbor[]> {
+      const nodeId = parseInput(entityId, id, 'node id')
+      const o = parseInput(neighborsOptions, options, 'neighbor options')
+      const rels =
+        o.rel === undefined
+          ? null
+          : [...(await relationIds(db, typeof o.rel === 'string' ? [o.rel] : o.rel)).values()]
+      const { rows } = await db.query<{
+        id: string
+        src: string
+        rel_id: number
+        rel: string | null
+        dst: string
+        props: unknown
+        direction: 'out' | 'in'
+        run_id: string | null
+        task_id: string | null
+        created_at: Date
+        neighbor_type: string | null
+      }>(
+        `WITH hits AS (
+           SELECT e.*, 'out' AS direction, e.dst AS neighbor FROM edges e
+           WHERE $3 IN ('out', 'both') AND e.tenant_id = $1 AND e.src = $2
+           UNION ALL
+           SELECT e.*, 'in' AS direction, e.src AS neighbor FROM edges e
+           WHERE $3 IN ('in', 'both') AND e.tenant_id = $1 AND e.dst = $2
+         )
+         SELECT h.id, h.src, h.rel AS rel_id, r.name AS rel, h.dst, h.props, h.direction, h.run_id,
+                h.task_id, h.created_at, CASE WHEN nt.tombstone THEN NULL ELSE nt.type END AS neighbor_type
+         FROM hits h
+         LEFT JOIN relations r ON r.id = h.rel
+         LEFT JOIN LATERAL (
+           SELECT n.type, n.tombstone FROM nodes n
+           WHERE n.tenant_id = $1 AND n.id = h.neighbor AND ($4::timestamptz IS NULL OR n.created_at <= $4)
+           ORDER BY n.rev DESC LIMIT 1
+         ) nt ON true
+         WHERE ($5::int[] IS NULL OR h.rel = ANY($5::int[]))
+           AND ($4::timestamptz IS NULL
+                OR (h.created_at <= $4 AND (h.tombstoned_at IS NULL OR h.tombstoned_at > $4)))
+           AND ($4::timestamptz IS NOT NULL OR h.tombstoned_at IS NULL)
+         ORDER BY h.created_at, h.id, h.direction
+         LIMIT $6`,
+        [o.tenantId, nodeId, o.direction, o.asOf ?? null, rels, o.limit],
+      )
+      const out = rows.map((r): Neighbor => {
+        if (r.rel === null) {
+          throw corrupt(`Edge "${r.id}" points at relation id ${r.rel_id}, which does not exist`, {
+            edgeId: r.id,
+            relId: r.rel_id,
+          })
+        }
+        if (!isJsonObject(r.props))
+          throw corrupt(`Edge "${r.id}" has a payload that is not an object`, { edgeId: r.id })
+        return {
+          edgeId: r.id,
+          src: r.src,
+          rel: r.rel,
+          dst: r.dst,
+          neighbor: r.direction === 'out' ? r.dst : r.src,
+          direction: r.direction,
+          payload: r.props,
+          neighborType: r.neighbor_type,
+          runId: r.run_id,
+          taskId: r.task_id,
+          createdAt: r.created_at,
+        }
+      })
+      telemetry.emit({
+        op: 'query',
+        memoryId: nodeId,
+        entityType: 'edge',
+        scope: null,
+        runId: null,
+        taskId: null,
+        detail: { results: out.length },
+      })
+      return out
+    },
+
+    /**
+     * Registers a relation name (idempotent) so edges may use it.
+     *
+     * @example
+     * await memory.graph.defineRelation('owns', 'team → module')
+     */
+    async defineRelation(name: string, description?: string): Promise<RelationRecord & { created: boolean }> {
+      const n = parseInput(relationName, name, 'relation name')
+      const d = parseInput(z.string().max(500).optional(), description, 'relation description')
+      const { rows } = await db.query<{
+        id: number
+        name: string
+        description: string | null
+        builtin: boolean
+        created: boolean
+      }>(
+        `WITH ins AS (
+           INSERT INTO relations (name, description, builtin, created_at) VALUES ($1, $2, false, $3)
+           ON CONFLICT (name) DO NOTHING
+           RETURNING id, name, description, builtin, true AS created
+         )
+         SELECT * FROM ins
+         UNION ALL
+         SELECT id, name, description, builtin, false FROM relations WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+        [n, d ?? null, ctx.now()],
+      )
+      return rows[0] as RelationRecord & { created: boolean }
+    },
+
+    /** Every relation name edges may use, by id. */
+    async relations(): Promise<RelationRecord[]> {
+      const { rows } = await db.query<RelationRecord>(
+        'SELECT id, name, description, builtin FROM relations ORDER BY id',
+      )
+      return rows
+    },
+
+    /**
+     * Physically deletes tombstoned edges and removed nodes whose tombstone is older than
+     * `before` — the only operation that shrinks the graph. As-of reads before that time
+     * lose what was dropped.
+     *
+     * @example
+     * await memory.graph.compact({ before: new Date(Date.now() - 7 * 86400_000) })
+     */
+    async compact(options: { before: Date | string }): Promise<{ edges: number; nodes: number }> {
+      const o = parseInput(z.strictObject({ before: z.coerce.date() }), options, 'compact options')
+      return db.transaction(async (tx) => {
+        const edges = await tx.query(
+          'DELETE FROM edges WHERE tombstoned_at IS NOT NULL AND tombstoned_at < $1',
+          [o.before],
+        )
+        const nodes = await tx.query(
+          `DELETE FROM nodes n USING (
+             SELECT DISTINCT ON (tenant_id, id) tenant_id, id, tombstone, created_at
+             FROM nodes ORDER BY tenant_id, id, rev DESC
+           ) l
+           WHERE n.tenant_id = l.tenant_id AND n.id = l.id AND l.tombstone AND l.created_at < $1`,
+          [o.before],
+        )
+        return { edges: edges.affectedRows ?? 0, nodes: nodes.affectedRows ?? 0 }
+      })
+    },
+
+    /**
+     * Checks the graph's integrity: every edge names a known relation and carries an object
+     * payload, tombstones never precede creation, node revisions are gapless with object
+     * payloads. Throws CORRUPT listing what is wrong; otherwise reports sizes and warns when
+     * tombstones pile up.
+     */
+    async verify(): Promise<GraphVerifyReport> {
+      const { rows } = await db.query<{ kind: string; id: string; detail: string }>(
+        `SELECT 'unknown_relation' AS kind, e.id, e.rel::text AS detail
+           FROM edges e LEFT JOIN relations r ON r.id = e.rel WHERE r.id IS NULL
+         UNION ALL
+         SELECT 'edge_payload', e.id, jsonb_typeof(e.props) FROM edges e WHERE jsonb_typeof(e.props) <> 'object'
+         UNION ALL
+         SELECT 'tombstone_before_creation', e.id, e.tombstoned_at::text FROM edges e WHERE e.tombstoned_at < e.created_at
+         UNION ALL
+         SELECT 'node_payload', n.id, n.rev::text FROM nodes n WHERE jsonb_typeof(n.payload) <> 'object'
+         UNION ALL
+         SELECT 'node_revision_gap', g.id, g.revs::text FROM (
+           SELECT id, count(*) AS revs, max(rev) AS top FROM nodes GROUP BY tenant_id, id
+         ) g WHERE g.revs <> g.top
+         ORDER BY 1, 2
+         LIMIT 100`,
+      )
+      if (rows.length > 0) {
+        throw corrupt(
+          `The graph is damaged: ${rows.length} problem(s), first: ${rows[0]?.kind} at "${rows[0]?.id}"`,
+          {
+            issues: rows,
+          },
+        )
+      }
+      const { rows: counts } = await db.query<{
+        edges: number
+        tombstoned: number
+        nodes: number
+        removed: number
+      }>(
+        `SELECT (SELECT count(*)::int FROM edges) AS edges,
+                (SELECT count(*)::int FROM edges WHERE tombstoned_at IS NOT NULL) AS tombstoned,
+                (SELECT count(DISTINCT (tenant_id, id))::int FROM nodes) AS nodes,
+                (SELECT count(*)::int FROM (
+                   SELECT DISTINCT ON (tenant_id, id) tombstone FROM nodes ORDER BY tenant_id, id, rev DESC
+                 ) l WHERE l.tombstone) AS removed`,
+      )
+      const c = counts[0] as { edges: number; tombstoned: number; nodes: number; removed: number }
+      const ratio = c.edges === 0 ? 0 : c.tombstoned / c.edges
+      const warnings =
+        ratio > TOMBSTONE_WARNING_RATIO
+          ? [`${Math.round(ratio * 100)}% of edges are tombstoned: run graph.compact()`]
+          : []
+      return {
+        ok: true,
+        nodes: c.nodes,
+        edges: c.edges,
+        tombstonedEdges: c.tombstoned,
+        tombstonedNodes: c.removed,
+        tombstoneRatio: ratio,
+        warnings,
+      }
+    },
+  }
+}

@@ -1,0 +1,427 @@
+import { MemoryError } from './errors.ts'
+import { type LLM, modelList, parseModelJson } from './llm.ts'
+import type {
+  ForgetAllInput,
+  MemoryHistoryRecord,
+  MemoryHit,
+  MemoryListOptions,
+  MemoryRecord,
+  MemorySearchOptions,
+  MemoryUpdate,
+  RememberInput,
+  RememberResult,
+} from './memories.ts'
+import { parseInput, z } from './validate.ts'
+
+/** Asks the model for atomic facts; answers `{ "facts": [...] }`. */
+export const FACT_EXTRACTION_PROMPT = `You extract durable, atomic facts from a conversation so an assistant can remember them in later conversations.
+
+Look for: personal preferences (likes, dislikes, habits); biographical details (name, occupation, location, relationships); goals and plans; technical preferences and skills; important dates and events; opinions; project details and requirements; communication preferences.
+
+Rules:
+- One self-contained statement per fact, specific, with the context it needs.
+- Only what is stated or clearly implied; no guesses.
+- No duplicates across facts.
+- Third person, present tense: "User prefers ...", not "You prefer ...".
+- Never extract passwords, API keys, tokens or other secrets.
+
+Answer with JSON only: {"facts": ["...", "..."]}. If nothing is worth remembering, answer {"facts": []}.
+Example: {"facts": ["User's name is Alice", "User works as a data scientist at Acme Corp", "User prefers PyTorch over TensorFlow"]}`
+
+/** Asks the model what a new fact does to the memories most like it; answers `{ "operations": [...] }`. */
+export const UPDATE_DECISION_PROMPT = `You keep an assistant's memory accurate. You get a new fact and the existing memories most similar to it, each with an ID.
+
+Decide what to do, as a list of operations:
+- {"event": "ADD", "data": "<text>"}: the fact holds information no existing memory has.
+- {"event": "UPDATE", "id": "<ID>", "data": "<merged text>"}: an existing memory says something close but the new fact refines, corrects or replaces it (for example "moved to San Francisco" when a memory says "lives in NYC"). Keep the nuance of both; prefer the newer information.
+- {"event": "DELETE", "id": "<ID>"}: the new fact shows an existing memory is no longer true and nothing should replace it.
+- {"event": "NONE"}: the fact is already fully captured.
+
+Use only IDs from the list. Several operations are allowed (for example UPDATE one memory and ADD another).
+
+Answer with JSON only: {"operations": [ ... ]}.`
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant'
+  content: string
+}
+
+/** A memory as the mem0 API shows it. */
+export interface Mem0Item {
+  id: string
+  memory: string
+  hash: string
+  metadata: Record<string, unknown>
+  score?: number
+  created_at: string
+  updated_at: string
+  user_id?: string
+  agent_id?: string
+  run_id?: string
+}
+
+export interface Mem0Event {
+  id?: string
+  event: 'ADD' | 'UPDATE' | 'DELETE' | 'NONE'
+  memory?: string
+  old_memory?: string
+  new_memory?: string
+  /** For an UPDATE that superseded a near duplicate: the memory it replaced. */
+  previous_id?: string
+  metadata?: Record<string, unknown>
+}
+
+export interface Mem0History {
+  id: string
+  memory_id: string
+  event: 'ADD' | 'UPDATE' | 'DELETE'
+  old_value: string | null
+  new_value: string | null
+  timestamp: string
+  is_deleted: boolean
+  user_id?: string
+  agent_id?: string
+  run_id?: string
+}
+
+export interface Mem0Scope {
+  userId?: string
+  agentId?: string
+  runId?: string
+}
+
+/** The part of the engine the facade uses — a local engine or a comlink remote both fit. */
+export interface MemoryEngine {
+  remember(input: RememberInput): Promise<RememberResult>
+  memories: {
+    get(id: string): Promise<MemoryRecord | null>
+    list(options?: MemoryListOptions): Promise<MemoryRecord[]>
+    search(query: string, options?: MemorySearchOptions): Promise<MemoryHit[]>
+    update(id: string, changes: MemoryUpdate): Promise<MemoryRecord>
+    delete(id: string): Promise<{ id: string; deleted: true }>
+    history(id: string): Promise<MemoryHistoryRecord[]>
+    forgetAll(input: ForgetAllInput): Promise<{ deleted: number }>
+    reset(input: { confirm: true }): Promise<{ memories: number }>
+  }
+}
+
+export interface MemoryOptions {
+  /** Turns on fact extraction and ADD / UPDATE / DELETE decisions. Without it, `add` stores user messages. */
+  llm?: LLM
+  prompts?: { factExtraction?: string; updateDecision?: string }
+  tenantId?: string
+}
+
+const scopeFields = {
+  userId: z.string().min(1).max(200).optional(),
+  agentId: z.string().min(1).max(200).optional(),
+  runId: z.string().min(1).max(200).optional(),
+}
+const messagesSchema = z.union([
+  z.string().min(1),
+  z.array(z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string() })).min(1),
+])
+const addOptions = z.strictObject({
+  ...scopeFields,
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  filters: z.unknown().optional(),
+  prompt: z.string().min(1).optional(),
+  infer: z.boolean().optional(),
+})
+export type Mem0AddOptions = z.input<typeof addOptions>
+const searchOptions = z.strictObject({
+  ...scopeFields,
+  limit: z.number().int().min(1).max(1000).default(100),
+  filters: z.unknown().optional(),
+})
+export type Mem0SearchOptions = z.input<typeof searchOptions>
+const getAllOptions = z.strictObject({
+  ...scopeFields,
+  limit: z.number().int().min(1).max(10_000).default(100),
+  filters: z.unknown().optional(),
+})
+export type Mem0GetAllOptions = z.input<typeof getAllOptions>
+
+const SCOPE_MESSAGE = 'At least one of user_id, agent_id, or run_id must be provided'
+
+type GivenScope = { [K in keyof Mem0Scope]?: string | undefined }
+
+function requireScope(s: GivenScope): void {
+  if (s.userId === undefined && s.agentId === undefined && s.runId === undefined) {
+    throw new MemoryError('SCOPE_REQUIRED', SCOPE_MESSAGE)
+  }
+}
+
+function scopeOf(s: GivenScope): Mem0Scope {
+  return {
+    ...(s.userId === undefined ? {} : { userId: s.userId }),
+    ...(s.agentId === undefined ? {} : { agentId: s.agentId }),
+    ...(s.runId === undefined ? {} : { runId: s.runId }),
+  }
+}
+
+function toItem(m: MemoryRecord, score?: number): Mem0Item {
+  return {
+    id: m.id,
+    memory: m.content,
+    hash: m.hash,
+    metadata: m.metadata,
+    ...(score === undefined ? {} : { score }),
+    created_at: m.createdAt.toISOString(),
+    updated_at: m.updatedAt.toISOString(),
+    ...(m.userId === null ? {} : { user_id: m.userId }),
+    ...(m.agentId === null ? {} : { agent_id: m.agentId }),
+    ...(m.runId === null ? {} : { run_id: m.runId }),
+  }
+}
+
+/** Flattens a conversation to `role: content` lines for the model. */
+export function conversationText(messages: string | ChatMessage[]): string {
+  if (typeof messages === 'string') return messages
+  return messages.map((m) => `${m.role}: ${m.content}`).join('\n')
+}
+
+/**
+ * A mem0-compatible memory API over an Engram engine: add / search / get / getAll / update /
+ * delete / deleteAll / history / reset. Every call needs a userId, agentId or runId; several
+ * combine with AND. Without an `llm`, `add` stores each user message as a memory
+ * (deduplicated); with one, it extracts facts and lets the model decide ADD / UPDATE /
+ * DELETE / NONE against the most similar existing memories.
+ *
+ * @example
+ * const mem = new Memory(await openMemory())
+ * await mem.add('I prefer dark mode', { userId: 'alice' })
+ * const { results } = await mem.search('display settings', { userId: 'alice' })
+ */
+export class Memory {
+  readonly #engine: MemoryEngine
+  readonly #options: MemoryOptions
+  readonly #tenant: { tenantId?: string }
+
+  constructor(engine: MemoryEngine, options: MemoryOptions = {}) {
+    this.#engine = engine
+    this.#options = options
+    this.#tenant = options.tenantId === undefined ? {} : { tenantId: options.tenantId }
+  }
+
+  /** Stores what is worth remembering from `messages`; returns what happened to which memory. */
+  async add(messages: string | ChatMessage[], options: Mem0AddOptions): Promise<{ results: Mem0Event[] }> {
+    const o = parseInput(addOptions, options ?? {}, 'add options')
+    requireScope(o)
+    const input = parseInput(messagesSchema, messages, 'messages')
+    const list: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : input
+    const llm = this.#options.llm
+    if (!llm || o.infer === false) return { results: await this.#storeRaw(list, o) }
+    return { results: await this.#infer(llm, list, o) }
+  }
+
+  async #storeRaw(messages: ChatMessage[], o: z.output<typeof addOptions>): Promise<Mem0Event[]> {
+    const results: Mem0Event[] = []
+    for (const m of messages) {
+      if (m.role !== 'user' || m.content.trim() === '') continue
+      const r = await this.#engine.remember({
+        content: m.content,
+        category: 'fact',
+        source: 'explicit',
+        metadata: o.metadata ?? {},
+        ...scopeOf(o),
+        ...this.#tenant,
+      })
+      results.push(await this.#eventOf(r, m.content.trim(), o.metadata))
+    }
+    return results
+  }
+
+  async #eventOf(r: RememberResult, text: string, metadata?: Record<string, unknown>): Promise<Mem0Event> {
+    const meta = metadata === undefined ? {} : { metadata }
+    if (r.action === 'created') return { id: r.id, event: 'ADD', memory: text, new_memory: text, ...meta }
+    if (r.action === 'unchanged') {
+      const existing = await this.#engine.memories.get(r.id)
+      return { id: r.id, event: 'NONE', memory: existing?.content ?? text }
+    }
+    const old = r.supersededId ? await this.#engine.memories.get(r.supersededId) : null
+    return {
+      id: r.id,
+      event: 'UPDATE',
+      memory: text,
+      new_memory: text,
+      ...(old ? { old_memory: old.content } : {}),
+      ...(r.supersededId ? { previous_id: r.supersededId } : {}),
+      ...meta,
+    }
+  }
+
+  async #infer(llm: LLM, messages: ChatMessage[], o: z.output<typeof addOptions>): Promise<Mem0Event[]> {
+    const scope = scopeOf(o)
+    let facts: string[]
+    try {
+      const answer = await llm.generate(
+        o.prompt ?? this.#options.prompts?.factExtraction ?? FACT_EXTRACTION_PROMPT,
+        conversationText(messages),
+        { json: true },
+      )
+      facts = modelList(parseModelJson(answer), 'facts')
+        .filter((f): f is string => typeof f === 'string')
+        .map((f) => f.trim())
+        .filter((f) => f !== '')
+    } catch {
+      // Extraction is best effort: no model, no new memories, no crash.
+      return []
+    }
+    const results: Mem0Event[] = []
+    for (const fact of facts) {
+      try {
+        results.push(...(await this.#applyFact(llm, fact, scope, o)))
+      } catch {
+        // One fact failing (embedding, model, a bad id) must not cost the others.
+      }
+    }
+    return results
+  }
+
+  async #applyFact(
+    llm: LLM,
+    fact: string,
+    scope: Mem0Scope,
+    o: z.output<typeof addOptions>,
+  ): Promise<Mem0Event[]> {
+    const existing = await this.#engine.memories.search(fact, {
+      ...scope,
+      ...this.#tenant,
+      limit: 5,
+      ...(o.filters === undefined ? {} : { filters: o.filters }),
+    })
+    const listing =
+      existing.length === 0
+        ? 'No existing memories found.'
+        : existing.map((m, i) => `- ID: ${i}, Text: ${m.content}`).join('\n')
+    const answer = await llm.generate(
+      this.#options.prompts?.updateDecision ?? UPDATE_DECISION_PROMPT,
+      `New fact: ${fact}\n\nExisting memories:\n${listing}`,
+      { json: true },
+    )
+    const resolve = (id: unknown): MemoryHit | undefined => {
+      const key = typeof id === 'number' ? String(id) : typeof id === 'string' ? id.trim() : ''
+      return existing.find((m, i) => String(i) === key || m.id === key)
+    }
+    const events: Mem0Event[] = []
+    for (const raw of modelList(parseModelJson(answer), 'operations')) {
+      if (typeof raw !== 'object' || raw === null) continue
+      const op = raw as { event?: unknown; id?: unknown; data?: unknown; text?: unknown }
+      const event = typeof op.event === 'string' ? op.event.toUpperCase() : ''
+      const data =
+        typeof op.data === 'string' ? op.data.trim() : typeof op.text === 'string' ? op.text.trim() : ''
+      try {
+        if (event === 'ADD') {
+          const content = data || fact
+          const r = await this.#engine.remember({
+            content,
+            category: 'fact',
+            source: 'inferred',
+            dedup: 'exact',
+            metadata: o.metadata ?? {},
+            ...scope,
+            ...this.#tenant,
+          })
+          events.push(await this.#eventOf(r, content, o.metadata))
+        } else if (event === 'UPDATE') {
+          const target = resolve(op.id)
+          if (!target || !data) continue
+          await this.#engine.memories.update(target.id, { content: data })
+          events.push({
+            id: target.id,
+            event: 'UPDATE',
+            memory: data,
+            old_memory: target.content,
+            new_memory: data,
+          })
+        } else if (event === 'DELETE') {
+          const target = resolve(op.id)
+          if (!target) continue
+          await this.#engine.memories.delete(target.id)
+          events.push({ id: target.id, event: 'DELETE', memory: target.content, old_memory: target.content })
+        } else if (event === 'NONE') {
+          const target = resolve(op.id) ?? existing[0]
+          events.push({
+            ...(target ? { id: target.id } : {}),
+            event: 'NONE',
+            memory: target?.content ?? fact,
+          })
+        }
+      } catch {
+        // An operation that fails (say, a memory deleted meanwhile) is skipped.
+      }
+    }
+    return events
+  }
+
+  /** Memories most relevant to `query` in the scope, best first, each with its `score`. */
+  async search(query: string, options: Mem0SearchOptions): Promise<{ results: Mem0Item[] }> {
+    const o = parseInput(searchOptions, options ?? {}, 'search options')
+    requireScope(o)
+    const hits = await this.#engine.memories.search(query, {
+      ...scopeOf(o),
+      ...this.#tenant,
+      limit: o.limit,
+      ...(o.filters === undefined ? {} : { filters: o.filters }),
+    })
+    return { results: hits.map((h) => toItem(h, h.scores.fused)) }
+  }
+
+  /** One memory, or null when there is none (or it was deleted). */
+  async get(id: string): Promise<Mem0Item | null> {
+    const m = await this.#engine.memories.get(id)
+    return m && m.status !== 'deleted' ? toItem(m) : null
+  }
+
+  /** All current memories of the scope. */
+  async getAll(options: Mem0GetAllOptions): Promise<{ results: Mem0Item[] }> {
+    const o = parseInput(getAllOptions, options ?? {}, 'getAll options')
+    requireScope(o)
+    const list = await this.#engine.memories.list({
+      ...scopeOf(o),
+      ...this.#tenant,
+      limit: o.limit,
+      ...(o.filters === undefined ? {} : { filters: o.filters }),
+    })
+    return { results: list.map((m) => toItem(m)) }
+  }
+
+  /** Overwrites a memory's text (new hash, new vector, an UPDATE in its history). */
+  async update(id: string, text: string): Promise<void> {
+    await this.#engine.memories.update(id, { content: text })
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.#engine.memories.delete(id)
+  }
+
+  /** Deletes every memory of the scope. */
+  async deleteAll(scope: Mem0Scope): Promise<void> {
+    const s = parseInput(z.strictObject(scopeFields), scope ?? {}, 'scope')
+    requireScope(s)
+    await this.#engine.memories.forgetAll({ ...scopeOf(s), ...this.#tenant, confirm: true })
+  }
+
+  /** What happened to a memory, oldest first. */
+  async history(id: string): Promise<Mem0History[]> {
+    const rows = await this.#engine.memories.history(id)
+    return rows.map((h) => ({
+      id: h.id,
+      memory_id: h.memoryId,
+      event: h.event,
+      old_value: h.oldValue,
+      new_value: h.newValue,
+      timestamp: h.createdAt.toISOString(),
+      is_deleted: h.isDeleted,
+      ...(h.userId === null ? {} : { user_id: h.userId }),
+      ...(h.agentId === null ? {} : { agent_id: h.agentId }),
+      ...(h.runId === null ? {} : { run_id: h.runId }),
+    }))
+  }
+
+  /** Erases all memories and their history. */
+  async reset(): Promise<void> {
+    await this.#engine.memories.reset({ confirm: true })
+  }
+}

@@ -1,0 +1,949 @@
+import type { Queryable } from './db.ts'
+import { embedOne, toVectorParam } from './embedder.ts'
+import type { EngineContext } from './engine.ts'
+import { type JsonObject, missingReferences, writeEdges } from './entity-graph.ts'
+import { MemoryError } from './errors.ts'
+import { compileFilter, type FilterColumn } from './filters.ts'
+import { sha256Hex } from './hash.ts'
+import { newId } from './ids.ts'
+import { parseInput, z } from './validate.ts'
+
+export const MEMORY_CATEGORIES = [
+  'preference',
+  'pattern',
+  'correction',
+  'fact',
+  'instruction',
+  'convention',
+  'decision',
+  'constraint',
+  'procedure',
+] as const
+export const MEMORY_SOURCES = ['explicit', 'inferred', 'corrected'] as const
+export const MEMORY_SCOPES = ['user', 'project', 'global'] as const
+
+export type MemoryCategory = (typeof MEMORY_CATEGORIES)[number]
+export type MemorySource = (typeof MEMORY_SOURCES)[number]
+export type MemoryScope = (typeof MEMORY_SCOPES)[number]
+export type MemoryStatus = 'active' | 'superseded' | 'deleted'
+
+/** How sure Engram is of a memory, by how it was learnt. */
+export const CONFIDENCE_BY_SOURCE: Record<MemorySource, number> = {
+  explicit: 1,
+  corrected: 0.9,
+  inferred: 0.7,
+}
+
+/** Reciprocal-rank fusion constant: ranks past ~60 barely count. */
+const RRF_K = 60
+const MAX_CONTENT = 20_000
+
+export interface MemoryRecord {
+  id: string
+  content: string
+  category: MemoryCategory
+  source: MemorySource
+  confidence: number
+  scope: MemoryScope
+  tenantId: string
+  userId: string | null
+  agentId: string | null
+  runId: string | null
+  projectId: string | null
+  metadata: JsonObject
+  hash: string
+  status: MemoryStatus
+  supersededBy: string | null
+  useCount: number
+  lastUsedAt: Date | null
+  embedModel: string | null
+  /** Names of the memory contexts the memory is filed under. */
+  contexts: string[]
+  createdAt: Date
+  updatedAt: Date
+}
+
+/** Why a memory was found: its fused rank score and the two signals behind it. */
+export interface MemoryScores {
+  /** Reciprocal-rank fusion of the vector and keyword ranks (k = 60); higher is better. */
+  fused: number
+  /** Cosine similarity to the query, or null when not compared (no embedder, no vector). */
+  vector: number | null
+  /** `ts_rank_cd` keyword rank, or null when no query word matched. */
+  keyword: number | null
+}
+
+export type MemoryHit = MemoryRecord & { scores: MemoryScores }
+
+export interface MemoryHistoryRecord {
+  id: string
+  memoryId: string
+  event: 'ADD' | 'UPDATE' | 'DELETE'
+  oldValue: string | null
+  newValue: string | null
+  /** Other fields the change touched, e.g. `{ status: ['active', 'superseded'], supersededBy }`. */
+  changes: JsonObject
+  isDeleted: boolean
+  userId: string | null
+  agentId: string | null
+  runId: string | null
+  createdAt: Date
+}
+
+export interface RememberResult {
+  id: string
+  action: 'created' | 'superseded' | 'unchanged'
+  supersededId?: string
+}
+
+const idField = z.string().min(1).max(200)
+const identity = {
+  tenantId: idField.default('default'),
+  userId: idField.optional(),
+  agentId: idField.optional(),
+  runId: idField.optional(),
+  projectId: idField.optional(),
+}
+const metadataSchema = z.record(z.string(), z.unknown())
+const memoryIdSchema = z.string().min(1).max(200)
+const filterSchema = z.unknown().optional()
+
+const rememberInput = z
+  .strictObject({
+    content: z.string().trim().min(1).max(MAX_CONTENT),
+    category: z.enum(MEMORY_CATEGORIES),
+    source: z.enum(MEMORY_SOURCES).default('inferred'),
+    scope: z.enum(MEMORY_SCOPES).default('user'),
+    confidence: z.number().min(0).max(1).optional(),
+    context: z.string().trim().min(1).max(200).optional(),
+    relatedTo: z.array(z.string().min(1).max(1000)).max(100).optional(),
+    derivedFrom: z.array(z.string().min(1).max(1000)).max(100).optional(),
+    metadata: metadataSchema.default({}),
+    /** `semantic` (default) also supersedes near duplicates; `exact` only skips identical text. */
+    dedup: z.enum(['semantic', 'exact']).default('semantic'),
+    ...identity,
+  })
+  .refine((v) => v.scope !== 'project' || v.projectId !== undefined, {
+    message: 'a project memory needs a projectId',
+    path: ['projectId'],
+  })
+export type RememberInput = z.input<typeof rememberInput>
+
+const recallOptions = z.strictObject({
+  category: z.union([z.enum(MEMORY_CATEGORIES), z.array(z.enum(MEMORY_CATEGORIES)).min(1)]).optional(),
+  scope: z.enum(MEMORY_SCOPES).optional(),
+  limit: z.number().int().min(1).max(50).default(10),
+  /** Vector matches at or below this cosine similarity do not count (keyword matches still do). */
+  minSimilarity: z.number().min(-1).max(1).default(0),
+  filters: filterSchema,
+  tenantId: idField.default('default'),
+  userId: idField.optional(),
+  projectId: idField.optional(),
+})
+export type RecallOptions = z.input<typeof recallOptions>
+
+/** Picks memories by exact match on every identity field given (AND), mem0 style. */
+const selector = {
+  tenantId: idField.default('default'),
+  userId: idField.optional(),
+  agentId: idField.optional(),
+  runId: idField.optional(),
+  projectId: idField.optional(),
+  scope: z.enum(MEMORY_SCOPES).optional(),
+  category: z.union([z.enum(MEMORY_CATEGORIES), z.array(z.enum(MEMORY_CATEGORIES)).min(1)]).optional(),
+  filters: filterSchema,
+}
+
+const searchOptions = z.strictObject({
+  ...selector,
+  limit: z.number().int().min(1).max(1000).default(100),
+  /** Vector matches at or below this cosine similarity do not count (keyword matches still do). */
+  minSimilarity: z.number().min(-1).max(1).default(0),
+})
+export type MemorySearchOptions = z.input<typeof searchOptions>
+
+const listOptions = z.strictObject({
+  ...selector,
+  status: z.enum(['active', 'superseded', 'deleted', 'any']).default('active'),
+  limit: z.number().int().min(1).max(10_000).default(100),
+})
+export type MemoryListOptions = z.input<typeof listOptions>
+
+const updateInput = z
+  .strictObject({
+    content: z.string().trim().min(1).max(MAX_CONTENT).optional(),
+    category: z.enum(MEMORY_CATEGORIES).optional(),
+    confidence: z.number().min(0).max(1).optional(),
+    metadata: metadataSchema.optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: 'nothing to update' })
+export type MemoryUpdate = z.input<typeof updateInput>
+
+const forgetAllInput = z.strictObject({ ...selector, confirm: z.literal(true) })
+export type ForgetAllInput = z.input<typeof forgetAllInput>
+
+/** Lowercased, whitespace-collapsed, trimmed: two texts with the same normal form are the same memory. */
+export function normalizeMemoryText(text: string): string {
+  return text.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim()
+}
+
+export function memoryHash(text: string): Promise<string> {
+  return sha256Hex(normalizeMemoryText(text))
+}
+
+/** Numbered SQL parameters collected as a statement is put together. */
+class Params {
+  readonly values: unknown[] = []
+  add(value: unknown): string {
+    this.values.push(value)
+    return `$${this.values.length}`
+  }
+  filter(expr: unknown): string {
+    if (expr === undefined) return 'true'
+    const f = compileFilter(expr, {
+      columns: MEMORY_FILTER_COLUMNS,
+      jsonColumn: 'm.metadata',
+      paramOffset: this.values.length,
+    })
+    this.values.push(...f.params)
+    return f.sql
+  }
+}
+
+const text = (sql: string): FilterColumn => ({ sql, type: 'text' })
+const num = (sql: string): FilterColumn => ({ sql, type: 'number' })
+const time = (sql: string): FilterColumn => ({ sql, type: 'timestamp' })
+
+/** Fields a filter may name besides metadata keys; snake_case and camelCase both work. */
+export const MEMORY_FILTER_COLUMNS: Record<string, FilterColumn> = {
+  id: text('m.id'),
+  memory: text('m.content'),
+  content: text('m.content'),
+  hash: text('m.hash'),
+  category: text('m.category'),
+  source: text('m.source'),
+  scope: text('m.scope'),
+  user_id: text('m.user_id'),
+  userId: text('m.user_id'),
+  agent_id: text('m.agent_id'),
+  agentId: text('m.agent_id'),
+  run_id: text('m.run_id'),
+  runId: text('m.run_id'),
+  project_id: text('m.project_id'),
+  projectId: text('m.project_id'),
+  confidence: num('m.confidence'),
+  use_count: num('m.use_count'),
+  useCount: num('m.use_count'),
+  created_at: time('m.created_at'),
+  createdAt: time('m.created_at'),
+  updated_at: time('m.updated_at'),
+  updatedAt: time('m.updated_at'),
+  last_used_at: time('m.last_used_at'),
+  lastUsedAt: time('m.last_used_at'),
+}
+
+const COLUMNS = `m.id, m.content, m.category, m.source, m.confidence, m.scope, m.tenant_id, m.user_id,
+  m.agent_id, m.run_id, m.project_id, m.metadata, m.hash, m.status, m.superseded_by, m.use_count,
+  m.last_used_at, m.embed_model, m.created_at, m.updated_at,
+  ARRAY(SELECT c.name FROM edges e
+        JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
+        JOIN memory_contexts c ON c.id = e.dst
+        WHERE e.src = m.id AND e.tombstoned_at IS NULL
+        ORDER BY c.name) AS contexts`
+
+interface MemoryRow {
+  id: string
+  content: string
+  category: MemoryCategory
+  source: MemorySource
+  confidence: number
+  scope: MemoryScope
+  tenant_id: string
+  user_id: string | null
+  agent_id: string | null
+  run_id: string | null
+  project_id: string | null
+  metadata: JsonObject
+  hash: string
+  status: MemoryStatus
+  superseded_by: string | null
+  use_count: number
+  last_used_at: Date | null
+  embed_model: string | null
+  contexts: string[]
+  created_at: Date
+  updated_at: Date
+}
+
+function toRecord(r: MemoryRow): MemoryRecord {
+  return {
+    id: r.id,
+    content: r.content,
+    category: r.category,
+    source: r.source,
+    confidence: r.confidence,
+    scope: r.scope,
+    tenantId: r.tenant_id,
+    userId: r.user_id,
+    agentId: r.agent_id,
+    runId: r.run_id,
+    projectId: r.project_id,
+    metadata: r.metadata,
+    hash: r.hash,
+    status: r.status,
+    supersededBy: r.superseded_by,
+    useCount: r.use_count,
+    lastUsedAt: r.last_used_at,
+    embedModel: r.embed_model,
+    contexts: r.contexts,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }
+}
+
+interface HistoryEntry {
+  memoryId: string
+  event: 'ADD' | 'UPDATE' | 'DELETE'
+  oldValue: string | null
+  newValue: string | null
+  changes?: JsonObject
+  tenantId: string
+  userId: string | null
+  agentId: string | null
+  runId: string | null
+}
+
+/** Appends audit rows, many in one statement. */
+async function logHistory(q: Queryable, entries: readonly HistoryEntry[], at: Date): Promise<void> {
+  if (entries.length === 0) return
+  await q.query(
+    `INSERT INTO memory_history (id, memory_id, event, old_value, new_value, changes, is_deleted,
+                                 tenant_id, user_id, agent_id, run_id, created_at)
+     SELECT i.id, i.memory_id, i.event, i.old_value, i.new_value, i.changes, i.event = 'DELETE',
+            i.tenant_id, i.user_id, i.agent_id, i.run_id, $10
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[],
+                 $8::text[], $9::text[], $11::text[])
+       AS i(id, memory_id, event, old_value, new_value, changes, tenant_id, user_id, agent_id, run_id)`,
+    [
+      entries.map(() => newId('memoryHistory')),
+      entries.map((e) => e.memoryId),
+      entries.map((e) => e.event),
+      entries.map((e) => e.oldValue),
+      entries.map((e) => e.newValue),
+      entries.map((e) => JSON.stringify(e.changes ?? {})),
+      entries.map((e) => e.tenantId),
+      entries.map((e) => e.userId),
+      entries.map((e) => e.agentId),
+      at,
+      entries.map((e) => e.runId),
+    ],
+  )
+}
+
+/** Rows that belong to exactly this scope (identity fields compared null-safely). */
+function sameScope(
+  p: Params,
+  m: {
+    tenantId: string
+    scope: MemoryScope
+    userId?: string | undefined
+    agentId?: string | undefined
+    runId?: string | undefined
+    projectId?: string | undefined
+  },
+): string {
+  return `m.tenant_id = ${p.add(m.tenantId)} AND m.scope = ${p.add(m.scope)}
+    AND m.user_id IS NOT DISTINCT FROM ${p.add(m.userId ?? null)}
+    AND m.agent_id IS NOT DISTINCT FROM ${p.add(m.agentId ?? null)}
+    AND m.run_id IS NOT DISTINCT FROM ${p.add(m.runId ?? null)}
+    AND m.project_id IS NOT DISTINCT FROM ${p.add(m.projectId ?? null)}`
+}
+
+type Selector = z.output<z.ZodObject<typeof selector>>
+
+/** Exact-match selection on the identity fields given, plus category, scope and filters. */
+function selectWhere(p: Params, s: Selector): string {
+  const parts = [`m.tenant_id = ${p.add(s.tenantId)}`]
+  if (s.userId !== undefined) parts.push(`m.user_id = ${p.add(s.userId)}`)
+  if (s.agentId !== undefined) parts.push(`m.agent_id = ${p.add(s.agentId)}`)
+  if (s.runId !== undefined) parts.push(`m.run_id = ${p.add(s.runId)}`)
+  if (s.projectId !== undefined) parts.push(`m.project_id = ${p.add(s.projectId)}`)
+  if (s.scope !== undefined) parts.push(`m.scope = ${p.add(s.scope)}`)
+  if (s.category !== undefined) parts.push(`m.category = ANY(${p.add([s.category].flat())}::text[])`)
+  parts.push(p.filter(s.filters))
+  return parts.join(' AND ')
+}
+
+interface RankArgs {
+  where: string
+  text: string
+  vector: { value: Float32Array; model: string } | null
+  limit: number
+  minSimilarity: number
+  /** When set, the hits' use counters are bumped in the same statement. */
+  touchAt: Date | null
+}
+
+/**
+ * Hybrid retrieval in one statement: cosine nearest neighbours and keyword rank (any query
+ * word matches), fused by reciprocal rank, ties by id.
+ */
+async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<MemoryHit[]> {
+  const candidates = p.add(Math.min(Math.max(a.limit * 5, 50), 1000))
+  const textParam = p.add(a.text)
+  const vec = a.vector
+    ? `SELECT id, similarity, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
+       FROM (
+         SELECT id, 1 - (vector <=> ${p.add(toVectorParam(a.vector.value))}::vector) AS similarity
+         FROM pool WHERE vector IS NOT NULL AND embed_model = ${p.add(a.vector.model)}
+       ) scored
+       WHERE similarity > ${p.add(a.minSimilarity)}
+       ORDER BY rnk LIMIT ${candidates}`
+    : 'SELECT NULL::text AS id, NULL::float8 AS similarity, NULL::bigint AS rnk WHERE false'
+  const limit = p.add(a.limit)
+  const source = a.touchAt
+    ? `(UPDATE memories u SET use_count = u.use_count + 1, last_used_at = ${p.add(a.touchAt)}
+        FROM fused f WHERE u.id = f.id RETURNING u.*)`
+    : 'memories'
+  const { rows } = await q.query<
+    MemoryRow & { similarity: number | null; krank: number | null; fused: number }
+  >(
+    `WITH pool AS (
+       SELECT m.id, m.vector, m.embed_model, m.tsv FROM memories m WHERE ${a.where}
+     ),
+     vec AS (${vec}),
+     kwq AS (
+       SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | '
+                                 ORDER BY lexeme)
+               FROM unnest(to_tsvector('english', ${textParam})))::tsquery AS q
+     ),
+     kw AS (
+       SELECT pool.id, ts_rank_cd(pool.tsv, kwq.q) AS krank,
+              row_number() OVER (ORDER BY ts_rank_cd(pool.tsv, kwq.q) DESC, pool.id) AS rnk
+       FROM pool, kwq WHERE pool.tsv @@ kwq.q
+       ORDER BY rnk LIMIT ${candidates}
+     ),
+     fused AS (
+       SELECT coalesce(vec.id, kw.id) AS id, vec.similarity, kw.krank,
+              coalesce(1.0 / (${RRF_K} + vec.rnk), 0) + coalesce(1.0 / (${RRF_K} + kw.rnk), 0) AS fused
+       FROM vec FULL JOIN kw ON kw.id = vec.id
+       ORDER BY fused DESC, id
+       LIMIT ${limit}
+     ),
+     hit AS ${source === 'memories' ? '(SELECT * FROM memories)' : source}
+     SELECT ${COLUMNS}, f.similarity, f.krank, f.fused::float8 AS fused
+     FROM fused f JOIN hit m ON m.id = f.id
+     ORDER BY f.fused DESC, m.id`,
+    p.values,
+  )
+  return rows.map((r) => ({
+    ...toRecord(r),
+    scores: { fused: r.fused, vector: r.similarity, keyword: r.krank },
+  }))
+}
+
+/**
+ * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
+ * delete, history, forgetAll, search, reset). Rows are mutable; every change is logged.
+ */
+export function memoriesApi(ctx: EngineContext) {
+  const { db, telemetry } = ctx
+
+  async function embedText(content: string): Promise<{ value: Float32Array; model: string } | null> {
+    const embedder = ctx.embedder
+    if (!embedder) return null
+    try {
+      return { value: await embedOne(embedder, content), model: embedder.id }
+    } catch (cause) {
+      if (cause instanceof MemoryError) throw cause
+      throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, {
+        cause,
+      })
+    }
+  }
+
+  async function getRow(q: Queryable, id: string): Promise<MemoryRow | undefined> {
+    const { rows } = await q.query<MemoryRow>(`SELECT ${COLUMNS} FROM memories m WHERE m.id = $1`, [id])
+    return rows[0]
+  }
+
+  function emit(
+    op: 'read' | 'write' | 'overwrite' | 'delete' | 'query',
+    row: { id: string | null; scope?: string | null; runId?: string | null },
+    at?: Date,
+    detail?: Record<string, unknown>,
+  ) {
+    telemetry.emit({
+      op,
+      memoryId: row.id,
+      entityType: 'memory',
+      scope: row.scope ?? null,
+      runId: row.runId ?? null,
+      taskId: null,
+      ...(at ? { at } : {}),
+      ...(detail ? { detail } : {}),
+    })
+  }
+
+  /**
+   * Saves a curated memory. The same text in the same scope is `unchanged`; a near duplicate
+   * (cosine ≥ the engine's dedup threshold) becomes a new memory that supersedes the old one.
+   *
+   * @example
+   * await memory.remember({ content: 'User prefers tabs', category: 'preference', source: 'explicit' })
+   * // → { id: 'mem_…', action: 'created' }
+   */
+  async function remember(input: RememberInput): Promise<RememberResult> {
+    const m = parseInput(rememberInput, input, 'memory')
+    const hash = await memoryHash(m.content)
+    const vector = await embedText(m.content)
+    const at = ctx.now()
+    const result = await db.transaction(async (tx): Promise<RememberResult & { oldContent?: string }> => {
+      const p = new Params()
+      const exact = await tx.query<{ id: string }>(
+        `SELECT m.id FROM memories m
+         WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.hash = ${p.add(hash)}
+         ORDER BY m.id LIMIT 1`,
+        p.values,
+      )
+      if (exact.rows[0]) return { id: exact.rows[0].id, action: 'unchanged' }
+
+      let near: { id: string; content: string; similarity: number } | undefined
+      if (vector && m.dedup === 'semantic') {
+        const q = new Params()
+        const v = q.add(toVectorParam(vector.value))
+        const { rows } = await tx.query<{ id: string; content: string; similarity: number }>(
+          `SELECT m.id, m.content, 1 - (m.vector <=> ${v}::vector) AS similarity FROM memories m
+           WHERE ${sameScope(q, m)} AND m.status = 'active' AND m.embed_model = ${q.add(vector.model)}
+             AND m.vector IS NOT NULL
+           ORDER BY m.vector <=> ${v}::vector, m.id LIMIT 1`,
+          q.values,
+        )
+        if (rows[0] && rows[0].similarity >= ctx.dedupThreshold) near = rows[0]
+      }
+
+      const id = newId('memory')
+      await tx.query(
+        `INSERT INTO memories (id, tenant_id, user_id, agent_id, run_id, project_id, scope, category, source,
+                               confidence, content, hash, metadata, vector, embed_model, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $16)`,
+        [
+          id,
+          m.tenantId,
+          m.userId ?? null,
+          m.agentId ?? null,
+          m.runId ?? null,
+          m.projectId ?? null,
+          m.scope,
+          m.category,
+          m.source,
+          m.confidence ?? CONFIDENCE_BY_SOURCE[m.source],
+          m.content,
+          hash,
+          JSON.stringify(m.metadata),
+          vector ? toVectorParam(vector.value) : null,
+          vector?.model ?? null,
+          at,
+        ],
+      )
+      const who = {
+        tenantId: m.tenantId,
+        userId: m.userId ?? null,
+        agentId: m.agentId ?? null,
+        runId: m.runId ?? null,
+      }
+      const history: HistoryEntry[] = [
+        { memoryId: id, event: 'ADD', oldValue: null, newValue: m.content, ...who },
+      ]
+      const edges: {
+        src: string
+        rel: string
+        dst: string
+        payload: JsonObject
+        tenantId: string
+        runId?: string
+      }[] = []
+      const link = (rel: string, dst: string, payload: JsonObject = {}) =>
+        edges.push({
+          src: id,
+          rel,
+          dst,
+          payload,
+          tenantId: m.tenantId,
+          ...(m.runId ? { runId: m.runId } : {}),
+        })
+
+      if (near) {
+        await tx.query(
+          `UPDATE memories SET status = 'superseded', superseded_by = $2, updated_at = $3 WHERE id = $1`,
+          [near.id, id, at],
+        )
+        history.push({
+          memoryId: near.id,
+          event: 'UPDATE',
+          oldValue: near.content,
+          newValue: near.content,
+          changes: { status: ['active', 'superseded'], supersededBy: id },
+          ...who,
+        })
+        link('SUPERSEDES', near.id, { similarity: near.similarity })
+      }
+      if (m.context) {
+        const { rows } = await tx.query<{ id: string }>(
+          `WITH ins AS (
+             INSERT INTO memory_contexts (id, tenant_id, user_id, name, created_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (tenant_id, coalesce(user_id, ''), name) DO NOTHING
+             RETURNING id
+           )
+           SELECT id FROM ins
+           UNION ALL
+           SELECT id FROM memory_contexts
+           WHERE tenant_id = $2 AND coalesce(user_id, '') = coalesce($3, '') AND name = $4`,
+          [newId('context'), m.tenantId, m.userId ?? null, m.context, at],
+        )
+        link('BELONGS_TO_CONTEXT', (rows[0] as { id: string }).id)
+      }
+      for (const dst of m.relatedTo ?? []) link('RELEVANT_TO', dst)
+      for (const dst of m.derivedFrom ?? []) link('DERIVED_FROM', dst)
+      await logHistory(tx, history, at)
+      await writeEdges(tx, edges, at)
+      const refs = [...(m.relatedTo ?? []), ...(m.derivedFrom ?? [])]
+      const missing = refs.length > 0 ? await missingReferences(tx, m.tenantId, refs) : []
+      if (missing.length > 0) {
+        telemetry.emit({
+          op: 'warning',
+          memoryId: id,
+          entityType: 'memory',
+          scope: m.scope,
+          runId: m.runId ?? null,
+          taskId: null,
+          at,
+          detail: { warning: 'missing_reference', ids: missing },
+        })
+      }
+      return near
+        ? { id, action: 'superseded', supersededId: near.id, oldContent: near.content }
+        : { id, action: 'created' }
+    })
+    if (result.action !== 'unchanged')
+      emit('write', { id: result.id, scope: m.scope, runId: m.runId ?? null }, at)
+    if (result.supersededId)
+      emit('overwrite', { id: result.supersededId, scope: m.scope, runId: m.runId ?? null }, at)
+    const { oldContent: _, ...out } = result
+    return out
+  }
+
+  /**
+   * Active memories visible to a user, best first: their own user-scoped ones, their
+   * project-scoped ones for `projectId`, and global ones. Hybrid ranked (vector + keyword,
+   * keyword only without an embedder); each hit counts as a use.
+   *
+   * @example
+   * const hits = await memory.recall('how does the user like their code formatted?', { category: 'preference' })
+   */
+  async function recall(query: string, options: RecallOptions = {}): Promise<MemoryHit[]> {
+    const text = parseInput(z.string().trim().min(1).max(MAX_CONTENT), query, 'recall query')
+    const o = parseInput(recallOptions, options, 'recall options')
+    const vector = await embedText(text)
+    const p = new Params()
+    const user = p.add(o.userId ?? null)
+    const where = [
+      `m.tenant_id = ${p.add(o.tenantId)}`,
+      `m.status = 'active'`,
+      `(m.scope = 'global'
+        OR (m.scope = 'user' AND m.user_id IS NOT DISTINCT FROM ${user})
+        OR (m.scope = 'project' AND m.user_id IS NOT DISTINCT FROM ${user} AND m.project_id = ${p.add(o.projectId ?? null)}))`,
+    ]
+    if (o.scope) where.push(`m.scope = ${p.add(o.scope)}`)
+    if (o.category) where.push(`m.category = ANY(${p.add([o.category].flat())}::text[])`)
+    where.push(p.filter(o.filters))
+    const at = ctx.now()
+    const hits = await rankMemories(db, p, {
+      where: where.join(' AND '),
+      text,
+      vector,
+      limit: o.limit,
+      minSimilarity: o.minSimilarity,
+      touchAt: at,
+    })
+    emit('query', { id: null, scope: o.scope ?? null }, at, { results: hits.length })
+    for (const h of hits) emit('read', { id: h.id, scope: h.scope, runId: h.runId }, at)
+    return hits
+  }
+
+  const memories = {
+    /**
+     * One memory by id (also superseded or deleted ones, see `status`), or null.
+     *
+     * @example
+     * const m = await memory.memories.get('mem_…')
+     */
+    async get(id: string): Promise<MemoryRecord | null> {
+      const memoryId = parseInput(memoryIdSchema, id, 'memory id')
+      const row = await getRow(db, memoryId)
+      emit('read', { id: memoryId, scope: row?.scope ?? null, runId: row?.run_id ?? null })
+      return row ? toRecord(row) : null
+    },
+
+    /**
+     * Memories matching every identity field given, most used first, then newest.
+     *
+     * @example
+     * const mine = await memory.memories.list({ userId: 'alice', category: 'preference' })
+     */
+    async list(options: MemoryListOptions = {}): Promise<MemoryRecord[]> {
+      const o = parseInput(listOptions, options, 'list options')
+      const p = new Params()
+      const where = selectWhere(p, o)
+      const status = o.status === 'any' ? 'true' : `m.status = ${p.add(o.status)}`
+      const { rows } = await db.query<MemoryRow>(
+        `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${status}
+         ORDER BY m.use_count DESC, m.created_at DESC, m.id DESC
+         LIMIT ${p.add(o.limit)}`,
+        p.values,
+      )
+      emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, {
+        results: rows.length,
+      })
+      return rows.map(toRecord)
+    },
+
+    /**
+     * Hybrid search over active memories matching every identity field given (AND), without
+     * counting uses. The `Memory` (mem0) facade searches through this.
+     *
+     * @example
+     * const hits = await memory.memories.search('programming languages', { userId: 'alice', limit: 5 })
+     */
+    async search(query: string, options: MemorySearchOptions = {}): Promise<MemoryHit[]> {
+      const text = parseInput(z.string().trim().min(1).max(MAX_CONTENT), query, 'search query')
+      const o = parseInput(searchOptions, options, 'search options')
+      const vector = await embedText(text)
+      const p = new Params()
+      const where = `${selectWhere(p, o)} AND m.status = 'active'`
+      const hits = await rankMemories(db, p, {
+        where,
+        text,
+        vector,
+        limit: o.limit,
+        minSimilarity: o.minSimilarity,
+        touchAt: null,
+      })
+      emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, {
+        results: hits.length,
+      })
+      return hits
+    },
+
+    /**
+     * Changes a memory in place: new text gets a new hash and vector. Logged as UPDATE.
+     *
+     * @example
+     * await memory.memories.update('mem_…', { content: 'User prefers 2-space indents' })
+     */
+    async update(id: string, changes: MemoryUpdate): Promise<MemoryRecord> {
+      const memoryId = parseInput(memoryIdSchema, id, 'memory id')
+      const u = parseInput(updateInput, changes, 'memory update')
+      const vector = u.content === undefined ? null : await embedText(u.content)
+      const hash = u.content === undefined ? null : await memoryHash(u.content)
+      const at = ctx.now()
+      const row = await db.transaction(async (tx) => {
+        const old = await getRow(tx, memoryId)
+        if (!old || old.status === 'deleted') {
+          throw new MemoryError('NOT_FOUND', `No memory "${memoryId}"`, { details: { id: memoryId } })
+        }
+        await tx.query(
+          `UPDATE memories SET
+             content = coalesce($2, content),
+             hash = coalesce($3, hash),
+             vector = CASE WHEN $2::text IS NULL THEN vector ELSE $4::vector END,
+             embed_model = CASE WHEN $2::text IS NULL THEN embed_model ELSE $5 END,
+             category = coalesce($6, category),
+             confidence = coalesce($7, confidence),
+             metadata = coalesce($8::jsonb, metadata),
+             updated_at = $9
+           WHERE id = $1`,
+          [
+            memoryId,
+            u.content ?? null,
+            hash,
+            vector ? toVectorParam(vector.value) : null,
+            vector?.model ?? null,
+            u.category ?? null,
+            u.confidence ?? null,
+            u.metadata === undefined ? null : JSON.stringify(u.metadata),
+            at,
+          ],
+        )
+        const other: JsonObject = {}
+        if (u.category !== undefined && u.category !== old.category)
+          other.category = [old.category, u.category]
+        if (u.confidence !== undefined && u.confidence !== old.confidence)
+          other.confidence = [old.confidence, u.confidence]
+        if (u.metadata !== undefined) other.metadata = [old.metadata, u.metadata]
+        await logHistory(
+          tx,
+          [
+            {
+              memoryId,
+              event: 'UPDATE',
+              oldValue: old.content,
+              newValue: u.content ?? old.content,
+              changes: other,
+              tenantId: old.tenant_id,
+              userId: old.user_id,
+              agentId: old.agent_id,
+              runId: old.run_id,
+            },
+          ],
+          at,
+        )
+        return (await getRow(tx, memoryId)) as MemoryRow
+      })
+      emit('overwrite', { id: memoryId, scope: row.scope, runId: row.run_id }, at)
+      return toRecord(row)
+    },
+
+    /**
+     * Deletes a memory: it leaves every read; its history (with a DELETE entry) stays.
+     *
+     * @example
+     * await memory.memories.delete('mem_…')
+     */
+    async delete(id: string): Promise<{ id: string; deleted: true }> {
+      const memoryId = parseInput(memoryIdSchema, id, 'memory id')
+      const at = ctx.now()
+      const row = await db.transaction(async (tx) => {
+        const { rows } = await tx.query<MemoryRow>(
+          `UPDATE memories SET status = 'deleted', updated_at = $2 WHERE id = $1 AND status <> 'deleted'
+           RETURNING *`,
+          [memoryId, at],
+        )
+        const r = rows[0]
+        if (!r) throw new MemoryError('NOT_FOUND', `No memory "${memoryId}"`, { details: { id: memoryId } })
+        await logHistory(
+          tx,
+          [
+            {
+              memoryId,
+              event: 'DELETE',
+              oldValue: r.content,
+              newValue: null,
+              tenantId: r.tenant_id,
+              userId: r.user_id,
+              agentId: r.agent_id,
+              runId: r.run_id,
+            },
+          ],
+          at,
+        )
+        return r
+      })
+      emit('delete', { id: memoryId, scope: row.scope, runId: row.run_id }, at)
+      return { id: memoryId, deleted: true }
+    },
+
+    /**
+     * The audit trail of one memory, oldest first.
+     *
+     * @example
+     * const trail = await memory.memories.history('mem_…') // ADD, UPDATE, DELETE …
+     */
+    async history(id: string): Promise<MemoryHistoryRecord[]> {
+      const memoryId = parseInput(memoryIdSchema, id, 'memory id')
+      const { rows } = await db.query<{
+        id: string
+        memory_id: string
+        event: 'ADD' | 'UPDATE' | 'DELETE'
+        old_value: string | null
+        new_value: string | null
+        changes: JsonObject
+        is_deleted: boolean
+        user_id: string | null
+        agent_id: string | null
+        run_id: string | null
+        created_at: Date
+      }>('SELECT * FROM memory_history WHERE memory_id = $1 ORDER BY created_at, id', [memoryId])
+      emit('read', { id: memoryId }, undefined, { history: rows.length })
+      return rows.map((r) => ({
+        id: r.id,
+        memoryId: r.memory_id,
+        event: r.event,
+        oldValue: r.old_value,
+        newValue: r.new_value,
+        changes: r.changes,
+        isDeleted: r.is_deleted,
+        userId: r.user_id,
+        agentId: r.agent_id,
+        runId: r.run_id,
+        createdAt: r.created_at,
+      }))
+    },
+
+    /**
+     * Deletes every active memory matching the selection, in one transaction. Needs
+     * `confirm: true`.
+     *
+     * @example
+     * await memory.memories.forgetAll({ userId: 'alice', scope: 'project', projectId: 'p1', confirm: true })
+     */
+    async forgetAll(input: ForgetAllInput): Promise<{ deleted: number }> {
+      const o = parseInput(forgetAllInput, input, 'forgetAll request')
+      const at = ctx.now()
+      const gone = await db.transaction(async (tx) => {
+        const p = new Params()
+        const where = selectWhere(p, o)
+        const { rows } = await tx.query<MemoryRow>(
+          `UPDATE memories m SET status = 'deleted', updated_at = ${p.add(at)}
+           WHERE ${where} AND m.status = 'active'
+           RETURNING m.*`,
+          p.values,
+        )
+        rows.sort((a, b) => (a.id < b.id ? -1 : 1))
+        await logHistory(
+          tx,
+          rows.map((r) => ({
+            memoryId: r.id,
+            event: 'DELETE' as const,
+            oldValue: r.content,
+            newValue: null,
+            tenantId: r.tenant_id,
+            userId: r.user_id,
+            agentId: r.agent_id,
+            runId: r.run_id,
+          })),
+          at,
+        )
+        return rows
+      })
+      for (const r of gone) emit('delete', { id: r.id, scope: r.scope, runId: r.run_id }, at)
+      return { deleted: gone.length }
+    },
+
+    /**
+     * Erases every memory, its history, contexts and links, for good. Needs `confirm: true`.
+     *
+     * @example
+     * await memory.memories.reset({ confirm: true })
+     */
+    async reset(input: { confirm: true }): Promise<{ memories: number }> {
+      parseInput(z.strictObject({ confirm: z.literal(true) }), input, 'reset request')
+      const n = await db.transaction(async (tx) => {
+        await tx.query(`SELECT set_config('engram.forgetting', 'on', true)`)
+        await tx.query(
+          `DELETE FROM edges WHERE src IN (SELECT id FROM memories) OR dst IN (SELECT id FROM memories)
+              OR dst IN (SELECT id FROM memory_contexts)`,
+        )
+        const { affectedRows } = await tx.query('DELETE FROM memories')
+        await tx.query('DELETE FROM memory_history')
+        await tx.query('DELETE FROM memory_contexts')
+        await tx.query(`SELECT set_config('engram.forgetting', 'off', true)`)
+        return affectedRows ?? 0
+      })
+      emit('delete', { id: null }, undefined, { reset: true, memories: n })
+      return { memories: n }
+    },
+  }
+
+  return { remember, recall, memories }
+}

@@ -1,0 +1,472 @@
+import type { EngineContext } from './engine.ts'
+import type { Queryable } from './db.ts'
+import { MemoryError } from './errors.ts'
+import { sha256Hex } from './hash.ts'
+import { parseInput, z } from './validate.ts'
+
+/**
+ * One-file export and import of a memory's ground truth.
+ *
+ * File layout (all integers big-endian):
+ *
+ *   "ENGRAM" 0x00 <container version: 1 byte> <flags: 1 byte, bit 0 = encrypted>
+ *   encrypted: <salt: 16 bytes> <iv: 12 bytes> <PBKDF2 iterations: uint32>
+ *   body: gzip(JSON lines)                      — not encrypted
+ *         AES-256-GCM(gzip(JSON lines))         — encrypted; the GCM tag authenticates it
+ *
+ * The first JSON line is the manifest (format and schema version, embedding models, per-table
+ * row counts, columns and SHA-256 of the table's lines, creation time). Each following line is
+ * `{"t": table, "r": row}`; chunk vectors, when included, are `{"t": "@vectors", "r": {...}}`
+ * with the vector as base64 little-endian float32. Derived rows (chunks) are rebuilt on import.
+ */
+export const EXPORT_FORMAT = 'engram-export'
+export const EXPORT_FORMAT_VERSION = 1
+const CONTAINER_VERSION = 1
+const MAGIC = new TextEncoder().encode('ENGRAM\u0000')
+const PBKDF2_ITERATIONS = 210_000
+const VECTORS = '@vectors'
+const BATCH_ROWS = 500
+
+/** Tables that are derived from the ground truth, or bookkeeping: never exported as rows. */
+const NOT_EXPORTED = new Set(['chunks', 'schema_migrations'])
+
+export interface ExportOptions {
+  /** Encrypts the file with AES-GCM under a key derived from this passphrase (PBKDF2-SHA-256). */
+  passphrase?: string
+  /** Include chunk and memory vectors (so the importer need not re-embed). Default true. */
+  includeVectors?: boolean
+}
+
+export interface ImportOptions {
+  /** `replace` empties the memory first; `merge` (default) adds rows it does not have. */
+  mode?: 'replace' | 'merge'
+  passphrase?: string
+}
+
+export interface TableManifest {
+  count: number
+  sha256: string
+  columns: string[]
+}
+
+export interface ExportManifest {
+  format: typeof EXPORT_FORMAT
+  formatVersion: number
+  schemaVersion: number
+  createdAt: string
+  embedModels: string[]
+  includeVectors: boolean
+  tables: Record<string, TableManifest>
+}
+
+export interface ImportReport {
+  mode: 'replace' | 'merge'
+  schemaVersion: number
+  inserted: Record<string, number>
+  skipped: Record<string, number>
+  vectorsRestored: number
+}
+
+interface ColumnInfo {
+  table: string
+  column: string
+  generated: boolean
+  type: string
+  sequence: string | null
+}
+
+interface Catalog {
+  /** Exported tables in an order where every foreign key points backwards. */
+  tables: string[]
+  columns: Map<string, ColumnInfo[]>
+}
+
+const exportOptionsSchema = z
+  .object({ passphrase: z.string().min(1).optional(), includeVectors: z.boolean().optional() })
+  .strict()
+const importOptionsSchema = z
+  .object({ mode: z.enum(['replace', 'merge']).optional(), passphrase: z.string().min(1).optional() })
+  .strict()
+
+const corrupt = (message: string, cause?: unknown) =>
+  new MemoryError('IMPORT_CORRUPT', `The import file is damaged or not an Engram export: ${message}`, {
+    ...(cause === undefined ? {} : { cause }),
+  })
+
+async function readCatalog(db: Queryable): Promise<Catalog> {
+  const { rows: columns } = await db.query<ColumnInfo>(
+    `SELECT c.relname AS table, a.attname AS column, a.attgenerated <> '' AS generated,
+            format_type(a.atttypid, a.atttypmod) AS type,
+            pg_get_serial_sequence(quote_ident(c.relname), a.attname) AS sequence
+       FROM pg_class c
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_attribute a ON a.attrelid = c.oid
+      WHERE n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+      ORDER BY c.relname, a.attnum`,
+  )
+  const { rows: fks } = await db.query<{ child: string; parent: string }>(
+    `SELECT cl.relname AS child, pl.relname AS parent
+       FROM pg_constraint k
+       JOIN pg_class cl ON cl.oid = k.conrelid
+       JOIN pg_class pl ON pl.oid = k.confrelid
+       JOIN pg_namespace n ON n.oid = cl.relnamespace
+      WHERE k.contype = 'f' AND n.nspname = 'public' AND cl.relname <> pl.relname`,
+  )
+  const byTable = new Map<string, ColumnInfo[]>()
+  for (const c of columns) {
+    if (NOT_EXPORTED.has(c.table)) continue
+    byTable.set(c.table, [...(byTable.get(c.table) ?? []), c])
+  }
+  // Parents before children; alphabetical otherwise, so exports are deterministic.
+  const pending = [...byTable.keys()].sort()
+  const ordered: string[] = []
+  while (pending.length > 0) {
+    const next = pending.findIndex((t) =>
+      fks.every((fk) => fk.child !== t || ordered.includes(fk.parent) || !byTable.has(fk.parent)),
+    )
+    if (next < 0) throw new MemoryError('INTERNAL', 'Foreign keys between exported tables form a cycle.')
+    ordered.push(...pending.splice(next, 1))
+  }
+  return { tables: ordered, columns: byTable }
+}
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+function exportedColumns(catalog: Catalog, table: string, includeVectors: boolean): ColumnInfo[] {
+  return (catalog.columns.get(table) ?? []).filter((c) => !c.generated && (includeVectors || c.type !== 'vector'))
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = ''
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
+  return btoa(binary)
+}
+
+function fromBase64(text: string): Uint8Array {
+  const binary = atob(text)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
+}
+
+function vectorToBase64(text: string): string {
+  const values = text.slice(1, -1).split(',').map(Number)
+  const buffer = new ArrayBuffer(values.length * 4)
+  const view = new DataView(buffer)
+  values.forEach((v, i) => view.setFloat32(i * 4, v, true))
+  return toBase64(new Uint8Array(buffer))
+}
+
+function vectorFromBase64(text: string): string {
+  const bytes = fromBase64(text)
+  if (bytes.length % 4 !== 0) throw corrupt('a vector has a length that is not a multiple of 4 bytes')
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const values: number[] = []
+  for (let i = 0; i < bytes.length; i += 4) values.push(view.getFloat32(i, true))
+  return `[${values.join(',')}]`
+}
+
+async function pipeBytes(bytes: Uint8Array, transform: CompressionStream | DecompressionStream): Promise<Uint8Array> {
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(transform)
+  return new Uint8Array(await new Response(stream).arrayBuffer())
+}
+
+async function deriveKey(passphrase: string, salt: Uint8Array, iterations: number): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey('raw', new TextEncoder().encode(passphrase), 'PBKDF2', false, [
+    'deriveKey',
+  ])
+  return crypto.subtle.deriveKey(
+    { name: 'PBKDF2', hash: 'SHA-256', salt: salt as Uint8Array<ArrayBuffer>, iterations },
+    material,
+    { name: 'AES-GCM', length: 256 },
+    false,
+    ['encrypt', 'decrypt'],
+  )
+}
+
+async function seal(jsonl: string, passphrase: string | undefined): Promise<Blob> {
+  const gz = await pipeBytes(new TextEncoder().encode(jsonl), new CompressionStream('gzip'))
+  const header = new Uint8Array([...MAGIC, CONTAINER_VERSION, passphrase ? 1 : 0])
+  if (!passphrase) return new Blob([header, gz as Uint8Array<ArrayBuffer>], { type: 'application/x-engram' })
+  const salt = crypto.getRandomValues(new Uint8Array(16))
+  const iv = crypto.getRandomValues(new Uint8Array(12))
+  const iterations = new Uint8Array(4)
+  new DataView(iterations.buffer).setUint32(0, PBKDF2_ITERATIONS)
+  const key = await deriveKey(passphrase, salt, PBKDF2_ITERATIONS)
+  const body = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, key, gz as Uint8Array<ArrayBuffer>))
+  return new Blob([header, salt, iv, iterations, body], { type: 'application/x-engram' })
+}
+
+async function unseal(file: Blob, passphrase: string | undefined): Promise<string> {
+  const bytes = new Uint8Array(await file.arrayBuffer())
+  if (bytes.length < MAGIC.length + 2 || MAGIC.some((b, i) => bytes[i] !== b)) {
+    throw corrupt('it does not start with the Engram signature')
+  }
+  const version = bytes[MAGIC.length] as number
+  if (version > CONTAINER_VERSION) {
+    throw new MemoryError(
+      'IMPORT_UNSUPPORTED_VERSION',
+      `This file was written by a newer Engram (container format ${version}; this version reads up to ${CONTAINER_VERSION}). Update Engram to import it.`,
+    )
+  }
+  const encrypted = ((bytes[MAGIC.length + 1] as number) & 1) === 1
+  let gz = bytes.subarray(MAGIC.length + 2)
+  if (encrypted) {
+    if (!passphrase) throw new MemoryError('WRONG_PASSPHRASE', 'This file is encrypted: pass its passphrase to import it.')
+    if (gz.length < 32 + 16) throw corrupt('the encryption header is truncated')
+    const salt = gz.subarray(0, 16)
+    const iv = gz.subarray(16, 28)
+    const iterations = new DataView(gz.buffer, gz.byteOffset + 28, 4).getUint32(0)
+    const key = await deriveKey(passphrase, salt, iterations)
+    try {
+      gz = new Uint8Array(
+        await crypto.subtle.decrypt(
+          { name: 'AES-GCM', iv: iv },
+          key,
+          gz.subarray(32),
+        ),
+      )
+    } catch (cause) {
+      throw new MemoryError('WRONG_PASSPHRASE', 'Wrong passphrase, or the encrypted file was altered.', { cause })
+    }
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(await pipeBytes(gz, new DecompressionStream('gzip')))
+  } catch (cause) {
+    throw corrupt('its compressed body does not decompress (truncated or altered)', cause)
+  }
+}
+
+interface ParsedFile {
+  manifest: ExportManifest
+  rows: Map<string, Record<string, unknown>[]>
+  vectors: { source_id: string; ord: number; model: string; v: string }[]
+}
+
+const manifestSchema = z.object({
+  format: z.literal(EXPORT_FORMAT),
+  formatVersion: z.number().int().positive(),
+  schemaVersion: z.number().int().positive(),
+  createdAt: z.string(),
+  embedModels: z.array(z.string()),
+  includeVectors: z.boolean(),
+  tables: z.record(
+    z.string(),
+    z.object({ count: z.number().int().nonnegative(), sha256: z.string().length(64), columns: z.array(z.string()) }),
+  ),
+})
+
+async function parseFile(text: string): Promise<ParsedFile> {
+  const lines = text.split('\n')
+  if (lines.at(-1) === '') lines.pop()
+  let manifest: ExportManifest
+  try {
+    const parsed = manifestSchema.safeParse(JSON.parse(lines[0] ?? ''))
+    if (!parsed.success) throw parsed.error
+    manifest = parsed.data
+  } catch (cause) {
+    if (cause instanceof MemoryError) throw cause
+    throw corrupt('the manifest is missing or malformed', cause)
+  }
+  if (manifest.formatVersion > EXPORT_FORMAT_VERSION) {
+    throw new MemoryError(
+      'IMPORT_UNSUPPORTED_VERSION',
+      `This file uses export format ${manifest.formatVersion}; this Engram reads up to ${EXPORT_FORMAT_VERSION}. Update Engram to import it.`,
+    )
+  }
+  const byTable = new Map<string, string[]>()
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i] as string
+    const match = /^\{"t":"((?:[^"\\]|\\.)*)"/.exec(line)
+    if (!match) throw corrupt(`line ${i + 1} is not a row`)
+    const table = JSON.parse(`"${match[1]}"`) as string
+    byTable.set(table, [...(byTable.get(table) ?? []), line])
+  }
+  const rows = new Map<string, Record<string, unknown>[]>()
+  const vectors: ParsedFile['vectors'] = []
+  for (const [table, tableLines] of byTable) {
+    const expected = manifest.tables[table]
+    if (!expected) throw corrupt(`rows of "${table}" are not listed in the manifest`)
+    if (expected.count !== tableLines.length) {
+      throw corrupt(`"${table}" has ${tableLines.length} rows, the manifest says ${expected.count}`)
+    }
+    if ((await sha256Hex(tableLines.join('\n'))) !== expected.sha256) {
+      throw corrupt(`the checksum of "${table}" does not match`)
+    }
+    const parsed = tableLines.map((line) => {
+      try {
+        return (JSON.parse(line) as { r: Record<string, unknown> }).r
+      } catch (cause) {
+        throw corrupt(`a row of "${table}" is not valid JSON`, cause)
+      }
+    })
+    if (table === VECTORS) vectors.push(...(parsed as unknown as ParsedFile['vectors']))
+    else rows.set(table, parsed)
+  }
+  for (const [table, info] of Object.entries(manifest.tables)) {
+    if (info.count > 0 && !byTable.has(table)) throw corrupt(`the rows of "${table}" are missing (truncated file?)`)
+  }
+  return { manifest, rows, vectors }
+}
+
+/**
+ * Export and import. `rebuildDerived` recreates chunks (and anything else derived) for the
+ * imported ground truth, inside the import's transaction.
+ */
+export function createPortable(
+  ctx: EngineContext,
+  schemaVersion: number,
+  rebuildDerived: (tx: Queryable) => Promise<void>,
+) {
+  return {
+    /**
+     * Writes the whole memory to one compressed (optionally encrypted) file.
+     *
+     * @example
+     * const file = await memory.exportFile({ passphrase: 'correct horse' })
+     */
+    async exportFile(options: ExportOptions = {}): Promise<Blob> {
+      const opts = parseInput(exportOptionsSchema, options, 'export options')
+      const includeVectors = opts.includeVectors ?? true
+      return ctx.db.transaction(async (tx) => {
+        const catalog = await readCatalog(tx)
+        const tables: Record<string, TableManifest> = {}
+        const body: string[] = []
+        for (const table of catalog.tables) {
+          const columns = exportedColumns(catalog, table, includeVectors)
+          const list = columns.map((c) => quoteIdent(c.column)).join(', ')
+          const { rows } = await tx.query<{ line: string }>(
+            `SELECT json_build_object('t', $1::text, 'r', to_jsonb(x))::text AS line
+               FROM (SELECT ${list} FROM ${quoteIdent(table)} ORDER BY 1) x`,
+            [table],
+          )
+          const lines = rows.map((r) => r.line)
+          tables[table] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: columns.map((c) => c.column) }
+          body.push(...lines)
+        }
+        const { rows: models } = await tx.query<{ model: string }>(
+          `SELECT DISTINCT embed_model AS model FROM chunks WHERE embed_model IS NOT NULL ORDER BY 1`,
+        )
+        if (includeVectors) {
+          const { rows } = await tx.query<{ source_id: string; ord: number; model: string; v: string }>(
+            `SELECT source_id, ord, embed_model AS model, embedding::text AS v
+               FROM chunks WHERE embedding IS NOT NULL ORDER BY source_id, ord`,
+          )
+          const lines = rows.map((r) =>
+            JSON.stringify({ t: VECTORS, r: { source_id: r.source_id, ord: r.ord, model: r.model, v: vectorToBase64(r.v) } }),
+          )
+          tables[VECTORS] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: [] }
+          body.push(...lines)
+        }
+        const manifest: ExportManifest = {
+          format: EXPORT_FORMAT,
+          formatVersion: EXPORT_FORMAT_VERSION,
+          schemaVersion,
+          createdAt: ctx.now().toISOString(),
+          embedModels: models.map((m) => m.model),
+          includeVectors,
+          tables,
+        }
+        return seal(`${[JSON.stringify(manifest), ...body].join('\n')}\n`, opts.passphrase)
+      })
+    },
+
+    /**
+     * Reads a file written by `exportFile`. Everything is checked (signature, version,
+     * passphrase, checksums, counts, row shapes) before anything changes, and the rows are
+     * applied in one transaction: on any failure the memory is exactly as it was. `merge` is
+     * idempotent.
+     *
+     * @example
+     * await memory.importFile(file, { mode: 'replace', passphrase: 'correct horse' })
+     */
+    async importFile(file: Blob, options: ImportOptions = {}): Promise<ImportReport> {
+      if (!(file instanceof Blob)) throw new MemoryError('INVALID_INPUT', 'importFile expects a Blob or File.')
+      const opts = parseInput(importOptionsSchema, options, 'import options')
+      const mode = opts.mode ?? 'merge'
+      const { manifest, rows, vectors } = await parseFile(await unseal(file, opts.passphrase))
+      if (manifest.schemaVersion > schemaVersion) {
+        throw new MemoryError(
+          'IMPORT_UNSUPPORTED_VERSION',
+          `This file holds schema version ${manifest.schemaVersion}; this Engram has ${schemaVersion}. Update Engram to import it.`,
+        )
+      }
+      const report: ImportReport = { mode, schemaVersion: manifest.schemaVersion, inserted: {}, skipped: {}, vectorsRestored: 0 }
+      try {
+        await ctx.db.transaction(async (tx) => {
+          const catalog = await readCatalog(tx)
+          for (const table of rows.keys()) {
+            if (!catalog.columns.has(table)) throw corrupt(`unknown table "${table}"`)
+            const known = new Set((catalog.columns.get(table) ?? []).filter((c) => !c.generated).map((c) => c.column))
+            const unknown = (manifest.tables[table]?.columns ?? []).filter((c) => !known.has(c))
+            if (unknown.length > 0) throw corrupt(`"${table}" has unknown columns: ${unknown.join(', ')}`)
+          }
+          if (mode === 'replace') {
+            await tx.exec(`SET LOCAL engram.forgetting = 'on'`)
+            for (const table of ['chunks', ...[...catalog.tables].reverse()]) {
+              await tx.exec(`DELETE FROM ${quoteIdent(table)}`)
+            }
+          }
+          let relationIds: Map<number, number> | undefined
+          for (const table of catalog.tables) {
+            let tableRows = rows.get(table) ?? []
+            if (table === 'edges' && relationIds) {
+              // Relation ids are local serials: an edge follows its relation by name.
+              const map = relationIds
+              tableRows = tableRows.map((r) => ({ ...r, rel: map.get(Number(r.rel)) ?? r.rel }))
+            }
+            // Relation ids are local serials: relations are matched by name and get this memory's ids.
+            const columns = (manifest.tables[table]?.columns ?? [])
+              .filter((c) => table !== 'relations' || c !== 'id')
+              .map(quoteIdent)
+              .join(', ')
+            let inserted = 0
+            for (let i = 0; i < tableRows.length; i += BATCH_ROWS) {
+              const batch = tableRows.slice(i, i + BATCH_ROWS)
+              const result = await tx.query(
+                `INSERT INTO ${quoteIdent(table)} (${columns})
+                 SELECT ${columns} FROM jsonb_populate_recordset(NULL::${quoteIdent(table)}, $1::jsonb)
+                 ON CONFLICT DO NOTHING`,
+                [JSON.stringify(batch)],
+              )
+              inserted += result.affectedRows ?? 0
+            }
+            report.inserted[table] = inserted
+            report.skipped[table] = tableRows.length - inserted
+            if (table === 'relations' && tableRows.length > 0) {
+              const { rows: mapped } = await tx.query<{ from: number; to: number }>(
+                `SELECT x.id AS from, r.id AS to
+                   FROM jsonb_to_recordset($1::jsonb) AS x(id int, name text)
+                   JOIN relations r ON r.name = x.name`,
+                [JSON.stringify(tableRows)],
+              )
+              relationIds = new Map(mapped.map((m) => [m.from, m.to]))
+            }
+            for (const c of catalog.columns.get(table) ?? []) {
+              if (!c.sequence || tableRows.length === 0) continue
+              await tx.query(
+                `SELECT setval($1::regclass, GREATEST((SELECT max(${quoteIdent(c.column)}) FROM ${quoteIdent(table)}), 1))`,
+                [c.sequence],
+              )
+            }
+          }
+          await rebuildDerived(tx)
+          for (let i = 0; i < vectors.length; i += BATCH_ROWS) {
+            const batch = vectors.slice(i, i + BATCH_ROWS).map((v) => ({ ...v, v: vectorFromBase64(v.v) }))
+            const result = await tx.query(
+              `UPDATE chunks c SET embedding = x.v::vector, embed_model = x.model
+                 FROM jsonb_to_recordset($1::jsonb) AS x(source_id text, ord int, model text, v text)
+                WHERE c.source_id = x.source_id AND c.ord = x.ord AND c.embedding IS NULL`,
+              [JSON.stringify(batch)],
+            )
+            report.vectorsRestored += result.affectedRows ?? 0
+          }
+        })
+      } catch (error) {
+        if (error instanceof MemoryError) throw error
+        throw corrupt(`its rows do not fit this memory's schema (${(error as Error).message})`, error)
+      }
+      return report
+    },
+  }
+}

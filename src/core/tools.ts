@@ -1,0 +1,405 @@
+import { MemoryError } from './errors.ts'
+import type { FilterExpression } from './filters.ts'
+import {
+  type ForgetAllInput,
+  MEMORY_CATEGORIES,
+  type MemoryHit,
+  type MemoryListOptions,
+  type MemoryRecord,
+  type MemoryUpdate,
+  type RecallOptions,
+  type RememberInput,
+  type RememberResult,
+} from './memories.ts'
+import { parseInput, z } from './validate.ts'
+
+const category = z.enum(MEMORY_CATEGORIES)
+const toolScope = z.enum(['user', 'project'])
+
+const saveMemory = z.strictObject({
+  content: z
+    .string()
+    .min(1)
+    .max(20_000)
+    .describe('The memory, in clear natural language: specific, self-contained, one fact, present tense.'),
+  category: category.describe(
+    'preference, pattern, correction, fact, instruction, convention, decision, constraint or procedure.',
+  ),
+  source: z
+    .enum(['explicit', 'inferred', 'corrected'])
+    .optional()
+    .describe(
+      'explicit (the user said to remember it), inferred (you noticed it), corrected (the user corrected you). Default: inferred.',
+    ),
+  scope: toolScope
+    .optional()
+    .describe('user (default: everywhere for this user) or project (only this project).'),
+  context: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('Name of a group to file the memory under, e.g. "TypeScript conventions". Created if missing.'),
+  related_to: z
+    .array(z.string().min(1))
+    .max(100)
+    .optional()
+    .describe('Ids of things this memory matters for (files, documents, other memories).'),
+})
+
+const recallMemories = z.strictObject({
+  query: z
+    .string()
+    .min(1)
+    .max(2000)
+    .describe('What you are looking for, descriptively, e.g. "user\'s TypeScript coding preferences".'),
+  category: category.optional().describe('Only memories of this category.'),
+  scope: toolScope.optional().describe('Only user-wide or only project memories.'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(50)
+    .optional()
+    .describe('At most this many memories (default 10, max 50).'),
+})
+
+const manageMemory = z
+  .strictObject({
+    action: z.enum(['list', 'delete', 'update', 'forget_all']).describe('What to do.'),
+    memory_id: z.string().min(1).optional().describe('The memory to delete or update.'),
+    updates: z
+      .strictObject({
+        content: z.string().min(1).max(20_000).optional(),
+        category: category.optional(),
+        confidence: z.number().min(0).max(1).optional(),
+      })
+      .optional()
+      .describe('For update: the fields to change.'),
+    category: category.optional().describe('For list: only this category.'),
+    limit: z.number().int().min(1).max(100).optional().describe('For list: at most this many (default 20).'),
+    confirm: z.boolean().optional().describe('For forget_all: must be true, after the user confirmed.'),
+  })
+  .superRefine((v, issues) => {
+    if ((v.action === 'delete' || v.action === 'update') && v.memory_id === undefined) {
+      issues.addIssue({ code: 'custom', path: ['memory_id'], message: `${v.action} needs memory_id` })
+    }
+    if (v.action === 'update' && (v.updates === undefined || Object.keys(v.updates).length === 0)) {
+      issues.addIssue({ code: 'custom', path: ['updates'], message: 'update needs updates' })
+    }
+    if (v.action === 'forget_all' && v.confirm !== true) {
+      issues.addIssue({ code: 'custom', path: ['confirm'], message: 'forget_all needs confirm: true' })
+    }
+  })
+
+const recordEvent = z.strictObject({
+  kind: z.enum(['message', 'tool_call', 'tool_result', 'decision', 'task_update']).describe('What happened.'),
+  conversation_id: z.string().min(1).describe('The conversation (session) it belongs to.'),
+  text: z.string().min(1).describe('The content: the message, the call, the result or the decision.'),
+  actor_type: z.enum(['human', 'agent', 'tool']).optional().describe('Who acted (default: agent).'),
+  actor_id: z.string().min(1).optional().describe('Which human, agent or tool.'),
+  channel: z
+    .enum(['private', 'public', 'team', 'agent'])
+    .optional()
+    .describe('Who may later see it (default private).'),
+  sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
+  tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
+  refs: z.array(z.string().min(1)).max(100).optional().describe('Ids of events or documents it refers to.'),
+})
+
+const buildContext = z.strictObject({
+  query: z.string().min(1).describe('What the next step is about; drives retrieval.'),
+  conversation_id: z.string().min(1).optional().describe('The current conversation.'),
+  max_tokens: z
+    .number()
+    .int()
+    .min(256)
+    .max(1_000_000)
+    .optional()
+    .describe('Token budget for the whole bundle.'),
+  channel: z
+    .enum(['private', 'public', 'team', 'agent'])
+    .optional()
+    .describe('The channel the answer goes to.'),
+})
+
+/** The tools an agent can call, with the zod schema that validates their arguments. */
+export const TOOL_SCHEMAS = {
+  save_memory: {
+    description:
+      'Save a memory that lasts across sessions: a preference, pattern, correction, convention, decision, constraint, procedure or important fact. A memory much like an existing one replaces (supersedes) it instead of duplicating it.',
+    schema: saveMemory,
+  },
+  recall_memories: {
+    description:
+      "Search memories from past sessions, most relevant first. Call it when starting a task, when you need the user's preferences, or when the user refers to something you should already know.",
+    schema: recallMemories,
+  },
+  manage_memory: {
+    description:
+      'List, update or delete memories, or forget all of them. Use it when the user asks to see, change or forget what you remember.',
+    schema: manageMemory,
+  },
+  record_event: {
+    description:
+      'Record something that happened in this conversation (a message, tool call, tool result, decision or task update) in the permanent log.',
+    schema: recordEvent,
+  },
+  build_context: {
+    description:
+      'Assemble the context for your next step: rules, task state, decisions and relevant past evidence, within a token budget.',
+    schema: buildContext,
+  },
+} as const
+
+export type ToolName = keyof typeof TOOL_SCHEMAS
+export const TOOL_NAMES = Object.keys(TOOL_SCHEMAS) as ToolName[]
+
+function jsonSchemaOf(name: ToolName): Record<string, unknown> {
+  const { $schema: _, ...schema } = z.toJSONSchema(TOOL_SCHEMAS[name].schema, { io: 'input' }) as Record<
+    string,
+    unknown
+  >
+  return schema
+}
+
+/** Tool definitions for OpenAI-style function calling (`tools: [...]`). */
+export function openAITools(names: readonly ToolName[] = TOOL_NAMES) {
+  return names.map((name) => ({
+    type: 'function' as const,
+    function: { name, description: TOOL_SCHEMAS[name].description, parameters: jsonSchemaOf(name) },
+  }))
+}
+
+/** Tool definitions for Anthropic tool use (`tools: [...]`). */
+export function anthropicTools(names: readonly ToolName[] = TOOL_NAMES) {
+  return names.map((name) => ({
+    name,
+    description: TOOL_SCHEMAS[name].description,
+    input_schema: jsonSchemaOf(name),
+  }))
+}
+
+/** Who a tool call acts for: it can only see and change this user's memories. */
+export interface ToolIdentity {
+  tenantId?: string
+  userId?: string
+  agentId?: string
+  projectId?: string
+  runId?: string
+}
+
+/** What `callTool` needs from the engine; `record` and `buildContext` are used when present. */
+export interface ToolHost {
+  remember(input: RememberInput): Promise<RememberResult>
+  recall(query: string, options?: RecallOptions): Promise<MemoryHit[]>
+  memories: {
+    get(id: string): Promise<MemoryRecord | null>
+    list(options?: MemoryListOptions): Promise<MemoryRecord[]>
+    update(id: string, changes: MemoryUpdate): Promise<MemoryRecord>
+    delete(id: string): Promise<{ id: string; deleted: true }>
+    forgetAll(input: ForgetAllInput): Promise<{ deleted: number }>
+  }
+}
+
+function brief(m: MemoryRecord) {
+  return {
+    id: m.id,
+    content: m.content,
+    category: m.category,
+    scope: m.scope,
+    confidence: m.confidence,
+    contexts: m.contexts,
+    use_count: m.useCount,
+  }
+}
+
+/** The caller's own memories: user-wide ones and those of the current project (never global). */
+function ownMemories(identity: ToolIdentity): FilterExpression {
+  return {
+    AND: [
+      { field: 'user_id', operator: 'eq', value: identity.userId ?? null },
+      {
+        OR: [
+          { field: 'scope', operator: 'eq', value: 'user' },
+          {
+            AND: [
+              { field: 'scope', operator: 'eq', value: 'project' },
+              { field: 'project_id', operator: 'eq', value: identity.projectId ?? null },
+            ],
+          },
+        ],
+      },
+    ],
+  }
+}
+
+function who(identity: ToolIdentity) {
+  return {
+    ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+    ...(identity.userId === undefined ? {} : { userId: identity.userId }),
+  }
+}
+
+/**
+ * Runs a tool call from a model: validates the arguments (INVALID_INPUT) and calls the
+ * engine on behalf of `identity`. Returns plain JSON to hand back to the model.
+ *
+ * @example
+ * const out = await memory.callTool('recall_memories', { query: 'code style' }, { userId: 'alice' })
+ */
+export async function callTool(
+  host: ToolHost,
+  name: string,
+  args: unknown,
+  identity: ToolIdentity = {},
+): Promise<unknown> {
+  if (!Object.hasOwn(TOOL_SCHEMAS, name)) {
+    throw new MemoryError('INVALID_INPUT', `Unknown tool "${name}"; known tools: ${TOOL_NAMES.join(', ')}`, {
+      details: { tool: name },
+    })
+  }
+  const tool = name as ToolName
+  const project = identity.projectId === undefined ? {} : { projectId: identity.projectId }
+  switch (tool) {
+    case 'save_memory': {
+      const a = parseInput(saveMemory, args, 'save_memory arguments')
+      return host.remember({
+        content: a.content,
+        category: a.category,
+        ...(a.source ? { source: a.source } : {}),
+        ...(a.scope ? { scope: a.scope } : {}),
+        ...(a.context ? { context: a.context } : {}),
+        ...(a.related_to ? { relatedTo: a.related_to } : {}),
+        ...who(identity),
+        ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
+        ...project,
+      })
+    }
+    case 'recall_memories': {
+      const a = parseInput(recallMemories, args, 'recall_memories arguments')
+      const hits = await host.recall(a.query, {
+        ...(a.category ? { category: a.category } : {}),
+        ...(a.scope ? { scope: a.scope } : {}),
+        ...(a.limit ? { limit: a.limit } : {}),
+        ...who(identity),
+        ...project,
+      })
+      return { memories: hits.map((h) => ({ ...brief(h), score: h.scores.fused })) }
+    }
+    case 'manage_memory': {
+      const a = parseInput(manageMemory, args, 'manage_memory arguments')
+      if (a.action === 'list') {
+        const list = await host.memories.list({
+          ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+          ...(a.category ? { category: a.category } : {}),
+          filters: ownMemories(identity),
+          limit: a.limit ?? 20,
+        })
+        return { memories: list.map(brief) }
+      }
+      if (a.action === 'forget_all') {
+        return host.memories.forgetAll({
+          ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+          filters: ownMemories(identity),
+          confirm: true,
+        })
+      }
+      const id = a.memory_id as string
+      const target = await host.memories.get(id)
+      if (!target || target.status === 'deleted' || !owned(target, identity)) {
+        throw new MemoryError('NOT_FOUND', `No memory "${id}"`, { details: { id } })
+      }
+      if (a.action === 'delete') return host.memories.delete(id)
+      return brief(await host.memories.update(id, a.updates ?? {}))
+    }
+    case 'record_event': {
+      const a = parseInput(recordEvent, args, 'record_event arguments')
+      return optional(
+        host,
+        'record',
+      )({
+        kind: a.kind,
+        conversationId: a.conversation_id,
+        actor: { type: a.actor_type ?? 'agent', id: a.actor_id ?? identity.agentId ?? 'agent' },
+        content: { text: a.text },
+        ...(a.channel ? { channel: a.channel } : {}),
+        ...(a.sensitivity ? { sensitivity: a.sensitivity } : {}),
+        ...(a.tags ? { tags: a.tags } : {}),
+        ...(a.refs ? { refs: a.refs } : {}),
+        ...who(identity),
+        ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
+        ...(identity.runId === undefined ? {} : { runId: identity.runId }),
+      })
+    }
+    case 'build_context': {
+      const a = parseInput(buildContext, args, 'build_context arguments')
+      return optional(
+        host,
+        'buildContext',
+      )({
+        query: a.query,
+        ...(a.conversation_id ? { conversationId: a.conversation_id } : {}),
+        ...(a.max_tokens ? { maxTokens: a.max_tokens } : {}),
+        ...(a.channel ? { channel: a.channel } : {}),
+        ...who(identity),
+        ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
+      })
+    }
+  }
+}
+
+/** A memory belongs to the caller when it is theirs (or global, which only admins change). */
+function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
+  if (m.tenantId !== (identity.tenantId ?? 'default')) return false
+  if (m.scope === 'global') return false
+  if (m.userId !== (identity.userId ?? null)) return false
+  return m.scope !== 'project' || m.projectId === (identity.projectId ?? null)
+}
+
+function optional(host: ToolHost, method: 'record' | 'buildContext'): (input: unknown) => Promise<unknown> {
+  const fn = (host as unknown as Record<string, unknown>)[method]
+  if (typeof fn !== 'function') {
+    throw new MemoryError('NOT_SUPPORTED', `This memory has no ${method}() to run the tool with`, {
+      details: { method },
+    })
+  }
+  return async (input) => (fn as (input: unknown) => unknown).call(host, input)
+}
+
+/**
+ * Guidance for the model on when and how to use the memory tools. Put it in the system
+ * prompt next to the tool definitions.
+ */
+export const MEMORY_GUIDELINES = `## Memory
+
+You have a memory that lasts across sessions. It lives on this device. Use it without being asked.
+
+### Recall first (recall_memories)
+- At the start of any real task, recall what applies: "user coding preferences" before writing code, "project conventions" and "decisions" before changing structure, "communication preferences" before a long explanation.
+- When the user says "like I told you", "as usual", "the way I like it", "remember when …".
+- When you are unsure about a style, a convention or a preference. Recalling is cheap; guessing wrong is not.
+
+### Save as you learn (save_memory)
+Save at once when the user states:
+- a preference: "I prefer …", "always …", "never …" → preference
+- a correction: "No, do it this way", "I told you to …" → correction (source: corrected)
+- a convention: "In this project we …", "our team always …" → convention
+- a fact: "our API runs on …", "we deploy with …" → fact
+- an instruction: "when you write tests, always …" → instruction
+- a decision and why it was made → decision; a rule that must not be broken → constraint; how to build, test or release → procedure
+Also save what you infer (source: inferred): the user keeps correcting the same thing → pattern; the code consistently follows a style → convention.
+
+### Write good memories
+- Specific and self-contained. Not "User likes clean code" but "User wants explicit return types on every exported TypeScript function".
+- With context. Not "Use prettier" but "The project formats with Prettier: singleQuote true, semi false, tabWidth 2".
+- One fact per memory. Present tense: "User prefers …".
+- Project-only knowledge gets scope "project"; the rest is the user's, everywhere.
+- Saving something close to an existing memory replaces it: you do not need to delete the old one first.
+
+### Never save
+- Passwords, API keys, tokens or any other secret.
+- Passing task details ("asked me to fix bug #123") or what anyone could see from the code.
+
+### Changing and forgetting (manage_memory)
+When the user asks what you remember, list it. When they ask you to change or forget something, update or delete it. Forget everything only after they confirmed.`

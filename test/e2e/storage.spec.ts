@@ -1,0 +1,104 @@
+import { expect, test } from '@playwright/test'
+import { openHarness } from './support.ts'
+
+for (const storage of ['opfs', 'idb'] as const) {
+  test(`${storage}: a new memory starts from the template and is found again after a reload`, async ({ page }) => {
+    await openHarness(page)
+    const first = await page.evaluate(async (storage) => {
+      const memory = await window.engram.createMemory({ name: 'reload', storage })
+      const info = await memory.ready
+      await memory.close()
+      return info
+    }, storage)
+    expect(first).toMatchObject({ storage, role: 'leader', created: true, fromTemplate: true })
+
+    await page.reload()
+    await page.waitForFunction(() => window.engramHarnessReady === true)
+    const second = await page.evaluate(async (storage) => {
+      const memory = await window.engram.createMemory({ name: 'reload', storage })
+      const info = await memory.ready
+      const ping = await memory.ping()
+      await memory.close()
+      const listed = (await window.engram.listMemories()).map((m) => `${m.storage}:${m.name}`)
+      return { info, ping, listed }
+    }, storage)
+    expect(second.info).toMatchObject({ storage, created: false, fromTemplate: false })
+    expect(second.ping.schemaVersion).toBe(first.bootMs > 0 ? second.ping.schemaVersion : -1)
+    expect(second.listed).toContain(`${storage}:reload`)
+  })
+}
+
+test('auto storage picks OPFS in a worker on a secure origin', async ({ page }) => {
+  await openHarness(page)
+  const info = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ name: 'auto' })
+    const info = await memory.ready
+    await memory.close()
+    return info
+  })
+  expect(info.storage).toBe('opfs')
+  expect(info.dataDir).toBe('memfs2opfs://engram-auto')
+})
+
+test('deleteMemory refuses while a tab has the memory open, then deletes it', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const { createMemory, deleteMemory, listMemories } = window.engram
+    const memory = await createMemory({ name: 'doomed', storage: 'idb' })
+    let whileOpen = 'none'
+    try {
+      await deleteMemory('doomed')
+    } catch (error) {
+      whileOpen = (error as { code: string }).code
+    }
+    await memory.close()
+    await deleteMemory('doomed')
+    const listed = (await listMemories()).some((m) => m.name === 'doomed')
+    const again = await createMemory({ name: 'doomed', storage: 'idb' })
+    const info = await again.ready
+    await again.close()
+    return { whileOpen, listed, createdAgain: info.created }
+  })
+  expect(outcome).toEqual({ whileOpen: 'LOCKED_BY_OTHER_TAB', listed: false, createdAgain: true })
+})
+
+test('an invalid memory name is refused before any worker starts', async ({ page }) => {
+  await openHarness(page)
+  const code = await page.evaluate(async () => {
+    try {
+      await window.engram.createMemory({ name: '../etc' })
+      return 'none'
+    } catch (error) {
+      return (error as { code: string }).code
+    }
+  })
+  expect(code).toBe('INVALID_INPUT')
+})
+
+test('a second tab follows the owner, and takes over when the owner closes', async ({ context }) => {
+  const owner = await context.newPage()
+  const other = await context.newPage()
+  await openHarness(owner)
+  await openHarness(other)
+  const ownerInfo = await owner.evaluate(async () => {
+    const memory = await window.engram.createMemory({ name: 'shared', storage: 'opfs' })
+    ;(window as unknown as { memory: typeof memory }).memory = memory
+    return memory.ready
+  })
+  expect(ownerInfo.role).toBe('leader')
+  const otherInfo = await other.evaluate(async () => {
+    const memory = await window.engram.createMemory({ name: 'shared', storage: 'opfs' })
+    ;(window as unknown as { memory: typeof memory }).memory = memory
+    const info = await memory.ready
+    return { ...info, ping: await memory.ping() }
+  })
+  expect(otherInfo.role).toBe('follower')
+  expect(otherInfo.ping.schemaVersion).toBeGreaterThan(0)
+
+  await owner.close()
+  const afterTakeover = await other.evaluate(async () => {
+    const memory = (window as unknown as { memory: { ping(): Promise<{ schemaVersion: number }> } }).memory
+    return memory.ping()
+  })
+  expect(afterTakeover.schemaVersion).toBe(otherInfo.ping.schemaVersion)
+})

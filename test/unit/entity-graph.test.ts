@@ -1,0 +1,318 @@
+import { describe, expect, it } from 'vitest'
+import { createEngine } from '../../src/core/engine.ts'
+import { MemoryError } from '../../src/core/errors.ts'
+import type { TelemetryEvent } from '../../src/core/telemetry.ts'
+import { steppingClock } from '../support/clock.ts'
+import { openTestDb, openTestMemory } from '../support/memory.ts'
+
+async function errorOf(p: Promise<unknown>): Promise<MemoryError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  if (!MemoryError.is(err)) throw new Error(`expected a MemoryError, got ${String(err)}`)
+  return err
+}
+
+async function issuesOf(p: Promise<unknown>): Promise<{ kind: string; id: string }[]> {
+  const err = await errorOf(p)
+  expect(err.code).toBe('CORRUPT')
+  return (err.details?.issues ?? []) as { kind: string; id: string }[]
+}
+
+describe('entity graph', () => {
+  it('adjacency: edges are found outgoing, incoming and by relation, and removal hides them', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    await g.putNodes([
+      { id: 'file:a.ts', type: 'file' },
+      { id: 'sym:a.ts#main', type: 'function' },
+      { id: 'sym:a.ts#helper', type: 'function' },
+      { id: 'test:a.test.ts', type: 'test' },
+    ])
+    await g.putEdge('file:a.ts', 'defines', 'sym:a.ts#main')
+    await g.putEdge('file:a.ts', 'defines', 'sym:a.ts#helper', { line: 40 })
+    await g.putEdge('sym:a.ts#main', 'calls', 'sym:a.ts#helper')
+    await g.putEdge('test:a.test.ts', 'tests', 'sym:a.ts#main')
+
+    const out = await g.neighbors('file:a.ts')
+    expect(out.map((n) => [n.rel, n.neighbor, n.neighborType])).toEqual([
+      ['defines', 'sym:a.ts#main', 'function'],
+      ['defines', 'sym:a.ts#helper', 'function'],
+    ])
+    expect(out[1]?.payload).toEqual({ line: 40 })
+    expect((await g.neighbors('sym:a.ts#main', { direction: 'in' })).map((n) => [n.src, n.rel])).toEqual([
+      ['file:a.ts', 'defines'],
+      ['test:a.test.ts', 'tests'],
+    ])
+    expect(
+      (await g.neighbors('sym:a.ts#main', { direction: 'both' })).map((n) => [n.direction, n.neighbor]),
+    ).toEqual([
+      ['in', 'file:a.ts'],
+      ['out', 'sym:a.ts#helper'],
+      ['in', 'test:a.test.ts'],
+    ])
+    expect((await g.neighbors('sym:a.ts#main', { direction: 'in', rel: 'tests' })).map((n) => n.src)).toEqual(
+      ['test:a.test.ts'],
+    )
+    expect(await g.removeEdge('file:a.ts', 'defines', 'sym:a.ts#helper')).toEqual({ removed: true })
+    expect(await g.removeEdge('file:a.ts', 'defines', 'sym:a.ts#helper')).toEqual({ removed: false })
+    expect((await g.neighbors('file:a.ts')).map((n) => n.neighbor)).toEqual(['sym:a.ts#main'])
+  })
+
+  it('re-putting an edge with a new payload supersedes it; the same payload changes nothing', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    const first = await g.putEdge('mod:a', 'imports', 'mod:b', { names: ['x'] })
+    const same = await g.putEdge('mod:a', 'imports', 'mod:b', { names: ['x'] })
+    const next = await g.putEdge('mod:a', 'imports', 'mod:b', { names: ['x', 'y'] })
+    expect(first.action).toBe('created')
+    expect(same).toEqual({ id: first.id, action: 'unchanged' })
+    expect(next.action).toBe('overwritten')
+    const now = await g.neighbors('mod:a')
+    expect(now.map((n) => [n.edgeId, n.payload])).toEqual([[next.id, { names: ['x', 'y'] }]])
+    const then = await g.neighbors('mod:a', {
+      asOf: now[0]?.createdAt ? new Date(now[0].createdAt.getTime() - 1) : undefined,
+    })
+    expect(then.map((n) => [n.edgeId, n.payload])).toEqual([[first.id, { names: ['x'] }]])
+  })
+
+  it('a new memory item supersedes an old one through the supersedes relation', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    await g.putNodes([
+      { id: 'decision:v1', type: 'decision', payload: { text: 'use REST' } },
+      { id: 'decision:v2', type: 'decision', payload: { text: 'use GraphQL' } },
+    ])
+    await g.putEdge('decision:v2', 'supersedes', 'decision:v1')
+    expect(
+      (await g.neighbors('decision:v1', { direction: 'in', rel: 'supersedes' })).map((n) => n.src),
+    ).toEqual(['decision:v2'])
+    expect(await g.removeNode('decision:v1')).toEqual({ removed: true, edges: 1 })
+    expect(await g.getNode('decision:v1')).toBeNull()
+    expect(await g.neighbors('decision:v2')).toEqual([])
+    expect(await g.removeNode('decision:v1')).toEqual({ removed: false, edges: 0 })
+  })
+
+  it('point-in-time reads see nodes and edges as they were', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    await g.putNode({ id: 'file:x', type: 'file', payload: { size: 1 } })
+    await g.putNode({ id: 'sym:y', type: 'function' })
+    const t1 = (await g.getNode('file:x'))?.updatedAt as Date
+    await g.putEdge('file:x', 'defines', 'sym:y')
+    const t2 = (await g.neighbors('file:x'))[0]?.createdAt as Date
+    const rev2 = await g.putNode({ id: 'file:x', type: 'file', payload: { size: 2 } })
+    expect(rev2).toEqual({ id: 'file:x', rev: 2, action: 'updated' })
+    expect(await g.putNode({ id: 'file:x', type: 'file', payload: { size: 2 } })).toEqual({
+      id: 'file:x',
+      rev: 2,
+      action: 'unchanged',
+    })
+    await g.removeEdge('file:x', 'defines', 'sym:y')
+    await g.removeNode('file:x')
+
+    expect(await g.getNode('file:x')).toBeNull()
+    expect((await g.getNode('file:x', { asOf: t1 }))?.payload).toEqual({ size: 1 })
+    expect((await g.getNode('file:x', { asOf: t2 }))?.rev).toBe(1)
+    expect(await g.getNode('file:x', { asOf: new Date(t1.getTime() - 1) })).toBeNull()
+    expect(await g.neighbors('file:x', { asOf: t1 })).toEqual([])
+    expect((await g.neighbors('file:x', { asOf: t2 })).map((n) => n.neighbor)).toEqual(['sym:y'])
+    expect(await g.neighbors('file:x')).toEqual([])
+  })
+
+  it('an unknown relation is a hard error until it is defined', async () => {
+    await using memory = await openTestMemory()
+    const g = memory.graph
+    expect((await errorOf(g.putEdge('a', 'owns', 'b'))).code).toBe('UNKNOWN_RELATION')
+    expect((await errorOf(g.neighbors('a', { rel: 'owns' }))).code).toBe('UNKNOWN_RELATION')
+    expect(await g.defineRelation('owns', 'team → module')).toMatchObject({
+      name: 'owns',
+      created: true,
+      builtin: false,
+    })
+    expect((await g.defineRelation('owns')).created).toBe(false)
+    expect((await g.putEdge('a', 'owns', 'b')).action).toBe('created')
+    expect((await errorOf(g.defineRelation("bad'; name"))).code).toBe('INVALID_INPUT')
+    const names = (await g.relations()).map((r) => r.name)
+    for (const r of [
+      'defines',
+      'references',
+      'calls',
+      'imports',
+      'tests',
+      'implements',
+      'constrains',
+      'decided_for',
+      'derived_from',
+      'supersedes',
+      'owns',
+    ]) {
+      expect(names).toContain(r)
+    }
+  })
+
+  it('an id that already names another type of entity is a CONFLICT and writes nothing', async () => {
+    await using memory = await openTestMemory()
+    const g = memory.graph
+    await g.putNode({ id: 'x', type: 'file' })
+    expect(
+      (
+        await errorOf(
+          g.putNodes([
+            { id: 'y', type: 'file' },
+            { id: 'x', type: 'symbol' },
+          ]),
+        )
+      ).code,
+    ).toBe('CONFLICT')
+    expect(await g.getNode('y')).toBeNull()
+    expect(
+      (
+        await errorOf(
+          g.putNodes([
+            { id: 'z', type: 'a' },
+            { id: 'z', type: 'b' },
+          ]),
+        )
+      ).code,
+    ).toBe('CONFLICT')
+    await g.removeNode('x')
+    expect((await g.putNode({ id: 'x', type: 'symbol' })).rev).toBe(3)
+  })
+
+  it('links to ids that point at nothing are kept but reported through telemetry', async () => {
+    await using memory = await openTestMemory()
+    const events: TelemetryEvent[] = []
+    memory.telemetry.subscribe((e) => events.push(e))
+    await memory.graph.putNode({ id: 'file:a', type: 'file' })
+    await memory.graph.putEdge('file:a', 'imports', 'file:ghost', {}, { runId: 'r', taskId: 't' })
+    expect((await memory.graph.neighbors('file:a')).map((n) => n.neighbor)).toEqual(['file:ghost'])
+    expect(events.map((e) => [e.op, e.entityType])).toEqual([
+      ['write', 'node'],
+      ['write', 'edge'],
+      ['warning', 'edge'],
+      ['query', 'edge'],
+    ])
+    expect(events[2]?.detail).toEqual({ warning: 'missing_reference', count: 1, ids: ['file:ghost'] })
+    expect(events[1]).toMatchObject({ runId: 'r', taskId: 't' })
+  })
+
+  it('compaction drops only tombstones older than the cut-off', async () => {
+    const now = steppingClock()
+    await using memory = await openTestMemory({ now })
+    const g = memory.graph
+    await g.putNodes([
+      { id: 'a', type: 'file' },
+      { id: 'b', type: 'file' },
+      { id: 'c', type: 'file' },
+    ])
+    await g.putEdge('a', 'imports', 'b')
+    await g.putEdge('a', 'imports', 'c')
+    await g.removeEdge('a', 'imports', 'b')
+    await g.removeNode('c')
+    const cut = now()
+    await g.putEdge('b', 'imports', 'a')
+    await g.removeEdge('b', 'imports', 'a')
+    expect((await g.verify()).tombstonedEdges).toBe(3)
+    expect(await g.compact({ before: cut })).toEqual({ edges: 2, nodes: 2 })
+    const after = await g.verify()
+    expect(after).toMatchObject({ ok: true, nodes: 2, edges: 1, tombstonedEdges: 1, tombstonedNodes: 0 })
+    expect(await g.getNode('c')).toBeNull()
+    expect((await g.getNode('a'))?.type).toBe('file')
+  })
+
+  it('verify warns when tombstones pile up', async () => {
+    await using memory = await openTestMemory()
+    const g = memory.graph
+    for (const dst of ['b', 'c', 'd']) await g.putEdge('a', 'calls', dst)
+    await g.removeEdge('a', 'calls', 'b')
+    await g.removeEdge('a', 'calls', 'c')
+    const report = await g.verify()
+    expect(report.tombstoneRatio).toBeCloseTo(2 / 3, 10)
+    expect(report.warnings).toEqual(['67% of edges are tombstoned: run graph.compact()'])
+  })
+
+  it('corruption fails fast: a dangling relation id or a broken payload', async () => {
+    const db = await openTestDb()
+    try {
+      const { graph: g } = await createEngine({ db, now: steppingClock() })
+      await g.putNode({ id: 'a', type: 'file' })
+      await g.putEdge('a', 'calls', 'b')
+      expect((await g.verify()).ok).toBe(true)
+
+      // Damage the foreign key would normally prevent (a bad import, a disk error).
+      await db.exec(`SET session_replication_role = replica;
+        INSERT INTO edges (id, src, rel, dst, created_at) VALUES ('edg_broken', 'a', 9999, 'z', now());
+        RESET session_replication_role;`)
+      const bad = await errorOf(g.verify())
+      expect(bad.code).toBe('CORRUPT')
+      expect(bad.details?.issues).toEqual([{ kind: 'unknown_relation', id: 'edg_broken', detail: '9999' }])
+      expect((await errorOf(g.neighbors('a'))).code).toBe('CORRUPT')
+      // Edges are append-only; repairs and damage alike go around the guard triggers.
+      await db.exec(`SET session_replication_role = replica;
+        DELETE FROM edges WHERE id = 'edg_broken';
+        RESET session_replication_role;`)
+      expect((await g.neighbors('a')).map((n) => n.neighbor)).toEqual(['b'])
+
+      await db.exec(`SET session_replication_role = replica;
+        UPDATE edges SET props = '"garbage"';
+        RESET session_replication_role;`)
+      expect((await issuesOf(g.verify()))[0]?.kind).toBe('edge_payload')
+      expect((await errorOf(g.neighbors('a'))).code).toBe('CORRUPT')
+      await db.exec(`SET session_replication_role = replica;
+        UPDATE edges SET props = '{}';
+        RESET session_replication_role;`)
+
+      await db.exec(`UPDATE nodes SET payload = '[1, 2]' WHERE id = 'a'`)
+      expect((await errorOf(g.getNode('a'))).code).toBe('CORRUPT')
+      expect((await issuesOf(g.verify()))[0]?.kind).toBe('node_payload')
+      await db.exec(`UPDATE nodes SET payload = '{}' WHERE id = 'a'`)
+
+      await db.exec(`INSERT INTO nodes (id, rev, type, created_at) VALUES ('a', 3, 'file', now())`)
+      expect((await issuesOf(g.verify()))[0]).toMatchObject({
+        kind: 'node_revision_gap',
+        id: 'a',
+      })
+    } finally {
+      await db.close()
+    }
+  })
+
+  it('holds tens of thousands of entities: 20k nodes and 40k edges in one transaction each, adjacency exact', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    const N = 20_000
+    const nodes = Array.from({ length: N }, (_, i) => ({
+      id: `sym:${i}`,
+      type: i % 10 === 0 ? 'file' : 'function',
+    }))
+    const written = await g.putNodes(nodes)
+    expect(written.filter((w) => w.action === 'created')).toHaveLength(N)
+    // Each node i calls i+1 and i+7 (mod N): 40k edges.
+    const edges = nodes.flatMap((_, i) => [
+      { src: `sym:${i}`, rel: 'calls', dst: `sym:${(i + 1) % N}` },
+      { src: `sym:${i}`, rel: 'references', dst: `sym:${(i + 7) % N}`, payload: { i } },
+    ])
+    const results = await g.putEdges(edges)
+    expect(results.filter((r) => r.action === 'created')).toHaveLength(2 * N)
+    const report = await g.verify()
+    expect(report).toMatchObject({ ok: true, nodes: N, edges: 2 * N, tombstonedEdges: 0 })
+    for (const i of [0, 1, 9_999, 19_999]) {
+      const out = await g.neighbors(`sym:${i}`)
+      expect(out.map((n) => [n.rel, n.neighbor]).sort()).toEqual(
+        [
+          ['calls', `sym:${(i + 1) % N}`],
+          ['references', `sym:${(i + 7) % N}`],
+        ].sort(),
+      )
+      const inbound = await g.neighbors(`sym:${i}`, { direction: 'in' })
+      expect(inbound.map((n) => n.src).sort()).toEqual(
+        [`sym:${(i - 1 + N) % N}`, `sym:${(i - 7 + N) % N}`].sort(),
+      )
+      expect(inbound.find((n) => n.rel === 'references')?.payload).toEqual({ i: (i - 7 + N) % N })
+    }
+    expect((await g.neighbors('sym:10', { direction: 'in', rel: 'calls' }))[0]?.neighborType).toBe('function')
+    expect((await g.neighbors('sym:9', { rel: 'calls' }))[0]?.neighborType).toBe('file')
+  })
+})

@@ -1,0 +1,351 @@
+import { describe, expect, it } from 'vitest'
+import { MemoryError } from '../../src/core/errors.ts'
+import { memoryHash } from '../../src/core/memories.ts'
+import type { TelemetryEvent } from '../../src/core/telemetry.ts'
+import { steppingClock } from '../support/clock.ts'
+import { atSimilarity, createTestEmbedder } from '../support/embedder.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+const clock = () => steppingClock()
+
+async function rejects(p: Promise<unknown>, code: string): Promise<MemoryError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(MemoryError.is(err)).toBe(true)
+  expect((err as MemoryError).code).toBe(code)
+  return err as MemoryError
+}
+
+describe('curated memories', () => {
+  it('save, recall, supersede with a near duplicate, delete: the whole lifecycle', async () => {
+    const embedder = createTestEmbedder({
+      table: {
+        'User prefers tabs for indentation': atSimilarity(1),
+        'User prefers tabs for indentation, width 4': atSimilarity(0.9),
+        'indentation style': atSimilarity(0.95),
+      },
+    })
+    await using memory = await openTestMemory({ embedder, now: clock() })
+
+    const first = await memory.remember({
+      content: 'User prefers tabs for indentation',
+      category: 'preference',
+      source: 'explicit',
+      userId: 'alice',
+    })
+    expect(first.action).toBe('created')
+    const saved = await memory.memories.get(first.id)
+    expect(saved).toMatchObject({
+      confidence: 1,
+      scope: 'user',
+      status: 'active',
+      userId: 'alice',
+      useCount: 0,
+    })
+    expect(saved?.embedModel).toBe(embedder.id)
+
+    const hits = await memory.recall('indentation style', { userId: 'alice' })
+    expect(hits.map((h) => h.id)).toEqual([first.id])
+    expect(hits[0]?.scores.vector).toBeCloseTo(0.95, 5)
+    expect(hits[0]?.scores.keyword).toBeGreaterThan(0)
+    expect(hits[0]?.scores.fused).toBeCloseTo(2 / 61, 10)
+    const used = await memory.memories.get(first.id)
+    expect(used?.useCount).toBe(1)
+    expect(used?.lastUsedAt).toBeInstanceOf(Date)
+
+    const second = await memory.remember({
+      content: 'User prefers tabs for indentation, width 4',
+      category: 'correction',
+      source: 'corrected',
+      userId: 'alice',
+    })
+    expect(second).toEqual({ id: expect.any(String), action: 'superseded', supersededId: first.id })
+    const old = await memory.memories.get(first.id)
+    expect(old).toMatchObject({ status: 'superseded', supersededBy: second.id })
+    expect((await memory.memories.get(second.id))?.confidence).toBe(0.9)
+    const afterSupersede = await memory.recall('indentation style', { userId: 'alice' })
+    expect(afterSupersede.map((h) => h.id)).toEqual([second.id])
+    const links = await memory.graph.neighbors(second.id, { rel: 'SUPERSEDES' })
+    expect(links.map((l) => l.dst)).toEqual([first.id])
+
+    await memory.memories.delete(second.id)
+    expect(await memory.recall('indentation style', { userId: 'alice' })).toEqual([])
+    expect((await memory.memories.get(second.id))?.status).toBe('deleted')
+    expect((await memory.memories.history(first.id)).map((h) => h.event)).toEqual(['ADD', 'UPDATE'])
+    expect((await memory.memories.history(second.id)).map((h) => [h.event, h.isDeleted])).toEqual([
+      ['ADD', false],
+      ['DELETE', true],
+    ])
+  })
+
+  it('saving the same text again, differently spaced and cased, changes nothing', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    const a = await memory.remember({ content: 'Deploys go through  GitHub Actions', category: 'fact' })
+    const b = await memory.remember({ content: '  deploys go through github actions ', category: 'fact' })
+    expect(b).toEqual({ id: a.id, action: 'unchanged' })
+    expect(await memory.memories.list()).toHaveLength(1)
+    expect((await memory.memories.get(a.id))?.hash).toBe(
+      await memoryHash('deploys go through github actions'),
+    )
+  })
+
+  it('without an embedder, dedup is exact text only and recall is keyword only', async () => {
+    await using memory = await openTestMemory()
+    const a = await memory.remember({ content: 'The API runs on port 8080', category: 'fact' })
+    const b = await memory.remember({ content: 'The API runs on port 8081', category: 'fact' })
+    expect(b.action).toBe('created')
+    expect((await memory.remember({ content: 'the api runs on port 8080', category: 'fact' })).action).toBe(
+      'unchanged',
+    )
+    const hits = await memory.recall('which port does the API use')
+    expect(hits.map((h) => h.id).sort()).toEqual([a.id, b.id].sort())
+    expect(hits.every((h) => h.scores.vector === null && (h.scores.keyword ?? 0) > 0)).toBe(true)
+    expect((await memory.memories.get(a.id))?.embedModel).toBeNull()
+  })
+
+  it('the near-duplicate threshold is an engine option', async () => {
+    const table = { 'A one': atSimilarity(1), 'A two': atSimilarity(0.8) }
+    {
+      await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
+      await memory.remember({ content: 'A one', category: 'fact' })
+      expect((await memory.remember({ content: 'A two', category: 'fact' })).action).toBe('created')
+    }
+    {
+      await using memory = await openTestMemory({
+        embedder: createTestEmbedder({ table }),
+        dedupThreshold: 0.75,
+      })
+      await memory.remember({ content: 'A one', category: 'fact' })
+      expect((await memory.remember({ content: 'A two', category: 'fact' })).action).toBe('superseded')
+    }
+  })
+
+  it('near duplicates in another scope do not supersede each other', async () => {
+    const table = { 'Uses pnpm': atSimilarity(1), 'Uses pnpm 9': atSimilarity(0.99) }
+    await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
+    await memory.remember({ content: 'Uses pnpm', category: 'fact', userId: 'alice' })
+    expect((await memory.remember({ content: 'Uses pnpm 9', category: 'fact', userId: 'bob' })).action).toBe(
+      'created',
+    )
+    expect(
+      (
+        await memory.remember({
+          content: 'Uses pnpm',
+          category: 'fact',
+          userId: 'alice',
+          scope: 'project',
+          projectId: 'p1',
+        })
+      ).action,
+    ).toBe('created')
+  })
+
+  it("user A cannot recall user B's memories; global ones are seen by all", async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    const a = await memory.remember({
+      content: 'Alice prefers dark mode',
+      category: 'preference',
+      userId: 'alice',
+    })
+    const b = await memory.remember({
+      content: 'Bob prefers dark mode',
+      category: 'preference',
+      userId: 'bob',
+    })
+    const g = await memory.remember({
+      content: 'Company theme supports dark mode',
+      category: 'fact',
+      scope: 'global',
+    })
+    const ids = async (userId: string) =>
+      (await memory.recall('dark mode', { userId })).map((h) => h.id).sort()
+    expect(await ids('alice')).toEqual([a.id, g.id].sort())
+    expect(await ids('bob')).toEqual([b.id, g.id].sort())
+    expect(await ids('carol')).toEqual([g.id])
+  })
+
+  it('project memories are seen only by their user, inside their project', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    const p = await memory.remember({
+      content: 'Tests run with vitest',
+      category: 'convention',
+      scope: 'project',
+      projectId: 'engram',
+      userId: 'alice',
+    })
+    const u = await memory.remember({
+      content: 'Alice writes tests first',
+      category: 'pattern',
+      userId: 'alice',
+    })
+    const q = 'tests'
+    expect(
+      (await memory.recall(q, { userId: 'alice', projectId: 'engram' })).map((h) => h.id).sort(),
+    ).toEqual([p.id, u.id].sort())
+    expect((await memory.recall(q, { userId: 'alice', projectId: 'other' })).map((h) => h.id)).toEqual([u.id])
+    expect((await memory.recall(q, { userId: 'alice' })).map((h) => h.id)).toEqual([u.id])
+    expect(await memory.recall(q, { userId: 'bob', projectId: 'engram' })).toEqual([])
+    expect(
+      (await memory.recall(q, { userId: 'alice', projectId: 'engram', scope: 'project' })).map((h) => h.id),
+    ).toEqual([p.id])
+    await rejects(memory.remember({ content: 'x', category: 'fact', scope: 'project' }), 'INVALID_INPUT')
+  })
+
+  it('recall filters by category, honours the limit and refuses a limit over 50', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    for (let i = 0; i < 12; i++) {
+      await memory.remember({
+        content: `Lint rule number ${i} is enforced`,
+        category: i % 2 ? 'constraint' : 'convention',
+      })
+    }
+    expect(await memory.recall('lint rule')).toHaveLength(10)
+    expect(await memory.recall('lint rule', { limit: 3 })).toHaveLength(3)
+    const constraints = await memory.recall('lint rule', { category: 'constraint', limit: 50 })
+    expect(constraints).toHaveLength(6)
+    expect(constraints.every((h) => h.category === 'constraint')).toBe(true)
+    await rejects(memory.recall('lint rule', { limit: 51 }), 'INVALID_INPUT')
+  })
+
+  it('a context groups memories and relatedTo / derivedFrom become links', async () => {
+    const events: TelemetryEvent[] = []
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    memory.telemetry.subscribe((e) => events.push(e))
+    const node = await memory.graph.putNode({ id: 'file:src/app.ts', type: 'file' })
+    expect(node.action).toBe('created')
+    const a = await memory.remember({
+      content: 'Single quotes in TypeScript',
+      category: 'convention',
+      context: 'TypeScript conventions',
+      relatedTo: ['file:src/app.ts'],
+      derivedFrom: ['evt_missing'],
+    })
+    const b = await memory.remember({
+      content: 'No semicolons',
+      category: 'convention',
+      context: 'TypeScript conventions',
+    })
+    expect((await memory.memories.get(a.id))?.contexts).toEqual(['TypeScript conventions'])
+    const ctxA = await memory.graph.neighbors(a.id, { rel: 'BELONGS_TO_CONTEXT' })
+    const ctxB = await memory.graph.neighbors(b.id, { rel: 'BELONGS_TO_CONTEXT' })
+    expect(ctxA).toHaveLength(1)
+    expect(ctxA[0]?.dst).toBe(ctxB[0]?.dst)
+    expect(
+      (await memory.graph.neighbors('file:src/app.ts', { direction: 'in' })).map((n) => [n.src, n.rel]),
+    ).toEqual([[a.id, 'RELEVANT_TO']])
+    expect((await memory.graph.neighbors(a.id, { rel: 'DERIVED_FROM' })).map((n) => n.dst)).toEqual([
+      'evt_missing',
+    ])
+    const warning = events.find((e) => e.op === 'warning')
+    expect(warning?.detail).toEqual({ warning: 'missing_reference', ids: ['evt_missing'] })
+  })
+
+  it('update changes text, hash and vector in place and logs old and new values', async () => {
+    const embedder = createTestEmbedder()
+    await using memory = await openTestMemory({ embedder, now: clock() })
+    const { id } = await memory.remember({ content: 'Builds use webpack', category: 'fact' })
+    const updated = await memory.memories.update(id, { content: 'Builds use vite', confidence: 0.8 })
+    expect(updated).toMatchObject({
+      id,
+      content: 'Builds use vite',
+      confidence: 0.8,
+      hash: await memoryHash('builds use vite'),
+    })
+    expect((await memory.recall('vite')).map((h) => h.id)).toEqual([id])
+    const history = await memory.memories.history(id)
+    expect(history.map((h) => [h.event, h.oldValue, h.newValue])).toEqual([
+      ['ADD', null, 'Builds use webpack'],
+      ['UPDATE', 'Builds use webpack', 'Builds use vite'],
+    ])
+    expect(history[1]?.changes).toEqual({ confidence: [0.7, 0.8] })
+    await rejects(memory.memories.update('mem_nope', { content: 'x' }), 'NOT_FOUND')
+    await rejects(memory.memories.update(id, {}), 'INVALID_INPUT')
+  })
+
+  it('forgetAll needs confirmation and deletes only the selected memories in one go', async () => {
+    await using memory = await openTestMemory()
+    await memory.remember({ content: 'one', category: 'fact', userId: 'alice' })
+    await memory.remember({ content: 'two', category: 'fact', userId: 'alice' })
+    const bob = await memory.remember({ content: 'three', category: 'fact', userId: 'bob' })
+    await rejects(memory.memories.forgetAll({ userId: 'alice' } as never), 'INVALID_INPUT')
+    expect(await memory.memories.forgetAll({ userId: 'alice', confirm: true })).toEqual({ deleted: 2 })
+    expect(await memory.memories.list({ userId: 'alice' })).toEqual([])
+    expect((await memory.memories.list()).map((m) => m.id)).toEqual([bob.id])
+    expect(await memory.memories.list({ userId: 'alice', status: 'deleted' })).toHaveLength(2)
+  })
+
+  it('invalid input is refused before anything is written', async () => {
+    await using memory = await openTestMemory()
+    await rejects(memory.remember({ content: '   ', category: 'fact' }), 'INVALID_INPUT')
+    await rejects(memory.remember({ content: 'x', category: 'gossip' as never }), 'INVALID_INPUT')
+    await rejects(
+      memory.remember({ content: 'x', category: 'fact', relatedTo: ['a'], context: '' }),
+      'INVALID_INPUT',
+    )
+    await rejects(
+      memory.remember({
+        content: 'x',
+        category: 'fact',
+        relatedTo: ['a'],
+        metadata: { a: 1 },
+        scope: 'team' as never,
+      }),
+      'INVALID_INPUT',
+    )
+    expect(await memory.memories.list({ status: 'any' })).toEqual([])
+  })
+
+  it('keyword search survives hostile query text', async () => {
+    await using memory = await openTestMemory()
+    const { id } = await memory.remember({ content: "O'Reilly books about C:\\paths", category: 'fact' })
+    for (const q of [
+      "O'Reilly",
+      "'; DROP TABLE memories; --",
+      'C:\\paths',
+      '& | ! ( ) <->',
+      'the a of',
+      '$1',
+    ]) {
+      await memory.recall(q)
+    }
+    expect((await memory.recall("o'reilly")).map((h) => h.id)).toEqual([id])
+    expect((await memory.memories.list()).length).toBe(1)
+  })
+
+  it('recall leaves out memories that match neither by meaning nor by words', async () => {
+    const table = {
+      'User likes jazz': atSimilarity(0.3),
+      'music taste': atSimilarity(1),
+      'User owns a bike': [0, 0, 1],
+    }
+    await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
+    const jazz = await memory.remember({ content: 'User likes jazz', category: 'preference' })
+    await memory.remember({ content: 'User owns a bike', category: 'fact' })
+    expect((await memory.recall('music taste')).map((h) => h.id)).toEqual([jazz.id])
+    expect(await memory.recall('music taste', { minSimilarity: 0.5 })).toEqual([])
+  })
+
+  it('memory operations are reported to telemetry subscribers', async () => {
+    const table = { 'Old fact': atSimilarity(1), 'Old fact, revised': atSimilarity(0.9) }
+    await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
+    const events: TelemetryEvent[] = []
+    const stop = memory.telemetry.subscribe((e) => events.push(e))
+    const a = await memory.remember({ content: 'Old fact', category: 'fact', runId: 'run-1' })
+    const b = await memory.remember({ content: 'Old fact, revised', category: 'fact', runId: 'run-1' })
+    await memory.recall('revised')
+    await memory.memories.delete(b.id)
+    stop()
+    await memory.memories.get(a.id)
+    expect(events.map((e) => [e.op, e.memoryId, e.entityType, e.runId])).toEqual([
+      ['write', a.id, 'memory', 'run-1'],
+      ['write', b.id, 'memory', 'run-1'],
+      ['overwrite', a.id, 'memory', 'run-1'],
+      ['query', null, 'memory', null],
+      ['read', b.id, 'memory', 'run-1'],
+      ['delete', b.id, 'memory', 'run-1'],
+    ])
+    expect(events[0]?.scope).toBe('user')
+  })
+})

@@ -1,0 +1,228 @@
+import { describe, expect, it } from 'vitest'
+import { MemoryError } from '../../src/core/errors.ts'
+import {
+  anthropicTools,
+  callTool,
+  MEMORY_GUIDELINES,
+  openAITools,
+  TOOL_NAMES,
+  TOOL_SCHEMAS,
+} from '../../src/core/tools.ts'
+import { z } from '../../src/core/validate.ts'
+import { createTestEmbedder } from '../support/embedder.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+async function errorOf(p: Promise<unknown>): Promise<MemoryError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  if (!MemoryError.is(err)) throw new Error(`expected a MemoryError, got ${String(err)}`)
+  return err
+}
+
+describe('agent tools', () => {
+  it('are published for OpenAI and Anthropic from the same zod schemas', () => {
+    const openai = openAITools()
+    const anthropic = anthropicTools()
+    expect(openai.map((t) => t.function.name)).toEqual([
+      'save_memory',
+      'recall_memories',
+      'manage_memory',
+      'record_event',
+      'build_context',
+    ])
+    expect(anthropic.map((t) => t.name)).toEqual(TOOL_NAMES)
+    for (const [i, name] of TOOL_NAMES.entries()) {
+      const { $schema: _, ...expected } = z.toJSONSchema(TOOL_SCHEMAS[name].schema, {
+        io: 'input',
+      }) as Record<string, unknown>
+      expect(openai[i]).toEqual({
+        type: 'function',
+        function: { name, description: TOOL_SCHEMAS[name].description, parameters: expected },
+      })
+      expect(anthropic[i]).toEqual({
+        name,
+        description: TOOL_SCHEMAS[name].description,
+        input_schema: expected,
+      })
+      expect(expected.type).toBe('object')
+      expect(JSON.parse(JSON.stringify(expected))).toEqual(expected)
+    }
+    const save = openai[0]?.function.parameters as { required: string[]; properties: Record<string, unknown> }
+    expect(save.required.sort()).toEqual(['category', 'content'])
+    expect(Object.keys(save.properties).sort()).toEqual([
+      'category',
+      'content',
+      'context',
+      'related_to',
+      'scope',
+      'source',
+    ])
+    const recall = openai[1]?.function.parameters as { properties: { limit: { maximum: number } } }
+    expect(recall.properties.limit.maximum).toBe(50)
+    expect(openAITools(['recall_memories']).map((t) => t.function.name)).toEqual(['recall_memories'])
+  })
+
+  it('save, recall and manage memories through tool calls on behalf of a user', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    const alice = { userId: 'alice', projectId: 'engram' }
+    const saved = (await memory.callTool(
+      'save_memory',
+      {
+        content: 'User wants explicit return types',
+        category: 'preference',
+        source: 'explicit',
+        context: 'TypeScript',
+      },
+      alice,
+    )) as { id: string; action: string }
+    expect(saved.action).toBe('created')
+    await memory.callTool(
+      'save_memory',
+      { content: 'Engram tests use vitest', category: 'convention', scope: 'project' },
+      alice,
+    )
+    await memory.callTool(
+      'save_memory',
+      { content: 'Bob wants implicit return types', category: 'preference' },
+      { userId: 'bob' },
+    )
+
+    const recalled = (await memory.callTool('recall_memories', { query: 'return types' }, alice)) as {
+      memories: { id: string; content: string; contexts: string[]; score: number }[]
+    }
+    expect(recalled.memories.map((m) => m.content)).toEqual(['User wants explicit return types'])
+    expect(recalled.memories[0]?.contexts).toEqual(['TypeScript'])
+
+    const listed = (await memory.callTool('manage_memory', { action: 'list' }, alice)) as {
+      memories: { content: string }[]
+    }
+    expect(listed.memories.map((m) => m.content).sort()).toEqual([
+      'Engram tests use vitest',
+      'User wants explicit return types',
+    ])
+    const elsewhere = (await memory.callTool('manage_memory', { action: 'list' }, { userId: 'alice' })) as {
+      memories: unknown[]
+    }
+    expect(elsewhere.memories).toHaveLength(1)
+
+    const updated = (await memory.callTool(
+      'manage_memory',
+      {
+        action: 'update',
+        memory_id: saved.id,
+        updates: { content: 'User wants explicit return types on exports' },
+      },
+      alice,
+    )) as { content: string }
+    expect(updated.content).toBe('User wants explicit return types on exports')
+
+    expect(
+      (
+        await errorOf(
+          memory.callTool('manage_memory', { action: 'delete', memory_id: saved.id }, { userId: 'bob' }),
+        )
+      ).code,
+    ).toBe('NOT_FOUND')
+    expect(await memory.callTool('manage_memory', { action: 'delete', memory_id: saved.id }, alice)).toEqual({
+      id: saved.id,
+      deleted: true,
+    })
+    expect((await errorOf(memory.callTool('manage_memory', { action: 'forget_all' }, alice))).code).toBe(
+      'INVALID_INPUT',
+    )
+    expect(await memory.callTool('manage_memory', { action: 'forget_all', confirm: true }, alice)).toEqual({
+      deleted: 1,
+    })
+    expect((await memory.memories.list({ userId: 'bob' })).map((m) => m.content)).toEqual([
+      'Bob wants implicit return types',
+    ])
+  })
+
+  it('refuses unknown tools and invalid arguments with INVALID_INPUT before doing anything', async () => {
+    await using memory = await openTestMemory()
+    expect((await errorOf(memory.callTool('drop_everything', {}))).code).toBe('INVALID_INPUT')
+    expect((await errorOf(memory.callTool('save_memory', { content: 'x', category: 'gossip' }))).code).toBe(
+      'INVALID_INPUT',
+    )
+    expect(
+      (await errorOf(memory.callTool('save_memory', { content: 'x', category: 'fact', extra: 1 }))).code,
+    ).toBe('INVALID_INPUT')
+    expect((await errorOf(memory.callTool('recall_memories', { query: 'x', limit: 500 }))).code).toBe(
+      'INVALID_INPUT',
+    )
+    expect((await errorOf(memory.callTool('manage_memory', { action: 'delete' }))).code).toBe('INVALID_INPUT')
+    expect((await errorOf(memory.callTool('__proto__', {}))).code).toBe('INVALID_INPUT')
+    expect(await memory.memories.list({ status: 'any' })).toEqual([])
+  })
+
+  it('record_event and build_context go to the engine when it has them, else say NOT_SUPPORTED', async () => {
+    await using memory = await openTestMemory()
+    const recorded: unknown[] = []
+    const host = {
+      ...memory,
+      async record(input: unknown) {
+        recorded.push(input)
+        return { eventId: 'evt_1' }
+      },
+    }
+    const hasRecord = typeof (memory as unknown as Record<string, unknown>).record === 'function'
+    if (!hasRecord) {
+      expect(
+        (
+          await errorOf(
+            memory.callTool('record_event', { kind: 'message', conversation_id: 'c1', text: 'hi' }),
+          )
+        ).code,
+      ).toBe('NOT_SUPPORTED')
+    }
+    expect(
+      await callTool(
+        host,
+        'record_event',
+        { kind: 'decision', conversation_id: 'c1', text: 'use PGlite', tags: ['db'] },
+        {
+          userId: 'alice',
+          agentId: 'coder',
+        },
+      ),
+    ).toEqual({ eventId: 'evt_1' })
+    expect(recorded).toEqual([
+      {
+        kind: 'decision',
+        conversationId: 'c1',
+        actor: { type: 'agent', id: 'coder' },
+        content: { text: 'use PGlite' },
+        tags: ['db'],
+        userId: 'alice',
+        agentId: 'coder',
+      },
+    ])
+    const hasBuild = typeof (memory as unknown as Record<string, unknown>).buildContext === 'function'
+    if (!hasBuild) {
+      const err = await errorOf(callTool(host, 'build_context', { query: 'what next?' }))
+      expect(err.code).toBe('NOT_SUPPORTED')
+    }
+    expect((await errorOf(callTool(host, 'build_context', { query: '' }))).code).toBe('INVALID_INPUT')
+  })
+
+  it('the memory guidelines name every memory tool and every category', () => {
+    for (const tool of ['save_memory', 'recall_memories', 'manage_memory'])
+      expect(MEMORY_GUIDELINES).toContain(tool)
+    for (const c of [
+      'preference',
+      'pattern',
+      'correction',
+      'fact',
+      'instruction',
+      'convention',
+      'decision',
+      'constraint',
+      'procedure',
+    ]) {
+      expect(MEMORY_GUIDELINES).toContain(c)
+    }
+    expect(MEMORY_GUIDELINES).toMatch(/Never save/)
+  })
+})
