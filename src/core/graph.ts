@@ -2,11 +2,10 @@ import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { type IdKind, kindOfId, newId } from './ids.ts'
-import { type JsonObject, jsonObject, storableText, toStoredJson } from './json.ts'
+import { type JsonObject, storableText } from './json.ts'
 import { identifier } from './scope.ts'
 import { asOfParam, iso, type TimeInput, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
-import { redactJson } from './redact.ts'
 
 /** Relations Engram itself writes; a tool may not take one of these names. */
 export const BUILTIN_RELATIONS = ['MESSAGE', 'VERSION_OF', 'REFERS_TO', 'RESULT'] as const
@@ -170,18 +169,6 @@ export interface Walk {
   truncated: boolean
 }
 
-export interface LinkInput {
-  src: string
-  rel: string
-  dst: string
-  props?: JsonObject
-  tenantId?: string
-  conversationId?: string
-  runId?: string
-  taskId?: string
-  createdAt?: TimeInput
-}
-
 const edgeQuery = z.object({ rel: relationName.optional(), asOf: timeInput.optional() }).strict()
 const walkOptions = z
   .object({
@@ -191,20 +178,6 @@ const walkOptions = z
     limit: z.number().int().min(1).max(100_000).default(1000),
   })
   .strict()
-const linkInput = z
-  .object({
-    src: identifier,
-    rel: relationName,
-    dst: identifier,
-    props: jsonObject.optional(),
-    tenantId: identifier.default('default'),
-    conversationId: identifier.optional(),
-    runId: identifier.optional(),
-    taskId: identifier.optional(),
-    createdAt: timeInput.optional(),
-  })
-  .strict()
-
 function parseEdgeQuery(relOrOptions: string | EdgeQuery | undefined, options: EdgeQuery | undefined) {
   const merged = typeof relOrOptions === 'string' ? { ...options, rel: relOrOptions } : (relOrOptions ?? {})
   return parseInput(edgeQuery, merged, 'edge query')
@@ -303,33 +276,6 @@ export function createGraph(ctx: EngineContext) {
         edges: (row.edges ?? []).map(toEdge),
         truncated: row.truncated,
       }
-    },
-
-    /**
-     * Adds one edge between any two ids (e.g. a decision to the evidence it rests on).
-     *
-     * @example
-     * await memory.graph.link({ src: decisionId, rel: 'SUPPORTED_BY', dst: versionId })
-     */
-    async link(input: LinkInput): Promise<Edge> {
-      const i = parseInput(linkInput, input, 'link')
-      const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
-      const [edgeId] = await ctx.db.transaction((tx) =>
-        insertEdges(tx, [
-          {
-            src: i.src,
-            rel: i.rel,
-            dst: i.dst,
-            props: redactJson(toStoredJson(i.props ?? {})).value,
-            tenantId: i.tenantId,
-            conversationId: i.conversationId,
-            runId: i.runId,
-            taskId: i.taskId,
-            createdAt,
-          },
-        ]),
-      )
-      return getEdge(ctx, edgeId as string)
     },
 
     /**

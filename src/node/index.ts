@@ -77,7 +77,7 @@ export type {
   Staleness,
   Provenance,
 } from '../core/documents.ts'
-export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery, LinkInput } from '../core/graph.ts'
+export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery } from '../core/graph.ts'
 export type { ConversationGraph } from '../core/conversations.ts'
 export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/forget.ts'
 export type { Changes } from '../core/changes.ts'

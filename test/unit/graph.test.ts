@@ -126,11 +126,13 @@ describe('graph', () => {
     expect(await memory.graph.conversation('nobody')).toMatchObject({ events: [], edges: [], versions: [], documents: [] })
   })
 
-  it('link adds an explicit edge between any two ids', async () => {
+  it('walk crosses edges written by the entity graph, to ids that are no rows', async () => {
     const { memory, t1 } = await twoConversationsSharingAFile()
     await using _ = memory
-    const e = await memory.graph.link({ src: t1.agentEventId, rel: 'SUPPORTED_BY', dst: 'ext:ticket-42', props: { w: 1 } })
-    expect(e).toMatchObject({ rel: 'SUPPORTED_BY', dst: 'ext:ticket-42', props: { w: 1 }, tenantId: 'default' })
+    await memory.graph.defineRelation('SUPPORTED_BY', 'an answer → the ticket that backs it')
+    await memory.graph.putEdge(t1.agentEventId, 'SUPPORTED_BY', 'ext:ticket-42', { w: 1 })
+    const [edge] = await memory.graph.out(t1.agentEventId, 'SUPPORTED_BY')
+    expect(edge).toMatchObject({ rel: 'SUPPORTED_BY', dst: 'ext:ticket-42', props: { w: 1 }, tenantId: 'default' })
     const w = await memory.graph.walk('ext:ticket-42', { depth: 1 })
     expect(w.nodes).toEqual([
       { id: 'ext:ticket-42', kind: null, depth: 0 },
