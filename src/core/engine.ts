@@ -1,11 +1,21 @@
+import { createChanges } from './changes.ts'
+import { createConversationGraph } from './conversations.ts'
 import type { Db } from './db.ts'
+import { withMemoryErrors } from './db-errors.ts'
+import { createDocuments } from './documents.ts'
 import type { Embedder } from './embedder.ts'
 import { entityGraphApi } from './entity-graph.ts'
+import { createEvents } from './events.ts'
+import { createForget } from './forget.ts'
+import { createGraph } from './graph.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
+import { normalizeWorkspace, type Workspace } from './paths.ts'
 import { migrate } from './schema/migrations.ts'
+import { createStats } from './stats.ts'
 import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
 import { callTool, type ToolIdentity } from './tools.ts'
+import { createTurns } from './turns.ts'
 
 export interface EngineOptions {
   db: Db
@@ -15,6 +25,11 @@ export interface EngineOptions {
   embedder?: Embedder
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
+  /**
+   * How document paths are identified: `{ mode: 'local', root }` stores them relative to an
+   * absolute project root; `{ mode: 'global' }` (the default) stores absolute paths.
+   */
+  workspace?: Workspace
 }
 
 export interface EngineContext {
@@ -23,6 +38,7 @@ export interface EngineContext {
   embedder: Embedder | null
   dedupThreshold: number
   telemetry: Telemetry
+  workspace: Workspace
 }
 
 export interface PingResult {
@@ -32,9 +48,13 @@ export interface PingResult {
 }
 
 /**
- * Builds the engine over a migrated database. The returned object is the whole API: the
- * worker exposes it through comlink, Node calls it in-process, and the client's types are
- * derived from it.
+ * Builds the engine over a database, migrating it first. The returned object is the whole
+ * API: the worker exposes it through comlink, Node calls it in-process, and the client's
+ * types are derived from it. Several engines may share one database (e.g. the same project
+ * opened from two roots); each keeps its own workspace.
+ *
+ * @example
+ * const memory = await createEngine({ db: pg, workspace: { mode: 'local', root: '/work/app' } })
  */
 export async function createEngine(options: EngineOptions) {
   const now = options.now ?? (() => new Date())
@@ -44,9 +64,25 @@ export async function createEngine(options: EngineOptions) {
     embedder: options.embedder ?? null,
     dedupThreshold: options.dedupThreshold ?? 0.85,
     telemetry: createTelemetry(now),
+    workspace: normalizeWorkspace(options.workspace),
   }
   const schemaVersion = await migrate(ctx.db)
   const { remember, recall, memories } = memoriesApi(ctx)
+
+  // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
+  const log = withMemoryErrors({
+    /** The workspace this engine resolves document paths in. */
+    workspace(): Promise<Workspace> {
+      return Promise.resolve({ ...ctx.workspace })
+    },
+    ...createEvents(ctx),
+    ...createTurns(ctx),
+    ...createDocuments(ctx),
+    ...createForget(ctx),
+    ...createChanges(ctx),
+    ...createStats(ctx),
+  })
+  const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
 
   const engine = {
     /** Proves the database is up: versions of the schema, Postgres and pgvector. */
@@ -58,11 +94,12 @@ export async function createEngine(options: EngineOptions) {
       const row = rows[0]
       return { schemaVersion, postgres: row?.pg ?? '', vector: row?.vec ?? '' }
     },
+    ...log,
     remember,
     recall,
     memories,
     kv: kvApi(ctx),
-    graph: { ...entityGraphApi(ctx) },
+    graph: { ...entityGraphApi(ctx), ...conversationGraph },
     telemetry: telemetryApi(ctx.telemetry),
     /**
      * Runs an agent's tool call (see `openAITools()` / `anthropicTools()`) for `identity`.

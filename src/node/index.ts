@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
@@ -13,6 +14,12 @@ export interface OpenMemoryOptions {
   embedder?: Embedder
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
+  /**
+   * How document paths are identified. `local`: relative to `root` (resolved against the
+   * current directory when relative), so the memory survives moving the project. `global`
+   * (default): absolute paths, one identity per file across projects.
+   */
+  workspace?: { mode: 'local'; root: string } | { mode: 'global' }
 }
 
 export type NodeMemory = Engine & {
@@ -24,7 +31,7 @@ export type NodeMemory = Engine & {
  * Opens a memory in-process in Node: the same engine the browser worker hosts.
  *
  * @example
- * const memory = await openMemory({ dataDir: './.engram' })
+ * const memory = await openMemory({ dataDir: './.engram', workspace: { mode: 'local', root: '.' } })
  * await memory.ping()
  * await memory.close()
  */
@@ -33,12 +40,21 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
   })
-  const engine = await createEngine({
-    db: pg,
-    ...(options.now ? { now: options.now } : {}),
-    ...(options.embedder ? { embedder: options.embedder } : {}),
-    ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
-  })
+  const workspace =
+    options.workspace?.mode === 'local' ? { mode: 'local' as const, root: resolve(options.workspace.root) } : undefined
+  let engine: Engine
+  try {
+    engine = await createEngine({
+      db: pg,
+      ...(options.now ? { now: options.now } : {}),
+      ...(options.embedder ? { embedder: options.embedder } : {}),
+      ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
+      ...(workspace ? { workspace } : {}),
+    })
+  } catch (error) {
+    await pg.close()
+    throw error
+  }
   const close = async () => {
     if (!pg.closed) await pg.close()
   }
@@ -48,6 +64,33 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
 export type { Embedder } from '../core/embedder.ts'
 export type { ErrorCode } from '../core/errors.ts'
 export { MemoryError } from '../core/errors.ts'
+export type { Engine, EngineOptions } from '../core/engine.ts'
+export type { RecordInput, RecordResult, MemoryEvent, EventKind, Artifact } from '../core/events.ts'
+export type { RecordTurnInput, TurnRecord, ProcedureRecord } from '../core/turns.ts'
+export type {
+  ObserveDocumentInput,
+  Observation,
+  DocumentInfo,
+  DocumentVersion,
+  DocumentSignals,
+  DocumentRef,
+  Staleness,
+  Provenance,
+} from '../core/documents.ts'
+export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery } from '../core/graph.ts'
+export type { ConversationGraph } from '../core/conversations.ts'
+export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/forget.ts'
+export type { Changes } from '../core/changes.ts'
+export type { Stats } from '../core/stats.ts'
+export type { Workspace } from '../core/paths.ts'
+export {
+  MAX_ARTIFACT_BYTES,
+  MAX_DOCUMENT_BYTES,
+  MAX_EVENT_CONTENT_BYTES,
+  MAX_PROCEDURES_PER_TURN,
+  MAX_TOOL_EXCERPT_BYTES,
+} from '../core/limits.ts'
+export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
 export type { FilterExpression } from '../core/filters.ts'
 export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
 export { FACT_EXTRACTION_PROMPT, Memory, type MemoryOptions, UPDATE_DECISION_PROMPT } from '../core/mem0.ts'

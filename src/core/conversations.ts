@@ -1,0 +1,81 @@
+import { type DocumentInfo, type DocumentVersion, toDocument, toVersion, VERSION_COLUMNS } from './documents.ts'
+import type { EngineContext } from './engine.ts'
+import { EVENT_COLUMNS, type EventRow, type MemoryEvent, toEvent } from './events.ts'
+import { EDGE_COLUMNS, type Edge, type EdgeRow, edgeVisibleAt, toEdge } from './graph.ts'
+import { identifier } from './scope.ts'
+import { asOfParam, type TimeInput, timeInput } from './time.ts'
+import { parseInput, z } from './validate.ts'
+
+/** One conversation as a graph: its events, its edges, and the versions and documents they reach. */
+export interface ConversationGraph {
+  conversationId: string
+  tenantId: string
+  events: MemoryEvent[]
+  /** The conversation's edges, plus the VERSION_OF edges of the versions it touched. */
+  edges: Edge[]
+  versions: DocumentVersion[]
+  documents: DocumentInfo[]
+}
+
+const options = z.object({ tenantId: identifier.default('default'), asOf: timeInput.optional() }).strict()
+
+export function createConversationGraph(ctx: EngineContext) {
+  return {
+    /**
+     * The subgraph of one conversation, in recorded order, as of now or `asOf`.
+     *
+     * @example
+     * const { events, edges, versions } = await memory.graph.conversation('c1')
+     */
+    async conversation(
+      conversationId: string,
+      opts: { tenantId?: string; asOf?: TimeInput } = {},
+    ): Promise<ConversationGraph> {
+      parseInput(identifier, conversationId, 'conversation id')
+      const o = parseInput(options, opts, 'conversation options')
+      const asOf = asOfParam(o.asOf)
+      const { rows } = await ctx.db.query<{
+        events: EventRow[] | null
+        edges: EdgeRow[] | null
+        versions: Parameters<typeof toVersion>[0][] | null
+        documents: Parameters<typeof toDocument>[0][] | null
+      }>(
+        `WITH ev AS (
+           SELECT * FROM events
+           WHERE tenant_id = $1 AND conversation_id = $2 AND ($3::timestamptz IS NULL OR created_at <= $3)
+         ), own AS (
+           SELECT e.* FROM edges e
+           WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND ${edgeVisibleAt('$3')}
+         ), vers AS (
+           SELECT v.* FROM doc_versions v
+           WHERE v.id IN (SELECT dst FROM own UNION SELECT src FROM own)
+              OR (v.conversation_id = $2 AND ($3::timestamptz IS NULL OR v.created_at <= $3)
+                  AND v.document_id IN (SELECT id FROM documents WHERE tenant_id = $1))
+         ), structural AS (
+           SELECT e.* FROM edges e
+           WHERE e.src IN (SELECT id FROM vers) AND e.rel = (SELECT id FROM relations WHERE name = 'VERSION_OF')
+             AND ${edgeVisibleAt('$3')}
+         )
+         SELECT
+           (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.seq) FROM (SELECT ${EVENT_COLUMNS}, ev.seq FROM ev) x) AS events,
+           (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.created_at, x.id) FROM (
+              SELECT ${EDGE_COLUMNS} FROM (SELECT * FROM own UNION ALL SELECT * FROM structural) e
+              JOIN relations r ON r.id = e.rel) x) AS edges,
+           (SELECT jsonb_agg(to_jsonb(x) ORDER BY x.document_id, x.version) FROM (
+              SELECT ${VERSION_COLUMNS} FROM vers v) x) AS versions,
+           (SELECT jsonb_agg(to_jsonb(d) ORDER BY d.id) FROM documents d
+              WHERE d.id IN (SELECT document_id FROM vers)) AS documents`,
+        [o.tenantId, conversationId, asOf],
+      )
+      const row = rows[0]
+      return {
+        conversationId,
+        tenantId: o.tenantId,
+        events: (row?.events ?? []).map(toEvent),
+        edges: (row?.edges ?? []).map(toEdge),
+        versions: (row?.versions ?? []).map(toVersion),
+        documents: (row?.documents ?? []).map(toDocument),
+      }
+    },
+  }
+}

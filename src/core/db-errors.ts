@@ -1,0 +1,58 @@
+import { MemoryError } from './errors.ts'
+
+interface PgError {
+  code: string
+  message: string
+}
+
+function isPgError(value: unknown): value is PgError {
+  return (
+    value instanceof Error && typeof (value as Partial<PgError>).code === 'string' && !MemoryError.is(value)
+  )
+}
+
+/**
+ * Turns anything thrown below the API into a MemoryError with a stable code: the
+ * append-only guard (SQLSTATE EG001) becomes APPEND_ONLY, a unique violation CONFLICT,
+ * an out-of-memory in the database QUOTA_EXCEEDED; the rest INTERNAL, with the original
+ * as `cause`.
+ */
+export function toMemoryError(error: unknown): MemoryError {
+  if (MemoryError.is(error)) return error
+  if (isPgError(error)) {
+    const details = { sqlstate: error.code }
+    if (error.code === 'EG001') return new MemoryError('APPEND_ONLY', error.message, { cause: error, details })
+    if (error.code === '23505') return new MemoryError('CONFLICT', error.message, { cause: error, details })
+    if (error.code === '53200' || error.code === '54000') {
+      return new MemoryError('QUOTA_EXCEEDED', error.message, { cause: error, details })
+    }
+    return new MemoryError('INTERNAL', `Database error: ${error.message}`, { cause: error, details })
+  }
+  const message = error instanceof Error ? error.message : String(error)
+  return new MemoryError('INTERNAL', message, { cause: error })
+}
+
+type Api = { [key: string]: unknown }
+
+/**
+ * Wraps every function of an API object (and of its nested namespaces) so that whatever
+ * escapes it is a MemoryError. Returns a new plain object of the same shape.
+ */
+export function withMemoryErrors<T extends Api>(api: T): T {
+  const out: Api = {}
+  for (const [key, value] of Object.entries(api)) {
+    if (typeof value === 'function') {
+      const fn = value as (...args: unknown[]) => unknown
+      out[key] = async (...args: unknown[]) => {
+        try {
+          return await fn.apply(api, args)
+        } catch (error) {
+          throw toMemoryError(error)
+        }
+      }
+    } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+      out[key] = withMemoryErrors(value as Api)
+    } else out[key] = value
+  }
+  return out as T
+}

@@ -1,0 +1,537 @@
+import type { Queryable } from './db.ts'
+import type { EngineContext } from './engine.ts'
+import { MemoryError } from './errors.ts'
+import { requireConversation } from './events.ts'
+import { sha256Hex } from './hash.ts'
+import { newId } from './ids.ts'
+import { storableText } from './json.ts'
+import { formatBytes, MAX_DOCUMENT_BYTES, utf8Length } from './limits.ts'
+import { canonicalKeyOf, type Workspace } from './paths.ts'
+import { redact } from './redact.ts'
+import { identifier, turnScope } from './scope.ts'
+import { asOfParam, iso, type TimeInput, timeInput, toDate } from './time.ts'
+import { parseInput, z } from './validate.ts'
+
+export const PROVENANCES = ['initial', 'agent', 'external'] as const
+/**
+ * Why a version exists: `initial` — the first time Engram saw the document; `agent` — an
+ * agent's write produced it; `external` — a later read found content nobody recorded.
+ */
+export type Provenance = (typeof PROVENANCES)[number]
+
+/** What caused an observation: a read (the default) or the agent's own write. */
+export const OBSERVATION_CAUSES = ['read', 'agent_write'] as const
+export type ObservationCause = (typeof OBSERVATION_CAUSES)[number]
+
+const sha256 = z
+  .string()
+  .regex(/^[0-9a-fA-F]{64}$/, 'must be a hex SHA-256 (64 characters)')
+  .transform((s) => s.toLowerCase())
+
+/** A document reference with what was seen: path or url, content or its hash. */
+export const documentSight = z
+  .object({
+    path: storableText.pipe(z.string().min(1).max(4096)).optional(),
+    url: storableText.pipe(z.string().min(1).max(8192)).optional(),
+    content: storableText.optional(),
+    contentHash: sha256.optional(),
+  })
+  .strict()
+  .refine((d) => (d.path === undefined) !== (d.url === undefined), 'give exactly one of path or url')
+  .refine((d) => d.content !== undefined || d.contentHash !== undefined, 'give content or contentHash')
+
+export type DocumentSight = z.input<typeof documentSight>
+
+export interface PreparedSight {
+  keyKind: 'path' | 'url'
+  canonicalKey: string
+  hash: string
+  content: string | null
+  bytes: number | null
+}
+
+/**
+ * Canonicalises the key, checks the size, hashes the content as seen (so identical files
+ * match) and redacts what will be stored. Throws before anything is written.
+ */
+export async function prepareSight(sight: z.output<typeof documentSight>, workspace: Workspace): Promise<PreparedSight> {
+  const key = canonicalKeyOf(sight, workspace)
+  if (sight.content === undefined) return { ...key, hash: sight.contentHash as string, content: null, bytes: null }
+  const bytes = utf8Length(sight.content)
+  if (bytes > MAX_DOCUMENT_BYTES) {
+    throw new MemoryError(
+      'INVALID_INPUT',
+      `Document content is ${formatBytes(bytes)}; the limit is ${formatBytes(MAX_DOCUMENT_BYTES)} (MAX_DOCUMENT_BYTES). ` +
+        'Observe it by contentHash instead.',
+      { details: { bytes, limit: MAX_DOCUMENT_BYTES } },
+    )
+  }
+  const hash = await sha256Hex(sight.content)
+  if (sight.contentHash !== undefined && sight.contentHash !== hash) {
+    throw new MemoryError('INVALID_INPUT', 'contentHash does not match the SHA-256 of content', {
+      details: { given: sight.contentHash, computed: hash },
+    })
+  }
+  return { ...key, hash, content: redact(sight.content).text, bytes }
+}
+
+export interface Observation {
+  documentId: string
+  versionId: string
+  version: number
+  /** True when this observation created the version (the content was new). */
+  created: boolean
+  /** True when this observation created the document itself. */
+  documentCreated: boolean
+  provenance: Provenance
+  canonicalKey: string
+  keyKind: 'path' | 'url'
+  contentHash: string
+  /** The VERSION_OF edge written with a new version; null when the version already existed. */
+  versionOfEdgeId: string | null
+}
+
+/**
+ * Finds or creates the document and adds a version only when the hash differs from the
+ * latest one, inside the caller's transaction. Each new version is tied to its document by
+ * a VERSION_OF edge (structural: it belongs to no conversation).
+ */
+export async function observeInTx(
+  tx: Queryable,
+  w: PreparedSight & {
+    tenantId: string
+    mode: Workspace['mode']
+    cause: ObservationCause
+    conversationId: string | null
+    eventId: string | null
+    createdAt: Date
+  },
+): Promise<Observation> {
+  const { rows } = await tx.query<{
+    document_id: string
+    version_id: string | null
+    version: number | null
+    content_hash: string | null
+    provenance: Provenance | null
+  }>(
+    `SELECT d.id AS document_id, v.id AS version_id, v.version, v.content_hash, v.provenance
+     FROM documents d
+     LEFT JOIN LATERAL (
+       SELECT id, version, content_hash, provenance FROM doc_versions
+       WHERE document_id = d.id ORDER BY version DESC LIMIT 1
+     ) v ON true
+     WHERE d.tenant_id = $1 AND d.key_kind = $2 AND d.canonical_key = $3`,
+    [w.tenantId, w.keyKind, w.canonicalKey],
+  )
+  const found = rows[0]
+  const base = { canonicalKey: w.canonicalKey, keyKind: w.keyKind, contentHash: w.hash }
+  if (found?.version_id && found.content_hash === w.hash) {
+    return {
+      ...base,
+      documentId: found.document_id,
+      versionId: found.version_id,
+      version: found.version as number,
+      created: false,
+      documentCreated: false,
+      provenance: found.provenance as Provenance,
+      versionOfEdgeId: null,
+    }
+  }
+  const documentId = found?.document_id ?? newId('document')
+  const versionId = newId('version')
+  const version = (found?.version ?? 0) + 1
+  const versionOfEdgeId = newId('edge')
+  const provenance: Provenance = w.cause === 'agent_write' ? 'agent' : found?.version_id ? 'external' : 'initial'
+  await tx.query(
+    `WITH d AS (
+       INSERT INTO documents (id, tenant_id, canonical_key, key_kind, mode, created_at)
+       SELECT $1, $2, $3, $4, $5, $12 WHERE $13::boolean
+     ), v AS (
+       INSERT INTO doc_versions (id, document_id, version, content_hash, content, bytes, provenance,
+                                 conversation_id, event_id, created_at)
+       VALUES ($6, $1, $7, $8, $9, $10, $11, $14, $15, $12)
+     )
+     INSERT INTO edges (id, src, rel, dst, tenant_id, created_at)
+     VALUES ($16, $6, (SELECT id FROM relations WHERE name = 'VERSION_OF'), $1, $2, $12)`,
+    [
+      documentId,
+      w.tenantId,
+      w.canonicalKey,
+      w.keyKind,
+      w.mode,
+      versionId,
+      version,
+      w.hash,
+      w.content,
+      w.bytes,
+      provenance,
+      w.createdAt,
+      found === undefined,
+      w.conversationId,
+      w.eventId,
+      versionOfEdgeId,
+    ],
+  )
+  return {
+    ...base,
+    documentId,
+    versionId,
+    version,
+    created: true,
+    documentCreated: found === undefined,
+    provenance,
+    versionOfEdgeId,
+  }
+}
+
+const observeInput = z
+  .object({
+    path: z.string().optional(),
+    url: z.string().optional(),
+    content: z.string().optional(),
+    contentHash: z.string().optional(),
+    conversationId: identifier,
+    cause: z.enum(OBSERVATION_CAUSES).default('read'),
+    scope: turnScope.default({ tenantId: 'default' }),
+    /** The event (e.g. a tool call) the observation belongs to. */
+    eventId: identifier.optional(),
+    createdAt: timeInput.optional(),
+  })
+  .strict()
+
+export type ObserveDocumentInput = z.input<typeof observeInput>
+
+/** A document (the identity behind all its versions) as reads return it. */
+export interface DocumentInfo {
+  id: string
+  tenantId: string
+  canonicalKey: string
+  keyKind: 'path' | 'url'
+  mode: Workspace['mode']
+  createdAt: string
+}
+
+export interface DocumentVersion {
+  id: string
+  documentId: string
+  version: number
+  contentHash: string
+  bytes: number | null
+  provenance: Provenance
+  conversationId: string | null
+  eventId: string | null
+  createdAt: string
+  /** Only from `documents.version`; null when only a hash was seen or the content was forgotten. */
+  content?: string | null
+}
+
+export interface DocumentSignals {
+  documentId: string
+  canonicalKey: string
+  asOf: string | null
+  versionCount: number
+  latest: { versionId: string; version: number; createdAt: string }
+  /** For every version id: how many versions came after it (0 for the latest). */
+  staleness: Record<string, number>
+  /** Changes per day: (versions − 1) / days from the first to the latest version, at least one day. */
+  volatility: number
+  /** Distinct conversations that created or touched (by an edge) any version. */
+  familiarity: number
+  /** Versions found by a read that nobody recorded writing. */
+  externalChanges: number
+  /** Versions written by an agent. */
+  agentChanges: number
+}
+
+export interface Staleness {
+  versionId: string
+  documentId: string
+  version: number
+  latestVersionId: string
+  latestVersion: number
+  /** Versions between this one and the latest. */
+  staleness: number
+}
+
+/** A document by id, path or URL: `'doc_…'`, `'src/a.ts'`, `'https://…'`, or an object. */
+export type DocumentRef = string | { documentId: string } | { path: string } | { url: string }
+
+const DOCUMENT_ID = /^doc_[0-7][0-9a-hjkmnp-tv-z]{25}$/
+
+const documentRef = z.union([
+  storableText.pipe(z.string().min(1)),
+  z.object({ documentId: identifier }).strict(),
+  z.object({ path: storableText.pipe(z.string().min(1)) }).strict(),
+  z.object({ url: storableText.pipe(z.string().min(1)) }).strict(),
+])
+const readOptions = z.object({ asOf: timeInput.optional(), tenantId: identifier.default('default') }).strict()
+
+interface VersionRow {
+  id: string
+  document_id: string
+  version: number
+  content_hash: string
+  bytes: number | null
+  provenance: Provenance
+  conversation_id: string | null
+  event_id: string | null
+  created_at: Date | string
+  content?: string | null
+}
+
+export function toVersion(row: VersionRow): DocumentVersion {
+  return {
+    id: row.id,
+    documentId: row.document_id,
+    version: row.version,
+    contentHash: row.content_hash,
+    bytes: row.bytes,
+    provenance: row.provenance,
+    conversationId: row.conversation_id,
+    eventId: row.event_id,
+    createdAt: iso(row.created_at),
+    ...(row.content === undefined ? {} : { content: row.content }),
+  }
+}
+
+export const VERSION_COLUMNS = `v.id, v.document_id, v.version, v.content_hash, v.bytes, v.provenance, v.conversation_id,
+  v.event_id, v.created_at`
+
+interface DocumentRow {
+  id: string
+  tenant_id: string
+  canonical_key: string
+  key_kind: 'path' | 'url'
+  mode: Workspace['mode']
+  created_at: Date | string
+}
+
+export function toDocument(row: DocumentRow): DocumentInfo {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    canonicalKey: row.canonical_key,
+    keyKind: row.key_kind,
+    mode: row.mode,
+    createdAt: iso(row.created_at),
+  }
+}
+
+/** observeDocument and the document reads. */
+export function createDocuments(ctx: EngineContext) {
+  async function resolve(ref: DocumentRef, tenantId: string): Promise<DocumentInfo> {
+    const r = parseInput(documentRef, ref, 'document reference')
+    let byId: string | undefined
+    let key: { keyKind: 'path' | 'url'; canonicalKey: string } | undefined
+    if (typeof r === 'string') {
+      if (DOCUMENT_ID.test(r)) byId = r
+      else key = canonicalKeyOf(/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(r) ? { url: r } : { path: r }, ctx.workspace)
+    } else if ('documentId' in r) byId = r.documentId
+    else key = canonicalKeyOf(r, ctx.workspace)
+    const { rows } = await ctx.db.query<DocumentRow>(
+      byId !== undefined
+        ? 'SELECT * FROM documents WHERE id = $1'
+        : 'SELECT * FROM documents WHERE tenant_id = $1 AND key_kind = $2 AND canonical_key = $3',
+      byId !== undefined ? [byId] : [tenantId, key?.keyKind, key?.canonicalKey],
+    )
+    const row = rows[0]
+    if (!row) throw new MemoryError('NOT_FOUND', `No document ${byId ?? key?.canonicalKey}`, { details: { ref } })
+    return toDocument(row)
+  }
+
+  async function stalenessOf(versionId: string, options: { asOf?: TimeInput } = {}): Promise<Staleness> {
+    parseInput(identifier, versionId, 'version id')
+    const o = parseInput(z.object({ asOf: timeInput.optional() }).strict(), options, 'staleness options')
+    const { rows } = await ctx.db.query<{
+      id: string
+      document_id: string
+      version: number
+      latest_id: string
+      latest_version: number
+    }>(
+      `SELECT v.id, v.document_id, v.version, l.id AS latest_id, l.version AS latest_version
+       FROM doc_versions v
+       JOIN LATERAL (
+         SELECT id, version FROM doc_versions
+         WHERE document_id = v.document_id AND ($2::timestamptz IS NULL OR created_at <= $2)
+         ORDER BY version DESC LIMIT 1
+       ) l ON true
+       WHERE v.id = $1 AND ($2::timestamptz IS NULL OR v.created_at <= $2)`,
+      [versionId, asOfParam(o.asOf)],
+    )
+    const row = rows[0]
+    if (!row) throw new MemoryError('NOT_FOUND', `No document version ${versionId}${o.asOf ? ' at that time' : ''}`)
+    return {
+      versionId: row.id,
+      documentId: row.document_id,
+      version: row.version,
+      latestVersionId: row.latest_id,
+      latestVersion: row.latest_version,
+      staleness: row.latest_version - row.version,
+    }
+  }
+
+  return {
+    /**
+     * Read-wrapped versioning: records what a document looks like now. The document (by
+     * canonical path or URL) is created on first sight; a version is added only when the
+     * content hash differs from the latest. Provenance: `initial` the first time, `agent`
+     * when the cause is the agent's own write, `external` when a read finds an unrecorded change.
+     *
+     * @example
+     * const seen = await memory.observeDocument({ path: 'README.md', content, conversationId: 'c1' })
+     * seen.created // false when the file is unchanged since the last observation
+     */
+    async observeDocument(input: ObserveDocumentInput): Promise<Observation> {
+      requireConversation(input, 'top')
+      const i = parseInput(observeInput, input, 'document observation')
+      const sight = parseInput(
+        documentSight,
+        {
+          ...(i.path === undefined ? {} : { path: i.path }),
+          ...(i.url === undefined ? {} : { url: i.url }),
+          ...(i.content === undefined ? {} : { content: i.content }),
+          ...(i.contentHash === undefined ? {} : { contentHash: i.contentHash }),
+        },
+        'document observation',
+      )
+      const prepared = await prepareSight(sight, ctx.workspace)
+      const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
+      return ctx.db.transaction((tx) =>
+        observeInTx(tx, {
+          ...prepared,
+          tenantId: i.scope.tenantId,
+          mode: ctx.workspace.mode,
+          cause: i.cause,
+          conversationId: i.conversationId,
+          eventId: i.eventId ?? null,
+          createdAt,
+        }),
+      )
+    },
+
+    documents: {
+      /**
+       * A document by id, path or URL (paths are canonicalised as on write).
+       *
+       * @example
+       * const doc = await memory.documents.get('src/auth.ts')
+       */
+      async get(ref: DocumentRef, options: { tenantId?: string } = {}): Promise<DocumentInfo> {
+        const o = parseInput(readOptions, options, 'document options')
+        return resolve(ref, o.tenantId)
+      },
+
+      /**
+       * The versions of a document, oldest first (without content).
+       *
+       * @example
+       * const { document, versions } = await memory.documents.history('README.md')
+       */
+      async history(
+        ref: DocumentRef,
+        options: { asOf?: TimeInput; tenantId?: string } = {},
+      ): Promise<{ document: DocumentInfo; versions: DocumentVersion[] }> {
+        const o = parseInput(readOptions, options, 'history options')
+        const document = await resolve(ref, o.tenantId)
+        const { rows } = await ctx.db.query<VersionRow>(
+          `SELECT ${VERSION_COLUMNS} FROM doc_versions v
+           WHERE v.document_id = $1 AND ($2::timestamptz IS NULL OR v.created_at <= $2)
+           ORDER BY v.version`,
+          [document.id, asOfParam(o.asOf)],
+        )
+        return { document, versions: rows.map(toVersion) }
+      },
+
+      /**
+       * One version with its content (null when only a hash was seen or it was forgotten).
+       *
+       * @example
+       * const { content } = await memory.documents.version(versionId)
+       */
+      async version(versionId: string): Promise<DocumentVersion> {
+        parseInput(identifier, versionId, 'version id')
+        const { rows } = await ctx.db.query<VersionRow>(
+          `SELECT ${VERSION_COLUMNS}, v.content FROM doc_versions v WHERE v.id = $1`,
+          [versionId],
+        )
+        const row = rows[0]
+        if (!row) throw new MemoryError('NOT_FOUND', `No document version ${versionId}`)
+        return toVersion(row)
+      },
+
+      /**
+       * What the version history says about a document: staleness of each past version,
+       * volatility, familiarity — computed in SQL, as of now or `asOf`.
+       *
+       * @example
+       * const s = await memory.documents.signals('src/auth.ts')
+       * s.staleness[pastVersionId] // versions since that one
+       */
+      async signals(ref: DocumentRef, options: { asOf?: TimeInput; tenantId?: string } = {}): Promise<DocumentSignals> {
+        const o = parseInput(readOptions, options, 'signals options')
+        const document = await resolve(ref, o.tenantId)
+        const asOf = asOfParam(o.asOf)
+        const { rows } = await ctx.db.query<{
+          n: number
+          latest_id: string | null
+          latest_version: number | null
+          latest_at: Date | null
+          span_days: number | null
+          external: number
+          agent: number
+          staleness: Record<string, number> | null
+          familiarity: number
+        }>(
+          `WITH v AS (
+             SELECT * FROM doc_versions WHERE document_id = $1 AND ($2::timestamptz IS NULL OR created_at <= $2)
+           ), latest AS (
+             SELECT id, version, created_at FROM v ORDER BY version DESC LIMIT 1
+           ), touches AS (
+             SELECT conversation_id FROM v WHERE conversation_id IS NOT NULL
+             UNION
+             SELECT e.conversation_id FROM edges e
+             WHERE (e.dst IN (SELECT id FROM v) OR e.src IN (SELECT id FROM v))
+               AND e.conversation_id IS NOT NULL
+               AND (CASE WHEN $2::timestamptz IS NULL THEN e.tombstoned_at IS NULL
+                    ELSE e.created_at <= $2 AND (e.tombstoned_at IS NULL OR e.tombstoned_at > $2) END)
+           )
+           SELECT (SELECT count(*)::int FROM v) AS n,
+                  (SELECT id FROM latest) AS latest_id,
+                  (SELECT version FROM latest) AS latest_version,
+                  (SELECT created_at FROM latest) AS latest_at,
+                  (SELECT extract(epoch FROM max(created_at) - min(created_at))::float8 / 86400 FROM v) AS span_days,
+                  (SELECT count(*)::int FROM v WHERE provenance = 'external') AS external,
+                  (SELECT count(*)::int FROM v WHERE provenance = 'agent') AS agent,
+                  (SELECT jsonb_object_agg(v.id, (SELECT version FROM latest) - v.version) FROM v) AS staleness,
+                  (SELECT count(*)::int FROM touches) AS familiarity`,
+          [document.id, asOf],
+        )
+        const row = rows[0]
+        if (!row || row.latest_id === null || row.latest_version === null || row.latest_at === null) {
+          throw new MemoryError('NOT_FOUND', `Document ${document.canonicalKey} had no version at that time`)
+        }
+        return {
+          documentId: document.id,
+          canonicalKey: document.canonicalKey,
+          asOf: asOf === null ? null : iso(asOf),
+          versionCount: row.n,
+          latest: { versionId: row.latest_id, version: row.latest_version, createdAt: iso(row.latest_at) },
+          staleness: row.staleness ?? {},
+          volatility: (row.n - 1) / Math.max(row.span_days ?? 0, 1),
+          familiarity: row.familiarity,
+          externalChanges: row.external,
+          agentChanges: row.agent,
+        }
+      },
+
+      /**
+       * How many versions a document gained since the given version was current.
+       *
+       * @example
+       * const { staleness } = await memory.documents.stalenessOf(versionIdSeenLastWeek)
+       */
+      stalenessOf,
+    },
+  }
+}

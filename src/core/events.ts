@@ -1,0 +1,562 @@
+import type { Queryable } from './db.ts'
+import type { EngineContext } from './engine.ts'
+import { MemoryError } from './errors.ts'
+import { sha256Hex } from './hash.ts'
+import { insertEdges } from './graph.ts'
+import { newId } from './ids.ts'
+import { type JsonObject, type JsonValue, jsonObject, storableText, toStoredJson } from './json.ts'
+import {
+  formatBytes,
+  MAX_ARTIFACT_BYTES,
+  MAX_EVENT_CONTENT_BYTES,
+  MAX_REFS,
+  MAX_TAG_LENGTH,
+  MAX_TAGS,
+  MAX_TOOL_EXCERPT_BYTES,
+  utf8Length,
+} from './limits.ts'
+import { redact, redactJson } from './redact.ts'
+import {
+  CHANNELS,
+  type Channel,
+  type EventScope,
+  eventScope,
+  identifier,
+  SENSITIVITIES,
+  type StoredSensitivity,
+} from './scope.ts'
+import { asOfParam, iso, timeInput, toDate } from './time.ts'
+import { chunkText, estimateTokens } from './tokens.ts'
+import { parseInput, z } from './validate.ts'
+
+export const EVENT_KINDS = ['message', 'tool_call', 'tool_result', 'decision', 'task_update', 'artifact'] as const
+export type EventKind = (typeof EVENT_KINDS)[number]
+
+export const ACTOR_TYPES = ['human', 'agent', 'tool'] as const
+export type ActorType = (typeof ACTOR_TYPES)[number]
+
+export const tag = storableText.pipe(z.string().min(1).max(MAX_TAG_LENGTH))
+
+const actor = z.object({ type: z.enum(ACTOR_TYPES), id: identifier }).strict()
+
+export const recordInput = z
+  .object({
+    kind: z.enum(EVENT_KINDS),
+    scope: eventScope,
+    channel: z.enum(CHANNELS).default('private'),
+    actor,
+    sensitivity: z.enum(SENSITIVITIES).default('none'),
+    tags: z.array(tag).max(MAX_TAGS).default([]),
+    content: jsonObject,
+    refs: z.array(identifier).max(MAX_REFS).default([]),
+    createdAt: timeInput.optional(),
+  })
+  .strict()
+
+/**
+ * Input of `record`. Content is a JSON object; some kinds need particular fields:
+ * `message` → `text`; `tool_call` → `tool` (+ `args`); `tool_result` → `tool` and `output`
+ * (+ `path` and `lineRange` for file reads); `decision` → `decision` or `text`.
+ */
+export type RecordInput = z.input<typeof recordInput>
+
+export interface RecordResult {
+  eventId: string
+  chunkIds: string[]
+  createdAt: string
+  /** Set for a tool result whose output was longer than the excerpt. */
+  artifactId?: string
+}
+
+/** An event as reads return it. */
+export interface MemoryEvent {
+  id: string
+  kind: EventKind
+  scope: { tenantId: string; userId?: string; agentId?: string; conversationId: string; runId?: string }
+  turnIndex: number | null
+  channel: Channel
+  actor: { type: ActorType; id: string }
+  sensitivity: StoredSensitivity
+  tags: string[]
+  content: JsonObject
+  refs: string[]
+  meta: JsonObject
+  createdAt: string
+}
+
+const toolResultContent = z
+  .object({
+    tool: z.string().min(1),
+    output: storableText,
+    path: z.string().optional(),
+    lineRange: z
+      .tuple([z.number().int().min(1), z.number().int().min(1)])
+      .refine(([a, b]) => b >= a, 'lineRange must be [first, last] with last ≥ first')
+      .optional(),
+  })
+  .loose()
+
+const KIND_REQUIREMENTS: Record<EventKind, (content: JsonObject) => string | undefined> = {
+  message: (c) => (typeof c.text === 'string' ? undefined : 'a message needs content.text (a string)'),
+  tool_call: (c) => (typeof c.tool === 'string' && c.tool ? undefined : 'a tool_call needs content.tool (a string)'),
+  tool_result: (c) => {
+    const r = toolResultContent.safeParse(c)
+    return r.success ? undefined : `a tool_result needs content.tool and content.output: ${r.error.issues[0]?.message}`
+  },
+  decision: (c) =>
+    typeof c.decision === 'string' || typeof c.text === 'string'
+      ? undefined
+      : 'a decision needs content.decision or content.text (a string)',
+  task_update: () => undefined,
+  artifact: () => undefined,
+}
+
+/** An event ready to insert: validated, redacted, normalised, chunked. */
+export interface PreparedEvent {
+  id: string
+  kind: EventKind
+  scope: EventScope
+  channel: Channel
+  actor: { type: ActorType; id: string }
+  sensitivity: StoredSensitivity
+  tags: string[]
+  content: JsonObject
+  refs: string[]
+  meta: JsonObject
+  createdAt: Date
+  chunks: { id: string; text: string; tokens: number }[]
+  artifact?: { id: string; content: string; bytes: number; sha256: string; mediaType: string }
+}
+
+export interface EventDraft {
+  kind: EventKind
+  scope: EventScope
+  channel: Channel
+  actor: { type: ActorType; id: string }
+  sensitivity: 'none' | 'low' | 'high' | 'secret'
+  tags: string[]
+  content: JsonObject
+  refs: string[]
+  createdAt: Date
+}
+
+/** Refuses a secret before anything is written. */
+export function refuseSecret(sensitivity: string): asserts sensitivity is StoredSensitivity {
+  if (sensitivity === 'secret') {
+    throw new MemoryError(
+      'INVALID_INPUT',
+      "Sensitivity 'secret' is refused: secrets are never stored. Remove the secret or mark the content 'high'.",
+      { details: { field: 'sensitivity' } },
+    )
+  }
+}
+
+/**
+ * Validates kind-specific content, enforces size limits, redacts every string, normalises
+ * tool output (excerpt + artifact) and cuts chunks. Throws before anything is written.
+ */
+export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
+  refuseSecret(draft.sensitivity)
+  const problem = KIND_REQUIREMENTS[draft.kind](draft.content)
+  if (problem) throw new MemoryError('INVALID_INPUT', `Invalid event content: ${problem}`, { details: { kind: draft.kind } })
+
+  const id = newId('event')
+  let content = toStoredJson(draft.content)
+  let artifact: PreparedEvent['artifact']
+  let findings = 0
+
+  if (draft.kind === 'tool_result') {
+    const normalised = await normaliseToolResult(content)
+    content = normalised.content
+    artifact = normalised.artifact
+    findings += normalised.findings
+  }
+
+  const contentBytes = utf8Length(JSON.stringify(content))
+  if (contentBytes > MAX_EVENT_CONTENT_BYTES) {
+    throw new MemoryError(
+      'INVALID_INPUT',
+      `Event content is ${formatBytes(contentBytes)}; the limit is ${formatBytes(MAX_EVENT_CONTENT_BYTES)} ` +
+        '(MAX_EVENT_CONTENT_BYTES). Put large tool output in a tool_result, which keeps it as an artifact.',
+      { details: { bytes: contentBytes, limit: MAX_EVENT_CONTENT_BYTES } },
+    )
+  }
+
+  const redacted = redactJson(content)
+  content = redacted.value
+  findings += redacted.findings
+
+  const text = eventText(draft.kind, content)
+  const chunks = chunkText(text).map((t) => ({ id: newId('chunk'), text: t, tokens: estimateTokens(t) }))
+  return {
+    id,
+    kind: draft.kind,
+    scope: draft.scope,
+    channel: draft.channel,
+    actor: draft.actor,
+    sensitivity: draft.sensitivity,
+    tags: draft.tags,
+    content,
+    refs: draft.refs,
+    meta: findings > 0 ? { redactions: findings } : {},
+    createdAt: draft.createdAt,
+    chunks,
+    ...(artifact ? { artifact } : {}),
+  }
+}
+
+async function normaliseToolResult(raw: JsonObject) {
+  const parsed = toolResultContent.parse(raw)
+  const { output: original, lineRange, ...rest } = parsed
+  const bytes = utf8Length(original)
+  if (bytes > MAX_ARTIFACT_BYTES) {
+    throw new MemoryError(
+      'INVALID_INPUT',
+      `Tool output is ${formatBytes(bytes)}; the limit is ${formatBytes(MAX_ARTIFACT_BYTES)} (MAX_ARTIFACT_BYTES)`,
+      { details: { bytes, limit: MAX_ARTIFACT_BYTES } },
+    )
+  }
+  const { text: output, findings } = redact(original)
+  const excerpt = cutAtLine(output, MAX_TOOL_EXCERPT_BYTES)
+  const truncated = excerpt.length < output.length
+  const artifactId = truncated ? newId('artifact') : undefined
+  const content: JsonObject = {
+    ...(rest as JsonObject),
+    excerptText: excerpt,
+    bytes,
+    truncated,
+  }
+  if (parsed.path !== undefined || lineRange !== undefined) {
+    const first = lineRange?.[0] ?? 1
+    content.lineRange = [first, first + Math.max(1, lineCount(excerpt)) - 1]
+    content.totalLines = lineCount(output)
+  }
+  if (artifactId) content.artifactId = artifactId
+  const artifact = artifactId
+    ? {
+        id: artifactId,
+        content: output,
+        bytes: utf8Length(output),
+        sha256: await sha256Hex(output),
+        mediaType: typeof rest.mediaType === 'string' ? rest.mediaType : 'text/plain',
+      }
+    : undefined
+  return { content, artifact, findings: findings.length }
+}
+
+/** The longest prefix within `maxBytes` UTF-8 bytes, ending at a line break when there is one. */
+export function cutAtLine(text: string, maxBytes: number): string {
+  if (utf8Length(text) <= maxBytes) return text
+  let bytes = 0
+  let end = 0
+  while (end < text.length) {
+    const c = text.charCodeAt(end)
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdbff ? 4 : 3
+    if (bytes + size > maxBytes) break
+    bytes += size
+    end += size === 4 ? 2 : 1
+  }
+  const lastBreak = text.lastIndexOf('\n', end - 1)
+  return lastBreak > 0 ? text.slice(0, lastBreak + 1) : text.slice(0, end)
+}
+
+function lineCount(text: string): number {
+  if (text.length === 0) return 0
+  let n = 1
+  for (let i = text.indexOf('\n'); i !== -1 && i < text.length - 1; i = text.indexOf('\n', i + 1)) n++
+  return n
+}
+
+/** The searchable text of an event: what its chunks are cut from. */
+export function eventText(kind: EventKind, content: JsonObject): string {
+  switch (kind) {
+    case 'message':
+      return typeof content.text === 'string' ? content.text : ''
+    case 'tool_call':
+      return `${typeof content.tool === 'string' ? content.tool : ''} ${JSON.stringify(content.args ?? {})}`
+    case 'tool_result': {
+      const head = [content.tool, content.path].filter((s) => typeof s === 'string').join(' ')
+      return `${head}\n${typeof content.excerptText === 'string' ? content.excerptText : ''}`
+    }
+    default:
+      return stringLeaves(content).join('\n')
+  }
+}
+
+function stringLeaves(value: JsonValue, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value)
+  else if (Array.isArray(value)) for (const v of value) stringLeaves(v, out)
+  else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) stringLeaves(v, out)
+  return out
+}
+
+/**
+ * Inserts a prepared event, its chunks and its artifact inside the caller's transaction.
+ * With `turnOf`, the event takes the conversation's next turn index (prior turns counted);
+ * with `turnIndex`, that one. Returns the turn index it stored.
+ */
+export async function insertEvent(
+  tx: Queryable,
+  e: PreparedEvent,
+  turn: { turnOf: true } | { turnIndex: number } | null = null,
+): Promise<number | null> {
+  const s = e.scope
+  const { rows } = await tx.query<{ turn_index: number | null }>(
+    `WITH ev AS (
+       INSERT INTO events (id, kind, tenant_id, user_id, agent_id, conversation_id, run_id, turn_index, channel,
+                           actor_type, actor_id, sensitivity, tags, content, refs, meta, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7,
+               CASE WHEN $18::boolean
+                    THEN (SELECT coalesce(max(turn_index) + 1, 0) FROM events WHERE tenant_id = $3 AND conversation_id = $6)
+                    ELSE $8::int END,
+               $9, $10, $11, $12, $13, $14, $15, $16, $17)
+       RETURNING turn_index
+     ), ch AS (
+       INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, user_id, agent_id, conversation_id, run_id,
+                           kind, channel, sensitivity, tags, created_at)
+       SELECT c.id, $1, c.ord - 1, c.text, c.tokens, $3, $4, $5, $6, $7, $2, $9, $12, $13, $17
+       FROM unnest($19::text[], $20::text[], $21::int[]) WITH ORDINALITY AS c(id, text, tokens, ord)
+     )
+     SELECT turn_index FROM ev`,
+    [
+      e.id,
+      e.kind,
+      s.tenantId,
+      s.userId ?? null,
+      s.agentId ?? null,
+      s.conversationId,
+      s.runId ?? null,
+      turn !== null && 'turnIndex' in turn ? turn.turnIndex : null,
+      e.channel,
+      e.actor.type,
+      e.actor.id,
+      e.sensitivity,
+      e.tags,
+      JSON.stringify(e.content),
+      JSON.stringify(e.refs),
+      JSON.stringify(e.meta),
+      e.createdAt,
+      turn !== null && 'turnOf' in turn,
+      e.chunks.map((c) => c.id),
+      e.chunks.map((c) => c.text),
+      e.chunks.map((c) => c.tokens),
+    ],
+  )
+  if (e.artifact) {
+    const a = e.artifact
+    await tx.query(
+      `INSERT INTO artifacts (id, event_id, tenant_id, media_type, bytes, sha256, content, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [a.id, e.id, s.tenantId, a.mediaType, a.bytes, a.sha256, a.content, e.createdAt],
+    )
+  }
+  return rows[0]?.turn_index ?? null
+}
+
+/** Reads that say "no conversation" get SCOPE_REQUIRED rather than a generic parse error. */
+export function requireConversation(input: unknown, where: 'scope' | 'top'): void {
+  const holder =
+    where === 'scope'
+      ? input !== null && typeof input === 'object'
+        ? (input as { scope?: unknown }).scope
+        : undefined
+      : input
+  const conversationId =
+    holder !== null && typeof holder === 'object' ? (holder as { conversationId?: unknown }).conversationId : undefined
+  if (conversationId === undefined || conversationId === null) {
+    throw new MemoryError(
+      'SCOPE_REQUIRED',
+      where === 'scope'
+        ? 'scope.conversationId is required: every event belongs to a conversation'
+        : 'conversationId is required',
+      { details: { field: where === 'scope' ? 'scope.conversationId' : 'conversationId' } },
+    )
+  }
+}
+
+export interface EventRow {
+  id: string
+  kind: EventKind
+  tenant_id: string
+  user_id: string | null
+  agent_id: string | null
+  conversation_id: string
+  run_id: string | null
+  turn_index: number | null
+  channel: Channel
+  actor_type: ActorType
+  actor_id: string
+  sensitivity: StoredSensitivity
+  tags: string[]
+  content: JsonObject
+  refs: string[]
+  meta: JsonObject
+  created_at: Date | string
+}
+
+export const EVENT_COLUMNS = `ev.id, ev.kind, ev.tenant_id, ev.user_id, ev.agent_id, ev.conversation_id, ev.run_id,
+  ev.turn_index, ev.channel, ev.actor_type, ev.actor_id, ev.sensitivity, ev.tags, ev.content, ev.refs, ev.meta,
+  ev.created_at`
+
+export function toEvent(row: EventRow): MemoryEvent {
+  return {
+    id: row.id,
+    kind: row.kind,
+    scope: {
+      tenantId: row.tenant_id,
+      ...(row.user_id === null ? {} : { userId: row.user_id }),
+      ...(row.agent_id === null ? {} : { agentId: row.agent_id }),
+      conversationId: row.conversation_id,
+      ...(row.run_id === null ? {} : { runId: row.run_id }),
+    },
+    turnIndex: row.turn_index,
+    channel: row.channel,
+    actor: { type: row.actor_type, id: row.actor_id },
+    sensitivity: row.sensitivity,
+    tags: row.tags,
+    content: row.content,
+    refs: row.refs,
+    meta: row.meta,
+    createdAt: iso(row.created_at),
+  }
+}
+
+const listInput = z
+  .object({
+    conversationId: identifier,
+    tenantId: identifier.default('default'),
+    kinds: z.array(z.enum(EVENT_KINDS)).min(1).optional(),
+    asOf: timeInput.optional(),
+    limit: z.number().int().min(1).max(10_000).default(1000),
+  })
+  .strict()
+
+export interface Artifact {
+  id: string
+  eventId: string
+  tenantId: string
+  mediaType: string
+  bytes: number
+  sha256: string
+  content: string
+  createdAt: string
+}
+
+/** `record` and the event reads. */
+export function createEvents(ctx: EngineContext) {
+  return {
+    /**
+     * Appends one event — the low-level write. In one transaction: the event, its chunks
+     * (cut from its text, embeddings left for the indexer), the full output of a long tool
+     * result as an artifact, and a REFERS_TO edge to each id in `refs`.
+     *
+     * @example
+     * await memory.record({
+     *   kind: 'message',
+     *   scope: { conversationId: 'c1', userId: 'u1' },
+     *   actor: { type: 'human', id: 'u1' },
+     *   content: { text: 'what is this project for?' },
+     * })
+     */
+    async record(input: RecordInput): Promise<RecordResult> {
+      requireConversation(input, 'scope')
+      const i = parseInput(recordInput, input, 'event')
+      const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
+      const prepared = await prepareEvent({ ...i, createdAt })
+      await ctx.db.transaction(async (tx) => {
+        await insertEvent(tx, prepared)
+        await insertEdges(
+          tx,
+          [...new Set(prepared.refs)].map((ref) => ({
+            src: prepared.id,
+            rel: 'REFERS_TO',
+            dst: ref,
+            tenantId: prepared.scope.tenantId,
+            conversationId: prepared.scope.conversationId,
+            runId: prepared.scope.runId,
+            createdAt,
+          })),
+        )
+      })
+      return {
+        eventId: prepared.id,
+        chunkIds: prepared.chunks.map((c) => c.id),
+        createdAt: iso(createdAt),
+        ...(prepared.artifact ? { artifactId: prepared.artifact.id } : {}),
+      }
+    },
+
+    events: {
+      /**
+       * One event by id.
+       *
+       * @example
+       * const event = await memory.events.get(eventId)
+       */
+      async get(eventId: string): Promise<MemoryEvent> {
+        parseInput(identifier, eventId, 'event id')
+        const { rows } = await ctx.db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events ev WHERE ev.id = $1`, [
+          eventId,
+        ])
+        const row = rows[0]
+        if (!row) throw new MemoryError('NOT_FOUND', `No event ${eventId}`)
+        return toEvent(row)
+      },
+
+      /**
+       * A conversation's events in the order they were recorded.
+       *
+       * @example
+       * const events = await memory.events.list({ conversationId: 'c1', kinds: ['message'] })
+       */
+      async list(input: z.input<typeof listInput>): Promise<MemoryEvent[]> {
+        requireConversation(input, 'top')
+        const i = parseInput(listInput, input, 'event list')
+        const { rows } = await ctx.db.query<EventRow>(
+          `SELECT ${EVENT_COLUMNS} FROM events ev
+           WHERE ev.tenant_id = $1 AND ev.conversation_id = $2
+             AND ($3::text[] IS NULL OR ev.kind = ANY($3))
+             AND ($4::timestamptz IS NULL OR ev.created_at <= $4)
+           ORDER BY ev.created_at, ev.seq
+           LIMIT $5`,
+          [i.tenantId, i.conversationId, i.kinds ?? null, asOfParam(i.asOf), i.limit],
+        )
+        return rows.map(toEvent)
+      },
+    },
+
+    artifacts: {
+      /**
+       * The full output of a tool result whose event keeps only an excerpt.
+       *
+       * @example
+       * const { content } = await memory.artifacts.get(result.artifactId)
+       */
+      async get(artifactId: string): Promise<Artifact> {
+        parseInput(identifier, artifactId, 'artifact id')
+        const { rows } = await ctx.db.query<{
+          id: string
+          event_id: string
+          tenant_id: string
+          media_type: string
+          bytes: number
+          sha256: string
+          content: string
+          created_at: Date
+        }>(`SELECT * FROM artifacts WHERE id = $1`, [artifactId])
+        const row = rows[0]
+        if (!row) throw new MemoryError('NOT_FOUND', `No artifact ${artifactId}`)
+        return {
+          id: row.id,
+          eventId: row.event_id,
+          tenantId: row.tenant_id,
+          mediaType: row.media_type,
+          bytes: row.bytes,
+          sha256: row.sha256,
+          content: row.content,
+          createdAt: iso(row.created_at),
+        }
+      },
+    },
+  }
+}

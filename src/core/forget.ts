@@ -1,0 +1,151 @@
+import type { Queryable } from './db.ts'
+import type { EngineContext } from './engine.ts'
+import { MemoryError } from './errors.ts'
+import { newId } from './ids.ts'
+import { storableText } from './json.ts'
+import { identifier } from './scope.ts'
+import { iso } from './time.ts'
+import { parseInput, z } from './validate.ts'
+
+const reason = storableText.pipe(z.string().max(1000)).optional()
+
+const forgetTarget = z.union([
+  z.object({ eventId: identifier, reason }).strict(),
+  z.object({ conversationId: identifier, tenantId: identifier.default('default'), reason }).strict(),
+  z
+    .object({
+      scope: z.object({ tenantId: identifier, userId: identifier.optional(), agentId: identifier.optional() }).strict(),
+      reason,
+    })
+    .strict(),
+])
+
+/**
+ * What to forget: one event, a whole conversation, or everything of a tenant (optionally
+ * narrowed to a user and/or agent).
+ */
+export type ForgetTarget = z.input<typeof forgetTarget>
+
+export interface ForgetCounts {
+  events: number
+  chunks: number
+  artifacts: number
+  edges: number
+  /** Versions kept for the structure of their document but stripped of content. */
+  versionsCleared: number
+  /** Versions and documents deleted outright (only when a whole tenant is forgotten). */
+  versionsDeleted: number
+  documentsDeleted: number
+}
+
+export interface ForgetResult {
+  forgetId: string
+  counts: ForgetCounts
+  createdAt: string
+}
+
+/** `forget`: the one way content leaves the append-only store. */
+export function createForget(ctx: EngineContext) {
+  return {
+    /**
+     * Really deletes content, in one transaction, and leaves a content-free audit row in
+     * `forget_log` (the target, the counts, the time).
+     *
+     * - The target's events go, with their chunks, artifacts and every edge that touches them
+     *   (and, for a conversation, every edge recorded in it).
+     * - Document versions those events or that conversation produced keep their row — id,
+     *   number, hash, provenance, time — so other conversations' staleness stays right, but
+     *   lose their content and their link to the forgotten conversation.
+     * - A tenant-wide scope (no user or agent) also deletes the tenant's documents and versions.
+     *
+     * @example
+     * await memory.forget({ conversationId: 'c1' })
+     */
+    async forget(target: ForgetTarget): Promise<ForgetResult> {
+      const t = parseInput(forgetTarget, target, 'forget target')
+      const createdAt = ctx.now()
+      const forgetId = newId('forget')
+      const counts = await ctx.db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL engram.forgetting = 'on'`)
+        await tx.query(`CREATE TEMP TABLE forget_events (id text PRIMARY KEY) ON COMMIT DROP`)
+        let conversation: { tenantId: string; conversationId: string } | null = null
+        let wholeTenant: string | null = null
+        if ('eventId' in t) {
+          await tx.query(`INSERT INTO forget_events SELECT id FROM events WHERE id = $1`, [t.eventId])
+        } else if ('conversationId' in t) {
+          conversation = { tenantId: t.tenantId, conversationId: t.conversationId }
+          await tx.query(
+            `INSERT INTO forget_events SELECT id FROM events WHERE tenant_id = $1 AND conversation_id = $2`,
+            [t.tenantId, t.conversationId],
+          )
+        } else {
+          const s = t.scope
+          if (s.userId === undefined && s.agentId === undefined) wholeTenant = s.tenantId
+          await tx.query(
+            `INSERT INTO forget_events SELECT id FROM events
+             WHERE tenant_id = $1 AND ($2::text IS NULL OR user_id = $2) AND ($3::text IS NULL OR agent_id = $3)`,
+            [s.tenantId, s.userId ?? null, s.agentId ?? null],
+          )
+        }
+        const result = await forgetRows(tx, conversation, wholeTenant)
+        if ('eventId' in t && result.events === 0) {
+          throw new MemoryError('NOT_FOUND', `No event ${t.eventId} to forget`)
+        }
+        const { reason: why, ...what } = t
+        await tx.query(`INSERT INTO forget_log (id, target, counts, reason, created_at) VALUES ($1, $2, $3, $4, $5)`, [
+          forgetId,
+          JSON.stringify(what),
+          JSON.stringify(result),
+          why ?? null,
+          createdAt,
+        ])
+        return result
+      })
+      return { forgetId, counts, createdAt: iso(createdAt) }
+    },
+  }
+}
+
+async function count(tx: Queryable, sql: string, params: unknown[] = []): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(`WITH x AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM x`, params)
+  return rows[0]?.n ?? 0
+}
+
+async function forgetRows(
+  tx: Queryable,
+  conversation: { tenantId: string; conversationId: string } | null,
+  wholeTenant: string | null,
+): Promise<ForgetCounts> {
+  const conv = [conversation?.tenantId ?? null, conversation?.conversationId ?? null]
+  const chunks = await count(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM forget_events)`)
+  const artifacts = await count(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM forget_events)`)
+  const edges = await count(
+    tx,
+    `DELETE FROM edges
+     WHERE src IN (SELECT id FROM forget_events) OR dst IN (SELECT id FROM forget_events)
+        OR (tenant_id = $1 AND conversation_id = $2)
+        OR tenant_id = $3`,
+    [...conv, wholeTenant],
+  )
+  let versionsDeleted = 0
+  let documentsDeleted = 0
+  if (wholeTenant !== null) {
+    versionsDeleted = await count(
+      tx,
+      `DELETE FROM doc_versions WHERE document_id IN (SELECT id FROM documents WHERE tenant_id = $1)`,
+      [wholeTenant],
+    )
+    documentsDeleted = await count(tx, `DELETE FROM documents WHERE tenant_id = $1`, [wholeTenant])
+  }
+  const versionsCleared = await count(
+    tx,
+    `UPDATE doc_versions v SET content = NULL, conversation_id = NULL, event_id = NULL
+     FROM documents d
+     WHERE d.id = v.document_id
+       AND (v.event_id IN (SELECT id FROM forget_events)
+            OR (d.tenant_id = $1 AND v.conversation_id = $2))`,
+    conv,
+  )
+  const events = await count(tx, `DELETE FROM events WHERE id IN (SELECT id FROM forget_events)`)
+  return { events, chunks, artifacts, edges, versionsCleared, versionsDeleted, documentsDeleted }
+}

@@ -1,0 +1,83 @@
+import { MAX_JSON_DEPTH } from './limits.ts'
+import { z } from './validate.ts'
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export type JsonObject = { [key: string]: JsonValue }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Why a string cannot be stored in Postgres text, or undefined when it can. */
+export function textProblem(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'contains a NUL character, which cannot be stored'
+  if (LONE_SURROGATE.test(text)) return 'contains an unpaired UTF-16 surrogate (not valid Unicode)'
+  return undefined
+}
+
+/**
+ * Why a value is not plain JSON (functions, BigInt, NaN, class instances, cycles, too deep),
+ * with the path to the offending part, or undefined when it is.
+ */
+export function jsonProblem(value: unknown): { path: string; message: string } | undefined {
+  const ancestors: object[] = []
+  const walk = (v: unknown, path: string, depth: number): { path: string; message: string } | undefined => {
+    if (v === null || typeof v === 'boolean') return undefined
+    if (typeof v === 'string') {
+      const problem = textProblem(v)
+      return problem ? { path, message: `string ${problem}` } : undefined
+    }
+    if (typeof v === 'number') {
+      return Number.isFinite(v) ? undefined : { path, message: `${v} is not a JSON number` }
+    }
+    if (typeof v !== 'object') return { path, message: `a ${typeof v} is not JSON` }
+    if (depth >= MAX_JSON_DEPTH) return { path, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }
+    if (ancestors.includes(v)) return { path, message: 'circular reference' }
+    ancestors.push(v)
+    try {
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          if (v[i] === undefined) return { path: `${path}[${i}]`, message: 'undefined is not JSON' }
+          const p = walk(v[i], `${path}[${i}]`, depth + 1)
+          if (p) return p
+        }
+        return undefined
+      }
+      const proto: unknown = Object.getPrototypeOf(v)
+      if (proto !== Object.prototype && proto !== null) {
+        const name = (v as { constructor?: { name?: unknown } }).constructor?.name
+        return { path, message: `a ${typeof name === 'string' ? name : 'class'} instance is not plain JSON` }
+      }
+      for (const [k, child] of Object.entries(v)) {
+        const problem = textProblem(k)
+        if (problem) return { path: `${path}.${k}`, message: `key ${problem}` }
+        if (child === undefined) continue // dropped, as JSON.stringify does
+        const p = walk(child, `${path}.${k}`, depth + 1)
+        if (p) return p
+      }
+      return undefined
+    } finally {
+      ancestors.pop()
+    }
+  }
+  return walk(value, '$', 0)
+}
+
+/** A zod schema for a JSON object (the shape of event content and tool arguments). */
+export const jsonObject = z.custom<JsonObject>().superRefine((value, ctx) => {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    ctx.addIssue({ code: 'custom', message: 'expected a JSON object' })
+    return
+  }
+  const problem = jsonProblem(value)
+  if (problem) ctx.addIssue({ code: 'custom', message: `not JSON at ${problem.path}: ${problem.message}` })
+})
+
+/** A string Postgres can store (no NUL, well-formed Unicode). */
+export const storableText = z.string().superRefine((value, ctx) => {
+  const problem = textProblem(value)
+  if (problem) ctx.addIssue({ code: 'custom', message: `text ${problem}` })
+})
+
+/** Drops undefined properties so the value is what will actually be stored. */
+export function toStoredJson<T extends JsonValue>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T
+}

@@ -1,0 +1,114 @@
+import { MemoryError } from './errors.ts'
+import { redact } from './redact.ts'
+
+/**
+ * How document paths are identified. `local`: paths are stored relative to a project root,
+ * so the memory stays valid when the project moves. `global`: paths are absolute and span
+ * projects. URLs are normalised the same way in both modes.
+ */
+export type Workspace = { mode: 'local'; root: string } | { mode: 'global' }
+
+export interface CanonicalKey {
+  keyKind: 'path' | 'url'
+  canonicalKey: string
+}
+
+/**
+ * Normalises a POSIX path with string operations only (no file system, so it runs in
+ * browsers): collapses repeated slashes, drops `.` segments and trailing slashes, resolves
+ * `..` lexically. An absolute path never climbs above `/`; a relative one keeps leading
+ * `..` segments. Symlinks are not resolved — callers that need that resolve before.
+ *
+ * @example
+ * normalizePosixPath('/a/./b/../c/') // → '/a/c'
+ * normalizePosixPath('a/../../b')    // → '../b'
+ */
+export function normalizePosixPath(path: string): string {
+  const absolute = path.startsWith('/')
+  const out: string[] = []
+  for (const segment of path.split('/')) {
+    if (segment === '' || segment === '.') continue
+    if (segment === '..') {
+      if (out.length > 0 && out[out.length - 1] !== '..') out.pop()
+      else if (!absolute) out.push('..')
+      continue
+    }
+    out.push(segment)
+  }
+  if (absolute) return `/${out.join('/')}`
+  return out.length === 0 ? '.' : out.join('/')
+}
+
+/**
+ * The canonical identity of a file path under a workspace. Local: relative to the root
+ * (`.` is the root itself); a path that leaves the root is PATH_OUTSIDE_ROOT. Global: the
+ * normalised absolute path; a relative path is INVALID_INPUT.
+ *
+ * @example
+ * canonicalPath('/work/app/src/../README.md', { mode: 'local', root: '/work/app' }) // → 'README.md'
+ */
+export function canonicalPath(path: string, workspace: Workspace): string {
+  if (path.length === 0) throw new MemoryError('INVALID_INPUT', 'A document path must not be empty')
+  if (workspace.mode === 'global') {
+    if (!path.startsWith('/')) {
+      throw new MemoryError(
+        'INVALID_INPUT',
+        `Document path "${path}" is relative, but this memory is global: give an absolute path`,
+        { details: { path } },
+      )
+    }
+    return normalizePosixPath(path)
+  }
+  const root = workspace.root
+  const absolute = normalizePosixPath(path.startsWith('/') ? path : `${root}/${path}`)
+  if (absolute === root) return '.'
+  const prefix = root === '/' ? '/' : `${root}/`
+  if (!absolute.startsWith(prefix)) {
+    throw new MemoryError('PATH_OUTSIDE_ROOT', `Document path "${path}" is outside the project root ${root}`, {
+      details: { path, root },
+    })
+  }
+  return absolute.slice(prefix.length)
+}
+
+/** Validates and normalises a local workspace root: absolute, no trailing slash. */
+export function normalizeWorkspace(workspace: Workspace | undefined): Workspace {
+  if (workspace === undefined || workspace.mode === 'global') return { mode: 'global' }
+  if (!workspace.root.startsWith('/')) {
+    throw new MemoryError('INVALID_INPUT', `A local workspace root must be an absolute path, got "${workspace.root}"`)
+  }
+  return { mode: 'local', root: normalizePosixPath(workspace.root) }
+}
+
+const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443', 'ftp:': '21' }
+
+/**
+ * The canonical form of a URL: scheme and host lowercased, default port, fragment and
+ * credentials dropped, dot segments resolved; the query string is kept as given.
+ *
+ * @example
+ * canonicalUrl('HTTPS://Example.COM:443/a/./b#top') // → 'https://example.com/a/b'
+ */
+export function canonicalUrl(url: string): string {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch (cause) {
+    throw new MemoryError('INVALID_INPUT', `"${url}" is not an absolute URL`, { cause, details: { url } })
+  }
+  parsed.hash = ''
+  parsed.username = ''
+  parsed.password = ''
+  if (DEFAULT_PORTS[parsed.protocol] === parsed.port) parsed.port = ''
+  return parsed.toString()
+}
+
+/**
+ * The canonical key of a document given by path or URL. URLs pass through `redact` (a
+ * query string may carry a token); paths are identities and are kept as they are.
+ */
+export function canonicalKeyOf(ref: { path?: string | undefined; url?: string | undefined }, workspace: Workspace): CanonicalKey {
+  if (ref.url !== undefined) return { keyKind: 'url', canonicalKey: redact(canonicalUrl(ref.url)).text }
+  if (ref.path !== undefined) return { keyKind: 'path', canonicalKey: canonicalPath(ref.path, workspace) }
+  throw new MemoryError('INVALID_INPUT', 'A document needs a path or a url')
+}

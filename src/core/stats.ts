@@ -1,0 +1,50 @@
+import type { EngineContext } from './engine.ts'
+
+export interface Stats {
+  /** Exact row count of every table, by table name. */
+  counts: Record<string, number>
+  /** Size of the database on disk (pg_database_size). */
+  bytes: number
+  schemaVersion: number
+  /** Chunks still waiting for the indexer to embed them. */
+  unembeddedChunks: number
+  oldestEventAt: string | null
+  newestEventAt: string | null
+}
+
+export function createStats(ctx: EngineContext) {
+  return {
+    /**
+     * Row counts, size and schema version — cheap enough for a status bar.
+     *
+     * @example
+     * const { counts, bytes } = await memory.stats()
+     */
+    async stats(): Promise<Stats> {
+      const { rows } = await ctx.db.query<{
+        counts: Record<string, number>
+        bytes: number
+        schema_version: number
+        unembedded: number
+        oldest: string | null
+        newest: string | null
+      }>(
+        `SELECT (SELECT jsonb_object_agg(table_name, n) FROM engram_table_counts()) AS counts,
+                pg_database_size(current_database())::float8 AS bytes,
+                (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
+                (SELECT count(*)::int FROM chunks WHERE embedding IS NULL) AS unembedded,
+                (SELECT min(created_at) FROM events) AS oldest,
+                (SELECT max(created_at) FROM events) AS newest`,
+      )
+      const row = rows[0]
+      return {
+        counts: row?.counts ?? {},
+        bytes: row?.bytes ?? 0,
+        schemaVersion: row?.schema_version ?? 0,
+        unembeddedChunks: row?.unembedded ?? 0,
+        oldestEventAt: row?.oldest ? new Date(row.oldest).toISOString() : null,
+        newestEventAt: row?.newest ? new Date(row.newest).toISOString() : null,
+      }
+    },
+  }
+}

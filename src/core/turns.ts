@@ -1,0 +1,266 @@
+import { documentSight, type Observation, observeInTx, type PreparedSight, prepareSight } from './documents.ts'
+import type { EngineContext } from './engine.ts'
+import { type EventDraft, insertEvent, type PreparedEvent, prepareEvent, requireConversation, tag } from './events.ts'
+import { BUILTIN_RELATIONS, type EdgeWrite, insertEdges, relationName } from './graph.ts'
+import { type JsonObject, jsonObject, storableText, toStoredJson } from './json.ts'
+import { MAX_PROCEDURES_PER_TURN, MAX_TAGS } from './limits.ts'
+import { CHANNELS, identifier, SENSITIVITIES, turnScope } from './scope.ts'
+import { iso, timeInput, toDate } from './time.ts'
+import { parseInput, z } from './validate.ts'
+import { redactJson } from './redact.ts'
+
+const speech = z.union([
+  storableText,
+  z.object({ text: storableText, actorId: identifier.optional() }).strict(),
+])
+
+const procedure = z
+  .object({
+    /** The tool name; it becomes the relation of the procedure's edge. */
+    tool: relationName.refine(
+      (t) => !(BUILTIN_RELATIONS as readonly string[]).includes(t),
+      `must not be a builtin relation (${BUILTIN_RELATIONS.join(', ')})`,
+    ),
+    args: jsonObject.optional(),
+    /** The document the tool read or wrote, as it was after the call. */
+    document: z
+      .object({
+        path: z.string().optional(),
+        url: z.string().optional(),
+        content: z.string().optional(),
+        contentHash: z.string().optional(),
+        effect: z.enum(['read', 'write']),
+      })
+      .strict()
+      .optional(),
+    /** The tool's output for a procedure without a document; stored as a tool_result event. */
+    output: storableText.optional(),
+  })
+  .strict()
+  .refine((p) => !(p.document && p.output !== undefined), {
+    message: 'a procedure with a document keeps its content in the document; drop output',
+  })
+
+const turnInput = z
+  .object({
+    conversationId: identifier,
+    scope: turnScope.default({ tenantId: 'default' }),
+    channel: z.enum(CHANNELS).default('private'),
+    sensitivity: z.enum(SENSITIVITIES).default('none'),
+    tags: z.array(tag).max(MAX_TAGS).default([]),
+    user: speech,
+    agent: speech,
+    procedures: z.array(procedure).max(MAX_PROCEDURES_PER_TURN).default([]),
+    createdAt: timeInput.optional(),
+  })
+  .strict()
+
+/**
+ * One exchange: the user's text, the agent's reply, and the tool calls the agent made.
+ * A procedure with a `document` points at the version it read or produced; one without
+ * is stored as a tool_call event (and a tool_result event when `output` is given).
+ */
+export type RecordTurnInput = z.input<typeof turnInput>
+
+export interface ProcedureRecord {
+  tool: string
+  /** The edge from the reply to the version or tool call. */
+  edgeId: string
+  documentId?: string
+  versionId?: string
+  version?: number
+  /** Whether this procedure created the version it points at. */
+  versionCreated?: boolean
+  provenance?: Observation['provenance']
+  canonicalKey?: string
+  toolCallEventId?: string
+  toolResultEventId?: string
+}
+
+export interface TurnRecord {
+  turnIndex: number
+  userEventId: string
+  agentEventId: string
+  /** tool_call and tool_result events of procedures without a document. */
+  toolEventIds: string[]
+  /** Every edge written: MESSAGE, one per procedure, RESULT, VERSION_OF of new versions. */
+  edgeIds: string[]
+  /** Versions this turn created (a procedure may also point at an existing one). */
+  versionIds: string[]
+  /** Documents this turn created. */
+  documentIds: string[]
+  chunkIds: string[]
+  procedures: ProcedureRecord[]
+  createdAt: string
+}
+
+type PreparedProcedure =
+  | { tool: string; args: JsonObject; kind: 'document'; effect: 'read' | 'write'; sight: PreparedSight }
+  | { tool: string; args: JsonObject; kind: 'call'; call: PreparedEvent; result: PreparedEvent | undefined }
+
+/** `recordTurn`: a whole turn in one transaction. */
+export function createTurns(ctx: EngineContext) {
+  return {
+    /**
+     * Records a whole turn atomically: the user message, the agent reply, a MESSAGE edge
+     * between them, and one edge per procedure (relation = tool name, properties =
+     * arguments) from the reply to the document version read or written — observing the
+     * document in the same transaction — or to a tool_call event. The turn index is the
+     * number of turns the conversation already has. If anything fails, nothing is stored.
+     *
+     * @example
+     * await memory.recordTurn({
+     *   conversationId: 'c1',
+     *   user: 'what is this project for?',
+     *   agent: 'A CLI that converts invoices.',
+     *   procedures: [{ tool: 'read_file', args: { path: 'README.md' },
+     *                  document: { path: 'README.md', content: readme, effect: 'read' } }],
+     * })
+     */
+    async recordTurn(input: RecordTurnInput): Promise<TurnRecord> {
+      requireConversation(input, 'top')
+      const i = parseInput(turnInput, input, 'turn')
+      const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
+      const scope = { ...i.scope, conversationId: i.conversationId }
+      const speaker = (s: z.output<typeof speech>, fallback: string) =>
+        typeof s === 'string' ? { text: s, actorId: fallback } : { text: s.text, actorId: s.actorId ?? fallback }
+      const user = speaker(i.user, scope.userId ?? 'user')
+      const agent = speaker(i.agent, scope.agentId ?? 'agent')
+      const common: Omit<EventDraft, 'kind' | 'actor' | 'content'> = {
+        scope,
+        channel: i.channel,
+        sensitivity: i.sensitivity,
+        tags: i.tags,
+        refs: [],
+        createdAt,
+      }
+      const userEvent = await prepareEvent({
+        ...common,
+        kind: 'message',
+        actor: { type: 'human', id: user.actorId },
+        content: { text: user.text },
+      })
+      const agentEvent = await prepareEvent({
+        ...common,
+        kind: 'message',
+        actor: { type: 'agent', id: agent.actorId },
+        content: { text: agent.text },
+      })
+
+      const procedures: PreparedProcedure[] = []
+      for (const [n, p] of i.procedures.entries()) {
+        const args = redactJson(toStoredJson(p.args ?? {})).value
+        if (p.document) {
+          const { effect, ...ref } = p.document
+          const sight = parseInput(documentSight, ref, `procedure ${n} document`)
+          procedures.push({ tool: p.tool, args, kind: 'document', effect, sight: await prepareSight(sight, ctx.workspace) })
+          continue
+        }
+        const call = await prepareEvent({
+          ...common,
+          kind: 'tool_call',
+          actor: { type: 'agent', id: agent.actorId },
+          content: { tool: p.tool, args },
+        })
+        const result =
+          p.output === undefined
+            ? undefined
+            : await prepareEvent({
+                ...common,
+                kind: 'tool_result',
+                actor: { type: 'tool', id: p.tool },
+                content: { tool: p.tool, output: p.output },
+                refs: [call.id],
+              })
+        procedures.push({ tool: p.tool, args, kind: 'call', call, result })
+      }
+
+      return ctx.db.transaction(async (tx) => {
+        const turnIndex = (await insertEvent(tx, userEvent, { turnOf: true })) as number
+        await insertEvent(tx, agentEvent, { turnIndex })
+        const edgeBase = {
+          tenantId: scope.tenantId,
+          conversationId: scope.conversationId,
+          runId: scope.runId,
+          turnIndex,
+          createdAt,
+        }
+        const edges: EdgeWrite[] = [{ ...edgeBase, src: userEvent.id, rel: 'MESSAGE', dst: agentEvent.id }]
+        const records: (Omit<ProcedureRecord, 'edgeId'> & { edgeIndex: number })[] = []
+        const toolEventIds: string[] = []
+        const versionIds: string[] = []
+        const documentIds: string[] = []
+        const chunkIds = [...userEvent.chunks, ...agentEvent.chunks].map((c) => c.id)
+        const versionOfEdges: string[] = []
+
+        for (const p of procedures) {
+          if (p.kind === 'document') {
+            const seen = await observeInTx(tx, {
+              ...p.sight,
+              tenantId: scope.tenantId,
+              mode: ctx.workspace.mode,
+              cause: p.effect === 'write' ? 'agent_write' : 'read',
+              conversationId: scope.conversationId,
+              eventId: agentEvent.id,
+              createdAt,
+            })
+            if (seen.created) versionIds.push(seen.versionId)
+            if (seen.documentCreated) documentIds.push(seen.documentId)
+            if (seen.versionOfEdgeId) versionOfEdges.push(seen.versionOfEdgeId)
+            const edgeIndex = edges.length
+            edges.push({
+              ...edgeBase,
+              src: agentEvent.id,
+              rel: p.tool,
+              dst: seen.versionId,
+              props: { args: p.args, effect: p.effect },
+            })
+            records.push({
+              edgeIndex,
+              tool: p.tool,
+              documentId: seen.documentId,
+              versionId: seen.versionId,
+              version: seen.version,
+              versionCreated: seen.created,
+              provenance: seen.provenance,
+              canonicalKey: seen.canonicalKey,
+            })
+            continue
+          }
+          await insertEvent(tx, p.call, { turnIndex })
+          toolEventIds.push(p.call.id)
+          chunkIds.push(...p.call.chunks.map((c) => c.id))
+          const edgeIndex = edges.length
+          edges.push({ ...edgeBase, src: agentEvent.id, rel: p.tool, dst: p.call.id, props: { args: p.args } })
+          if (p.result) {
+            await insertEvent(tx, p.result, { turnIndex })
+            toolEventIds.push(p.result.id)
+            chunkIds.push(...p.result.chunks.map((c) => c.id))
+            edges.push({ ...edgeBase, src: p.call.id, rel: 'RESULT', dst: p.result.id })
+          }
+          records.push({
+            edgeIndex,
+            tool: p.tool,
+            toolCallEventId: p.call.id,
+            ...(p.result ? { toolResultEventId: p.result.id } : {}),
+          })
+        }
+
+        const edgeIds = await insertEdges(tx, edges)
+        return {
+          turnIndex,
+          userEventId: userEvent.id,
+          agentEventId: agentEvent.id,
+          toolEventIds,
+          edgeIds: [...edgeIds, ...versionOfEdges],
+          versionIds,
+          documentIds,
+          chunkIds,
+          procedures: records.map(({ edgeIndex, ...r }) => ({ ...r, edgeId: edgeIds[edgeIndex] as string })),
+          createdAt: iso(createdAt),
+        }
+      })
+    },
+  }
+}
+

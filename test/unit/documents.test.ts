@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest'
+import { DAY, testClock } from '../support/clock.ts'
+import { openTestEngine } from '../support/engine.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+describe('observeDocument', () => {
+  it('adds a version only when the content changes, with the right provenance', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now, workspace: { mode: 'local', root: '/repo' } })
+
+    const first = await memory.observeDocument({ path: 'src/auth.ts', content: 'v1', conversationId: 'c1' })
+    expect(first).toMatchObject({ version: 1, created: true, documentCreated: true, provenance: 'initial' })
+    expect(first.canonicalKey).toBe('src/auth.ts')
+    expect(first.documentId).toMatch(/^doc_/)
+    expect(first.versionId).toMatch(/^ver_/)
+
+    clock.advance(1000)
+    const same = await memory.observeDocument({ path: '/repo/src/../src/auth.ts', content: 'v1', conversationId: 'c2' })
+    expect(same).toMatchObject({ versionId: first.versionId, version: 1, created: false, provenance: 'initial' })
+
+    clock.advance(1000)
+    const written = await memory.observeDocument({
+      path: 'src/auth.ts',
+      content: 'v2',
+      conversationId: 'c2',
+      cause: 'agent_write',
+    })
+    expect(written).toMatchObject({ version: 2, created: true, documentCreated: false, provenance: 'agent' })
+
+    clock.advance(1000)
+    const external = await memory.observeDocument({ path: 'src/auth.ts', content: 'v3', conversationId: 'c3' })
+    expect(external).toMatchObject({ version: 3, created: true, provenance: 'external' })
+
+    const { document, versions } = await memory.documents.history('src/auth.ts')
+    expect(document).toMatchObject({ id: first.documentId, canonicalKey: 'src/auth.ts', keyKind: 'path', mode: 'local' })
+    expect(versions.map((v) => [v.version, v.provenance, v.conversationId])).toEqual([
+      [1, 'initial', 'c1'],
+      [2, 'agent', 'c2'],
+      [3, 'external', 'c3'],
+    ])
+    expect(versions.map((v) => v.createdAt)).toEqual([
+      '2025-02-09T10:00:00.000Z',
+      '2025-02-09T10:00:02.000Z',
+      '2025-02-09T10:00:03.000Z',
+    ])
+    // VERSION_OF ties each version to its document.
+    const versionOf = await memory.graph.in(first.documentId, 'VERSION_OF')
+    expect(versionOf.map((e) => e.src)).toEqual(versions.map((v) => v.id))
+    expect((await memory.documents.version(written.versionId)).content).toBe('v2')
+    expect((await memory.stats()).counts).toMatchObject({ documents: 1, doc_versions: 3 })
+  })
+
+  it('matches by hash: content and contentHash observations are the same version', async () => {
+    await using memory = await openTestMemory()
+    const a = await memory.observeDocument({ path: '/etc/hosts', content: 'hello', conversationId: 'c1' })
+    const b = await memory.observeDocument({
+      path: '/etc/hosts',
+      contentHash: '2CF24DBA5FB0A30E26E83B2AC5B9E29E1B161E5C1FA7425E73043362938B9824',
+      conversationId: 'c2',
+    })
+    expect(b).toMatchObject({ versionId: a.versionId, created: false, contentHash: a.contentHash })
+    const c = await memory.observeDocument({ path: '/etc/hosts', contentHash: 'f'.repeat(64), conversationId: 'c2' })
+    expect(c).toMatchObject({ version: 2, provenance: 'external' })
+    expect((await memory.documents.version(c.versionId)).content).toBeNull()
+    await expect(
+      memory.observeDocument({ path: '/etc/hosts', content: 'x', contentHash: 'f'.repeat(64), conversationId: 'c' }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+  it('staleness counts the versions between a past one and the latest; volatility and familiarity follow the history', async () => {
+    const clock = testClock('2025-03-01T00:00:00.000Z')
+    await using memory = await openTestMemory({ now: clock.now })
+    const path = '/home/u/project/notes.md'
+    const seen: string[] = []
+    for (let n = 1; n <= 5; n++) {
+      const r = await memory.observeDocument({ path, content: `rev ${n}`, conversationId: `c${(n % 3) + 1}` })
+      seen.push(r.versionId)
+      clock.advance(DAY)
+    }
+    // Conversation c9 touches v2 through a turn (an edge), without creating a version.
+    await memory.recordTurn({
+      conversationId: 'c9',
+      user: 'what did the notes say?',
+      agent: 'rev 5',
+      procedures: [{ tool: 'read', args: {}, document: { path, content: 'rev 5', effect: 'read' } }],
+    })
+
+    const s = await memory.documents.signals(path)
+    expect(s.versionCount).toBe(5)
+    expect(s.latest).toMatchObject({ versionId: seen[4], version: 5, createdAt: '2025-03-05T00:00:00.000Z' })
+    expect(s.staleness).toEqual({
+      [seen[0] as string]: 4,
+      [seen[1] as string]: 3,
+      [seen[2] as string]: 2,
+      [seen[3] as string]: 1,
+      [seen[4] as string]: 0,
+    })
+    expect(s.volatility).toBe(1) // 4 changes over 4 days
+    expect(s.familiarity).toBe(4) // c1, c2, c3 created versions; c9 read one
+    expect(s.externalChanges).toBe(4)
+    expect(s.agentChanges).toBe(0)
+
+    expect(await memory.documents.stalenessOf(seen[1] as string)).toEqual({
+      versionId: seen[1],
+      documentId: s.documentId,
+      version: 2,
+      latestVersionId: seen[4],
+      latestVersion: 5,
+      staleness: 3,
+    })
+
+    // As of the third day, v3 was the latest.
+    const then = await memory.documents.signals(path, { asOf: '2025-03-03T12:00:00Z' })
+    expect(then.versionCount).toBe(3)
+    expect(then.staleness).toEqual({ [seen[0] as string]: 2, [seen[1] as string]: 1, [seen[2] as string]: 0 })
+    expect(then.familiarity).toBe(3)
+    expect((await memory.documents.stalenessOf(seen[1] as string, { asOf: '2025-03-03T12:00:00Z' })).staleness).toBe(1)
+    await expect(memory.documents.stalenessOf(seen[4] as string, { asOf: '2025-03-03T12:00:00Z' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    })
+    expect((await memory.documents.history(path, { asOf: '2025-03-02T00:00:00Z' })).versions).toHaveLength(2)
+  })
+
+  it('local mode: the same relative path from a project opened at two roots is one document', async () => {
+    await using t = await openTestEngine({ workspace: { mode: 'local', root: '/home/ann/invoicer' } })
+    const { createEngine } = await import('../../src/core/engine.ts')
+    const moved = await createEngine({ db: t.db, workspace: { mode: 'local', root: '/mnt/backup/invoicer/' } })
+
+    const a = await t.engine.observeDocument({ path: '/home/ann/invoicer/src/main.ts', content: 'one', conversationId: 'c1' })
+    const b = await moved.observeDocument({ path: 'src/main.ts', content: 'one', conversationId: 'c2' })
+    const c = await moved.observeDocument({ path: '/mnt/backup/invoicer/src/main.ts', content: 'two', conversationId: 'c2' })
+    expect(b).toMatchObject({ documentId: a.documentId, versionId: a.versionId, created: false })
+    expect(c).toMatchObject({ documentId: a.documentId, version: 2, canonicalKey: 'src/main.ts' })
+    expect((await moved.documents.get('src/main.ts')).id).toBe(a.documentId)
+    expect((await t.engine.documents.get('/home/ann/invoicer/src/main.ts')).id).toBe(a.documentId)
+
+    await expect(
+      moved.observeDocument({ path: '/home/ann/invoicer/src/main.ts', content: 'x', conversationId: 'c3' }),
+    ).rejects.toMatchObject({ code: 'PATH_OUTSIDE_ROOT' })
+    await expect(moved.observeDocument({ path: '../../etc/passwd', content: 'x', conversationId: 'c3' })).rejects.toMatchObject({
+      code: 'PATH_OUTSIDE_ROOT',
+    })
+  })
+
+  it('global mode: the same absolute path across conversations is one document; URLs are normalised', async () => {
+    await using memory = await openTestMemory()
+    const a = await memory.observeDocument({ path: '/home/u/a/src/auth.py', content: 'x', conversationId: 'c1' })
+    const b = await memory.observeDocument({ path: '/home/u/a/./src//auth.py', content: 'x', conversationId: 'c2' })
+    const other = await memory.observeDocument({ path: '/home/u/b/src/auth.py', content: 'x', conversationId: 'c2' })
+    expect(b.documentId).toBe(a.documentId)
+    expect(other.documentId).not.toBe(a.documentId)
+    await expect(memory.observeDocument({ path: 'src/auth.py', content: 'x', conversationId: 'c1' })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    })
+
+    const u1 = await memory.observeDocument({ url: 'HTTPS://Docs.Example.com:443/guide#intro', content: 'g', conversationId: 'c1' })
+    const u2 = await memory.observeDocument({ url: 'https://docs.example.com/guide', content: 'g', conversationId: 'c2' })
+    expect(u1).toMatchObject({ canonicalKey: 'https://docs.example.com/guide', keyKind: 'url' })
+    expect(u2.documentId).toBe(u1.documentId)
+    expect((await memory.documents.get('https://docs.example.com/guide#other')).id).toBe(u1.documentId)
+    expect((await memory.documents.get({ documentId: a.documentId })).canonicalKey).toBe('/home/u/a/src/auth.py')
+    expect((await memory.stats()).counts.documents).toBe(3)
+  })
+})

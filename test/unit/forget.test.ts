@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest'
+import { toMemoryError, withMemoryErrors } from '../../src/core/db-errors.ts'
+import { MemoryError } from '../../src/core/errors.ts'
+import { testClock } from '../support/clock.ts'
+import { openTestEngine } from '../support/engine.ts'
+
+async function seeded() {
+  const clock = testClock('2025-05-01T08:00:00.000Z')
+  const t = await openTestEngine({ now: clock.now, workspace: { mode: 'local', root: '/repo' } })
+  const m = t.engine
+  const big = 'line of build output\n'.repeat(5000)
+  const a = await m.recordTurn({
+    conversationId: 'c1',
+    scope: { userId: 'ann' },
+    user: 'build it',
+    agent: 'Built; README updated.',
+    procedures: [
+      { tool: 'build', args: {}, output: big },
+      { tool: 'write_file', args: {}, document: { path: 'README.md', content: 'secret plan', effect: 'write' } },
+    ],
+  })
+  clock.advance(1000)
+  const b = await m.recordTurn({
+    conversationId: 'c2',
+    scope: { userId: 'bob' },
+    user: 'read the readme',
+    agent: 'It holds a plan.',
+    procedures: [{ tool: 'read_file', args: {}, document: { path: 'README.md', content: 'secret plan', effect: 'read' } }],
+  })
+  clock.advance(1000)
+  return { t, m, a, b, clock }
+}
+
+describe('append-only store', () => {
+  it('the database refuses UPDATE and DELETE of events and versions', async () => {
+    const { t, a } = await seeded()
+    await using _ = t
+    await expect(t.db.query(`UPDATE events SET content = '{}' WHERE id = $1`, [a.userEventId])).rejects.toMatchObject({
+      code: 'EG001',
+    })
+    await expect(t.db.query(`DELETE FROM events`)).rejects.toThrow(/append-only/)
+    await expect(t.db.query(`UPDATE doc_versions SET content = 'x'`)).rejects.toThrow(/append-only/)
+    await expect(t.db.query(`UPDATE edges SET props = '{}'`)).rejects.toThrow(/append-only/)
+    await expect(t.db.query(`DELETE FROM edges`)).rejects.toThrow(/append-only/)
+    await t.engine.forget({ conversationId: 'nothing-here' })
+    await expect(t.db.query(`DELETE FROM forget_log`)).rejects.toThrow(/append-only/)
+    expect((await t.engine.events.get(a.userEventId)).content).toEqual({ text: 'build it' })
+  })
+
+  it('a refused write that passes through the engine is APPEND_ONLY', async () => {
+    const { t, a } = await seeded()
+    await using _ = t
+    const raw = await t.db.query(`UPDATE events SET tags = '{x}' WHERE id = $1`, [a.userEventId]).catch((e: unknown) => e)
+    const mapped = toMemoryError(raw)
+    expect(mapped).toBeInstanceOf(MemoryError)
+    expect(mapped).toMatchObject({ code: 'APPEND_ONLY', details: { sqlstate: 'EG001' }, cause: raw })
+
+    const api = withMemoryErrors({
+      nested: { rewrite: () => t.db.query(`DELETE FROM events WHERE id = $1`, [a.userEventId]) },
+    })
+    await expect(api.nested.rewrite()).rejects.toMatchObject({ name: 'MemoryError', code: 'APPEND_ONLY' })
+  })
+})
+
+describe('forget', () => {
+  it('forgetting a conversation deletes its content and leaves a content-free audit row', async () => {
+    const { t, m, a, b } = await seeded()
+    await using _ = t
+    const before = (await m.stats()).counts
+    expect(before).toMatchObject({ events: 6, artifacts: 1, documents: 1, doc_versions: 1, forget_log: 0 })
+
+    const r = await m.forget({ conversationId: 'c1' })
+    expect(r.forgetId).toMatch(/^fgt_/)
+    expect(r.counts).toEqual({
+      events: 4,
+      chunks: a.chunkIds.length,
+      artifacts: 1,
+      edges: 4, // MESSAGE, build, RESULT, write_file; VERSION_OF is structural and stays
+      versionsCleared: 1,
+      versionsDeleted: 0,
+      documentsDeleted: 0,
+    })
+    const after = (await m.stats()).counts
+    expect(after).toMatchObject({ events: 2, chunks: b.chunkIds.length, artifacts: 0, documents: 1, doc_versions: 1, forget_log: 1 })
+    expect(await m.events.list({ conversationId: 'c1' })).toEqual([])
+    await expect(m.events.get(a.userEventId)).rejects.toMatchObject({ code: 'NOT_FOUND' })
+
+    // The version stays (c2 still points at it) but its content and link to c1 are gone.
+    const version = await m.documents.version(a.versionIds[0] as string)
+    expect(version).toMatchObject({ content: null, conversationId: null, eventId: null, version: 1 })
+    expect((await m.graph.in(version.id)).map((e) => e.src)).toEqual([b.agentEventId])
+
+    const { rows } = await t.db.query<{ target: unknown; counts: unknown; reason: unknown }>(
+      'SELECT target, counts, reason FROM forget_log',
+    )
+    expect(rows).toEqual([{ target: { conversationId: 'c1', tenantId: 'default' }, counts: r.counts, reason: null }])
+    const { rows: leftovers } = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (
+         SELECT content::text AS t FROM events UNION ALL SELECT text FROM chunks
+         UNION ALL SELECT coalesce(content, '') FROM doc_versions UNION ALL SELECT target::text FROM forget_log
+       ) x WHERE t LIKE '%build%' OR t LIKE '%secret plan%'`,
+    )
+    expect(leftovers[0]?.n).toBe(0)
+  })
+
+  it('forgetting one event removes it, its chunks and the edges touching it', async () => {
+    const { t, m, a } = await seeded()
+    await using _ = t
+    const r = await m.forget({ eventId: a.toolEventIds[1] as string, reason: 'too long' })
+    // The 64 KB excerpt of the build output was cut into 19 chunks of ≤ 1000 estimated tokens.
+    expect(r.counts).toMatchObject({ events: 1, chunks: 19, artifacts: 1, edges: 1 })
+    expect(await m.graph.out(a.toolEventIds[0] as string, 'RESULT')).toEqual([])
+    await expect(m.forget({ eventId: a.toolEventIds[1] as string })).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    expect((await m.stats()).counts.forget_log).toBe(1)
+  })
+
+  it('forgetting a user scope leaves other users alone; a whole tenant takes its documents too', async () => {
+    const { t, m, b } = await seeded()
+    await using _ = t
+    const r = await m.forget({ scope: { tenantId: 'default', userId: 'ann' } })
+    expect(r.counts).toMatchObject({ events: 4, versionsCleared: 1, documentsDeleted: 0 })
+    expect((await m.events.list({ conversationId: 'c2' })).map((e) => e.id)).toEqual([b.userEventId, b.agentEventId])
+
+    const all = await m.forget({ scope: { tenantId: 'default' } })
+    expect(all.counts).toMatchObject({ events: 2, versionsDeleted: 1, documentsDeleted: 1 })
+    const counts = (await m.stats()).counts
+    expect(counts).toMatchObject({ events: 0, chunks: 0, edges: 0, documents: 0, doc_versions: 0, forget_log: 2 })
+  })
+
+  it('the forgetting switch does not outlive forget', async () => {
+    const { t, m, a } = await seeded()
+    await using _ = t
+    await m.forget({ conversationId: 'c2' })
+    await expect(t.db.query(`DELETE FROM events WHERE id = $1`, [a.userEventId])).rejects.toThrow(/append-only/)
+  })
+})

@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest'
+import { testClock } from '../support/clock.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+async function twoConversationsSharingAFile() {
+  const clock = testClock('2025-04-01T09:00:00.000Z')
+  const memory = await openTestMemory({ now: clock.now, workspace: { mode: 'local', root: '/repo' } })
+  const t1 = await memory.recordTurn({
+    conversationId: 'c1',
+    user: 'how does login work?',
+    agent: 'It checks a bcrypt hash.',
+    procedures: [{ tool: 'read_file', args: { path: 'src/auth.ts' }, document: { path: 'src/auth.ts', content: 'v1', effect: 'read' } }],
+  })
+  clock.advance(60_000)
+  const t2 = await memory.recordTurn({
+    conversationId: 'c2',
+    user: 'switch login to argon2',
+    agent: 'Done.',
+    procedures: [
+      { tool: 'read_file', args: { path: 'src/auth.ts' }, document: { path: 'src/auth.ts', content: 'v1', effect: 'read' } },
+      { tool: 'edit_file', args: { path: 'src/auth.ts' }, document: { path: 'src/auth.ts', content: 'v2', effect: 'write' } },
+    ],
+  })
+  clock.advance(60_000)
+  return { memory, clock, t1, t2 }
+}
+
+describe('graph', () => {
+  it('out and in list edges by relation, oldest first', async () => {
+    const { memory, t1, t2 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const v1 = t1.procedures[0]?.versionId as string
+    const v2 = t2.procedures[1]?.versionId as string
+    expect(t2.procedures[0]?.versionId).toBe(v1)
+    expect(t2.procedures[1]).toMatchObject({ provenance: 'agent', version: 2, versionCreated: true })
+
+    const intoV1 = await memory.graph.in(v1)
+    expect(intoV1.map((e) => [e.rel, e.src, e.conversationId])).toEqual([
+      ['read_file', t1.agentEventId, 'c1'],
+      ['read_file', t2.agentEventId, 'c2'],
+    ])
+    expect((await memory.graph.in(v2, 'edit_file')).map((e) => e.src)).toEqual([t2.agentEventId])
+    expect(await memory.graph.in(v2, 'read_file')).toEqual([])
+    expect(await memory.graph.out(t2.agentEventId, { rel: 'nonexistent' })).toEqual([])
+  })
+
+  it('walk follows edges both ways without looping and reports each node at its shortest depth', async () => {
+    const { memory, t1, t2 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const v1 = t1.procedures[0]?.versionId as string
+    const v2 = t2.procedures[1]?.versionId as string
+    const doc = t1.procedures[0]?.documentId as string
+
+    const w = await memory.graph.walk(t1.userEventId, { depth: 4 })
+    const depthOf = Object.fromEntries(w.nodes.map((n) => [n.id, n.depth]))
+    expect(depthOf).toEqual({
+      [t1.userEventId]: 0,
+      [t1.agentEventId]: 1,
+      [v1]: 2,
+      [doc]: 3,
+      [t2.agentEventId]: 3,
+      [v2]: 4,
+      [t2.userEventId]: 4,
+    })
+    expect(w.nodes.find((n) => n.id === doc)?.kind).toBe('document')
+    expect(w.nodes.find((n) => n.id === v1)?.kind).toBe('version')
+    expect(w.truncated).toBe(false)
+    // Every edge between kept nodes that the walk crossed: MESSAGE×2, read_file×2, edit_file, VERSION_OF×2.
+    expect(w.edges.map((e) => e.rel).sort()).toEqual([
+      'MESSAGE',
+      'MESSAGE',
+      'VERSION_OF',
+      'VERSION_OF',
+      'edit_file',
+      'read_file',
+      'read_file',
+    ])
+
+    const onlyMessages = await memory.graph.walk(t1.userEventId, { depth: 5, rels: ['MESSAGE'] })
+    expect(onlyMessages.nodes.map((n) => n.id)).toEqual([t1.userEventId, t1.agentEventId])
+
+    const limited = await memory.graph.walk(t1.userEventId, { depth: 4, limit: 3 })
+    expect(limited.nodes.map((n) => n.depth)).toEqual([0, 1, 2])
+    expect(limited.truncated).toBe(true)
+  })
+
+  it('asOf hides later rows and shows tombstoned edges before their tombstone', async () => {
+    const { memory, clock, t1, t2 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const v1 = t1.procedures[0]?.versionId as string
+    const firstEdge = t1.procedures[0]?.edgeId as string
+
+    expect((await memory.graph.in(v1, { asOf: '2025-04-01T09:00:30Z' })).map((e) => e.src)).toEqual([t1.agentEventId])
+    const before = await memory.graph.walk(t1.userEventId, { depth: 4, asOf: '2025-04-01T09:00:30Z' })
+    expect(before.nodes).toHaveLength(4) // user, reply, v1, document
+
+    clock.advance(60_000)
+    const tomb = await memory.graph.tombstone(firstEdge)
+    expect(tomb.tombstonedAt).toBe('2025-04-01T09:03:00.000Z')
+    await expect(memory.graph.tombstone(firstEdge)).rejects.toMatchObject({ code: 'CONFLICT' })
+
+    expect((await memory.graph.in(v1)).map((e) => e.src)).toEqual([t2.agentEventId])
+    expect((await memory.graph.in(v1, { asOf: '2025-04-01T09:02:30Z' })).map((e) => e.src)).toEqual([
+      t1.agentEventId,
+      t2.agentEventId,
+    ])
+    const conv = await memory.graph.conversation('c1', { asOf: '2025-04-01T09:02:30Z' })
+    // Ordered by time, then id: a version's VERSION_OF edge is written before the turn's own edges.
+    expect(conv.edges.map((e) => e.rel)).toEqual(['VERSION_OF', 'MESSAGE', 'read_file'])
+    // After the tombstone the read is gone; the version c1 created still belongs to its subgraph.
+    expect((await memory.graph.conversation('c1')).edges.map((e) => e.rel)).toEqual(['VERSION_OF', 'MESSAGE'])
+  })
+
+  it('conversation returns the subgraph of one conversation with the versions and documents it touched', async () => {
+    const { memory, t2 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const g = await memory.graph.conversation('c2')
+    expect(g.events.map((e) => e.id)).toEqual([t2.userEventId, t2.agentEventId])
+    expect(g.edges.map((e) => e.rel)).toEqual(['VERSION_OF', 'VERSION_OF', 'MESSAGE', 'read_file', 'edit_file'])
+    expect(g.edges[0]?.createdAt).toBe('2025-04-01T09:00:00.000Z') // v1's, from c1's turn
+    expect(g.versions.map((v) => [v.version, v.provenance])).toEqual([
+      [1, 'initial'],
+      [2, 'agent'],
+    ])
+    expect(g.documents.map((d) => d.canonicalKey)).toEqual(['src/auth.ts'])
+    expect(await memory.graph.conversation('nobody')).toMatchObject({ events: [], edges: [], versions: [], documents: [] })
+  })
+
+  it('walk crosses edges written by the entity graph, to ids that are no rows', async () => {
+    const { memory, t1 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    await memory.graph.defineRelation('SUPPORTED_BY', 'an answer → the ticket that backs it')
+    await memory.graph.putEdge(t1.agentEventId, 'SUPPORTED_BY', 'ext:ticket-42', { w: 1 })
+    const [edge] = await memory.graph.out(t1.agentEventId, 'SUPPORTED_BY')
+    expect(edge).toMatchObject({ rel: 'SUPPORTED_BY', dst: 'ext:ticket-42', props: { w: 1 }, tenantId: 'default' })
+    const w = await memory.graph.walk('ext:ticket-42', { depth: 1 })
+    expect(w.nodes).toEqual([
+      { id: 'ext:ticket-42', kind: null, depth: 0 },
+      { id: t1.agentEventId, kind: 'event', depth: 1 },
+    ])
+  })
+
+  it('diffSince lists what was created after a time', async () => {
+    const { memory, clock, t2 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const d = await memory.diffSince('2025-04-01T09:00:30Z')
+    expect(d.events.map((e) => e.id)).toEqual([t2.userEventId, t2.agentEventId])
+    expect(d.versions.map((v) => v.version)).toEqual([2])
+    expect(d.documents).toEqual([])
+    expect(d.edges.map((e) => e.rel).sort()).toEqual(['MESSAGE', 'VERSION_OF', 'edit_file', 'read_file'])
+    expect(d.until).toBe('2025-04-01T09:02:00.000Z')
+
+    clock.advance(1000)
+    await memory.forget({ conversationId: 'c1', reason: 'user asked' })
+    const later = await memory.diffSince('2025-04-01T09:02:00Z')
+    expect(later.events).toEqual([])
+    expect(later.forgets).toHaveLength(1)
+    expect(later.forgets[0]).toMatchObject({ target: { conversationId: 'c1', tenantId: 'default' }, reason: 'user asked' })
+  })
+})

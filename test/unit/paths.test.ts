@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest'
+import { MemoryError } from '../../src/core/errors.ts'
+import {
+  canonicalKeyOf,
+  canonicalPath,
+  canonicalUrl,
+  normalizePosixPath,
+  normalizeWorkspace,
+} from '../../src/core/paths.ts'
+
+const local = { mode: 'local', root: '/work/app' } as const
+const global = { mode: 'global' } as const
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn()
+  } catch (error) {
+    return MemoryError.is(error) ? error.code : 'not a MemoryError'
+  }
+  return undefined
+}
+
+describe('normalizePosixPath', () => {
+  it.each([
+    ['/a/b/c', '/a/b/c'],
+    ['/a/./b/../c/', '/a/c'],
+    ['//a///b//', '/a/b'],
+    ['/..', '/'],
+    ['/../../a', '/a'],
+    ['/', '/'],
+    ['a/b/../c', 'a/c'],
+    ['a/../../b', '../b'],
+    ['../../x/./y', '../../x/y'],
+    ['./', '.'],
+    ['a/..', '.'],
+    ['.', '.'],
+    ['a/b/../../..', '..'],
+    ['src/.hidden/../file.ts', 'src/file.ts'],
+    ['a/.../b', 'a/.../b'],
+    ['a\\b/../c', 'c'],
+  ])('%s → %s', (input, expected) => {
+    expect(normalizePosixPath(input)).toBe(expected)
+  })
+})
+
+describe('canonicalPath in local mode', () => {
+  it.each([
+    ['README.md', 'README.md'],
+    ['./src/../README.md', 'README.md'],
+    ['src//auth.ts', 'src/auth.ts'],
+    ['/work/app/src/auth.ts', 'src/auth.ts'],
+    ['/work/app/./src/../src/auth.ts', 'src/auth.ts'],
+    ['/work/app', '.'],
+    ['/work/app/', '.'],
+    ['.', '.'],
+    ['src/..', '.'],
+    ['lib/../lib/x.js', 'lib/x.js'],
+  ])('%s → %s', (input, expected) => {
+    expect(canonicalPath(input, local)).toBe(expected)
+  })
+
+  it.each([
+    '../secrets.txt',
+    'src/../../other/file',
+    '/etc/passwd',
+    '/work/application/file',
+    '/work/app/../app2/x',
+    '/work',
+  ])('%s escapes the root → PATH_OUTSIDE_ROOT', (input) => {
+    expect(codeOf(() => canonicalPath(input, local))).toBe('PATH_OUTSIDE_ROOT')
+  })
+
+  it('a root of / contains every absolute path', () => {
+    expect(canonicalPath('/etc/hosts', { mode: 'local', root: '/' })).toBe('etc/hosts')
+    expect(canonicalPath('../x', { mode: 'local', root: '/' })).toBe('x')
+  })
+
+  it('an empty path is INVALID_INPUT', () => {
+    expect(codeOf(() => canonicalPath('', local))).toBe('INVALID_INPUT')
+  })
+})
+
+describe('canonicalPath in global mode', () => {
+  it.each([
+    ['/home/u/p/src/auth.py', '/home/u/p/src/auth.py'],
+    ['/home/u/p/./src/../src/auth.py', '/home/u/p/src/auth.py'],
+    ['/home//u/', '/home/u'],
+  ])('%s → %s', (input, expected) => {
+    expect(canonicalPath(input, global)).toBe(expected)
+  })
+
+  it.each(['src/auth.py', './a', '~/notes.md'])('relative %s → INVALID_INPUT', (input) => {
+    expect(codeOf(() => canonicalPath(input, global))).toBe('INVALID_INPUT')
+  })
+})
+
+describe('canonicalUrl', () => {
+  it.each([
+    ['HTTPS://Example.COM:443/a/./b#top', 'https://example.com/a/b'],
+    ['http://example.com:80/', 'http://example.com/'],
+    ['http://example.com:8080/x', 'http://example.com:8080/x'],
+    ['https://example.com/Path?b=2&a=1#frag', 'https://example.com/Path?b=2&a=1'],
+    ['https://user:pw@example.com/x', 'https://example.com/x'],
+    ['https://example.com/a/../b', 'https://example.com/b'],
+    ['https://example.com', 'https://example.com/'],
+  ])('%s → %s', (input, expected) => {
+    expect(canonicalUrl(input)).toBe(expected)
+  })
+
+  it('a URL is the same in both modes', () => {
+    const url = 'https://Docs.Example.com/guide#intro'
+    expect(canonicalKeyOf({ url }, local)).toEqual(canonicalKeyOf({ url }, global))
+    expect(canonicalKeyOf({ url }, local)).toEqual({ keyKind: 'url', canonicalKey: 'https://docs.example.com/guide' })
+  })
+
+  it('a string that is not a URL is INVALID_INPUT', () => {
+    expect(codeOf(() => canonicalUrl('not a url'))).toBe('INVALID_INPUT')
+  })
+})
+
+describe('normalizeWorkspace', () => {
+  it('defaults to global and normalises a local root', () => {
+    expect(normalizeWorkspace(undefined)).toEqual({ mode: 'global' })
+    expect(normalizeWorkspace({ mode: 'local', root: '/work/app/./' })).toEqual({ mode: 'local', root: '/work/app' })
+  })
+
+  it('refuses a relative root', () => {
+    expect(codeOf(() => normalizeWorkspace({ mode: 'local', root: 'app' }))).toBe('INVALID_INPUT')
+  })
+})

@@ -1,0 +1,192 @@
+import { describe, expect, it } from 'vitest'
+import { testClock } from '../support/clock.ts'
+import { openTestEngine } from '../support/engine.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+const README = '# invoicer\n\nConverts supplier invoices (CSV) into ledger entries.\n'
+const PACKAGE = '{\n  "name": "invoicer",\n  "main": "src/index.js"\n}\n'
+
+describe('recordTurn', () => {
+  it('onboarding a legacy project stores the message, three tool calls, their results, the answer and a decision', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now, workspace: { mode: 'local', root: '/repo' } })
+    const scope = { tenantId: 't1', userId: 'u1', agentId: 'coder' }
+
+    const turn = await memory.recordTurn({
+      conversationId: 'onboard',
+      scope,
+      tags: ['repo:legacy'],
+      user: 'what this project for?',
+      agent: 'It converts supplier invoices (CSV) into ledger entries; the entry point is src/index.js.',
+      procedures: [
+        { tool: 'list_root', args: {}, output: 'README.md\npackage.json\nsrc/\n' },
+        {
+          tool: 'read_file',
+          args: { path: 'README.md' },
+          document: { path: 'README.md', content: README, effect: 'read' },
+        },
+        {
+          tool: 'read_file',
+          args: { path: 'package.json' },
+          document: { path: '/repo/package.json', content: PACKAGE, effect: 'read' },
+        },
+      ],
+    })
+    expect(turn.turnIndex).toBe(0)
+    expect(turn.toolEventIds).toHaveLength(2) // list_root: call + result
+    expect(turn.versionIds).toHaveLength(2)
+    expect(turn.documentIds).toHaveLength(2)
+    // MESSAGE + 3 procedure edges + RESULT + 2 VERSION_OF
+    expect(turn.edgeIds).toHaveLength(7)
+    expect(turn.procedures.map((p) => [p.tool, p.canonicalKey ?? null, p.provenance ?? null])).toEqual([
+      ['list_root', null, null],
+      ['read_file', 'README.md', 'initial'],
+      ['read_file', 'package.json', 'initial'],
+    ])
+
+    const decision = await memory.record({
+      kind: 'decision',
+      scope: { ...scope, conversationId: 'onboard' },
+      actor: { type: 'agent', id: 'coder' },
+      content: { decision: 'Project purpose hypothesis v0.1: an invoice-to-ledger converter' },
+      refs: [turn.agentEventId, ...(turn.procedures.map((p) => p.versionId).filter(Boolean) as string[])],
+    })
+
+    const counts = (await memory.stats()).counts
+    expect(counts).toMatchObject({
+      events: 5, // user, reply, tool_call, tool_result, decision
+      documents: 2,
+      doc_versions: 2,
+      edges: 10, // 7 from the turn + 3 REFERS_TO
+    })
+    expect(counts.chunks).toBe(5)
+
+    const events = await memory.events.list({ tenantId: 't1', conversationId: 'onboard' })
+    expect(events.map((e) => [e.kind, e.actor.type, e.turnIndex])).toEqual([
+      ['message', 'human', 0],
+      ['message', 'agent', 0],
+      ['tool_call', 'agent', 0],
+      ['tool_result', 'tool', 0],
+      ['decision', 'agent', null],
+    ])
+    expect(events[0]?.content).toEqual({ text: 'what this project for?' })
+    expect(events[0]?.tags).toEqual(['repo:legacy'])
+    expect(events[3]?.content).toMatchObject({ tool: 'list_root', excerptText: 'README.md\npackage.json\nsrc/\n' })
+    expect(events[3]?.refs).toEqual([events[2]?.id])
+
+    const fromUser = await memory.graph.out(turn.userEventId)
+    expect(fromUser.map((e) => [e.rel, e.dst])).toEqual([['MESSAGE', turn.agentEventId]])
+    const fromReply = await memory.graph.out(turn.agentEventId)
+    expect(fromReply.map((e) => [e.rel, e.dst, e.props, e.turnIndex, e.conversationId])).toEqual([
+      ['list_root', turn.toolEventIds[0], { args: {} }, 0, 'onboard'],
+      ['read_file', turn.procedures[1]?.versionId, { args: { path: 'README.md' }, effect: 'read' }, 0, 'onboard'],
+      ['read_file', turn.procedures[2]?.versionId, { args: { path: 'package.json' }, effect: 'read' }, 0, 'onboard'],
+    ])
+    expect(fromReply.map((e) => e.id)).toEqual(turn.procedures.map((p) => p.edgeId))
+    expect((await memory.graph.out(turn.toolEventIds[0] as string, 'RESULT')).map((e) => e.dst)).toEqual([
+      turn.toolEventIds[1],
+    ])
+    const refsOut = await memory.graph.out(decision.eventId, 'REFERS_TO')
+    expect(refsOut.map((e) => e.dst)).toEqual([
+      turn.agentEventId,
+      turn.procedures[1]?.versionId,
+      turn.procedures[2]?.versionId,
+    ])
+    const readme = await memory.documents.version(turn.procedures[1]?.versionId as string)
+    expect(readme).toMatchObject({ content: README, version: 1, provenance: 'initial', eventId: turn.agentEventId })
+  })
+
+  it('numbers turns per conversation', async () => {
+    await using memory = await openTestMemory()
+    const t = (conversationId: string) => memory.recordTurn({ conversationId, user: 'q', agent: 'a' })
+    expect((await t('c1')).turnIndex).toBe(0)
+    expect((await t('c1')).turnIndex).toBe(1)
+    expect((await t('c2')).turnIndex).toBe(0)
+    expect((await t('c1')).turnIndex).toBe(2)
+  })
+
+  it('a back-dated turn that reads then rewrites a file in one go, seen as of its time', async () => {
+    const clock = testClock('2025-06-01T00:00:00.000Z')
+    await using memory = await openTestMemory({ now: clock.now })
+    const turn = await memory.recordTurn({
+      conversationId: 'session-3',
+      scope: { userId: 'caroline', agentId: 'assistant' },
+      createdAt: '2023-05-08T13:56:00Z',
+      user: { text: 'fix the typo in my notes', actorId: 'caroline@home' },
+      agent: 'Fixed "teh" → "the".',
+      procedures: [
+        { tool: 'read', args: {}, document: { path: '/home/c/notes.txt', content: 'teh end', effect: 'read' } },
+        { tool: 'write', args: {}, document: { path: '/home/c/notes.txt', content: 'the end', effect: 'write' } },
+      ],
+    })
+    expect(turn.createdAt).toBe('2023-05-08T13:56:00.000Z')
+    expect(turn.procedures.map((p) => [p.version, p.provenance, p.versionCreated])).toEqual([
+      [1, 'initial', true],
+      [2, 'agent', true],
+    ])
+    expect(turn.documentIds).toHaveLength(1)
+    const [user, agent] = await memory.events.list({ conversationId: 'session-3' })
+    expect(user?.actor).toEqual({ type: 'human', id: 'caroline@home' })
+    expect(agent?.actor).toEqual({ type: 'agent', id: 'assistant' })
+    expect(user?.createdAt).toBe('2023-05-08T13:56:00.000Z')
+    expect(await memory.events.list({ conversationId: 'session-3', asOf: '2023-05-08T13:55:59Z' })).toEqual([])
+    expect(await memory.events.list({ conversationId: 'session-3', kinds: ['tool_call'] })).toEqual([])
+    const { versions } = await memory.documents.history('/home/c/notes.txt')
+    expect(versions.map((v) => [v.version, v.eventId])).toEqual([
+      [1, turn.agentEventId],
+      [2, turn.agentEventId],
+    ])
+  })
+
+  it('a turn is all or nothing: a failure on its last edge leaves no trace', async () => {
+    await using t = await openTestEngine({ workspace: { mode: 'local', root: '/repo' } })
+    const memory = t.engine
+    await memory.recordTurn({ conversationId: 'c0', user: 'warm-up', agent: 'ok' })
+    await memory.observeDocument({ path: 'src/a.ts', content: 'v1', conversationId: 'c0' })
+    // A trigger stands in for any failure late in the transaction: it refuses write_file edges,
+    // which are written last, after the events, chunks, documents and versions of the turn.
+    await t.db.exec(`
+      CREATE FUNCTION refuse_write_file() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.rel = (SELECT id FROM relations WHERE name = 'write_file') THEN
+          RAISE EXCEPTION 'disk full';
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_write_file BEFORE INSERT ON edges FOR EACH ROW EXECUTE FUNCTION refuse_write_file();
+    `)
+    const before = await memory.stats()
+
+    const failed = memory.recordTurn({
+      conversationId: 'c1',
+      user: 'rename the helper',
+      agent: 'Done.',
+      procedures: [
+        { tool: 'read_file', args: { path: 'src/a.ts' }, document: { path: 'src/a.ts', content: 'v2', effect: 'read' } },
+        { tool: 'run_tests', args: {}, output: 'ok' },
+        { tool: 'write_file', args: { path: 'src/b.ts' }, document: { path: 'src/b.ts', content: 'new', effect: 'write' } },
+      ],
+    })
+    await expect(failed).rejects.toMatchObject({ name: 'MemoryError', code: 'INTERNAL' })
+    await expect(failed).rejects.toThrow(/disk full/)
+
+    const after = await memory.stats()
+    expect(after.counts).toEqual(before.counts)
+    expect((await memory.documents.history('src/a.ts')).versions).toHaveLength(1)
+    await expect(memory.documents.get('src/b.ts')).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    expect(await memory.events.list({ conversationId: 'c1' })).toEqual([])
+
+    // The same turn goes through once the failure is gone, and takes the next turn index.
+    await t.db.exec('DROP TRIGGER refuse_write_file ON edges')
+    const ok = await memory.recordTurn({
+      conversationId: 'c1',
+      user: 'rename the helper',
+      agent: 'Done.',
+      procedures: [
+        { tool: 'write_file', args: { path: 'src/b.ts' }, document: { path: 'src/b.ts', content: 'new', effect: 'write' } },
+      ],
+    })
+    expect(ok.turnIndex).toBe(0)
+    expect(ok.procedures[0]).toMatchObject({ provenance: 'agent', version: 1, versionCreated: true })
+  })
+})
