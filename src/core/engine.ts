@@ -16,6 +16,9 @@ import { createStats } from './stats.ts'
 import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
 import { callTool, type ToolIdentity } from './tools.ts'
 import { createTurns } from './turns.ts'
+import { createSearch, ensureVectorIndex } from './search.ts'
+import { createContext } from './context.ts'
+import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
 
 export interface EngineOptions {
   db: Db
@@ -30,6 +33,13 @@ export interface EngineOptions {
    * absolute project root; `{ mode: 'global' }` (the default) stores absolute paths.
    */
   workspace?: Workspace
+  /** Retrieval and ranking weights over `DEFAULT_SCORING` (see src/core/scoring.ts). */
+  scoring?: ScoringInput
+  /**
+   * Counts tokens for context budgets, e.g. the embedding model's tokenizer. Without one,
+   * the conservative `estimateTokens` is used.
+   */
+  tokenCounter?: (text: string) => number
 }
 
 export interface EngineContext {
@@ -39,6 +49,8 @@ export interface EngineContext {
   dedupThreshold: number
   telemetry: Telemetry
   workspace: Workspace
+  scoring: Scoring
+  tokenCounter: ((text: string) => number) | null
 }
 
 export interface PingResult {
@@ -65,8 +77,11 @@ export async function createEngine(options: EngineOptions) {
     dedupThreshold: options.dedupThreshold ?? 0.85,
     telemetry: createTelemetry(now),
     workspace: normalizeWorkspace(options.workspace),
+    scoring: resolveScoring(DEFAULT_SCORING, options.scoring),
+    tokenCounter: options.tokenCounter ?? null,
   }
   const schemaVersion = await migrate(ctx.db)
+  if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
   const { remember, recall, memories } = memoriesApi(ctx)
 
   // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
@@ -81,6 +96,8 @@ export async function createEngine(options: EngineOptions) {
     ...createForget(ctx),
     ...createChanges(ctx),
     ...createStats(ctx),
+    ...createSearch(ctx),
+    ...createContext(ctx),
   })
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
 

@@ -1,0 +1,164 @@
+// Evidence recall@k of search on LoCoMo-style conversations (see the data folder's README):
+// each conversation goes into a fresh memory through the public API (one event per turn,
+// session date as its time, speaker as actor, one conversation per session), then every
+// question of categories 1–4 goes through the public `search`.
+//
+//   node bench/run.mjs bench/quality.ts --data ../shared/locomo-dev --k 5,10,20 --mode hybrid \
+//        [--out FILE] [--weights '{"neighbour":0}'] [--ranker search|tsrank|pg_textsearch] [--files 26,30]
+//
+// `--ranker tsrank` and `--ranker pg_textsearch` rank single turns with ts_rank_cd (OR of the
+// query's lexemes) or pg_textsearch BM25 instead of `search`, for comparison.
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { vector } from '@electric-sql/pglite-pgvector'
+import type { Embedder } from '../src/core/embedder.ts'
+import { createEngine } from '../src/core/engine.ts'
+import type { SearchMode } from '../src/core/search.ts'
+import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
+import { indexAll } from '../test/support/index-all.ts'
+
+interface Turn {
+  speaker: string
+  dia_id: string
+  text: string
+  blip_caption?: string
+}
+interface Qa {
+  question: string
+  evidence?: string[]
+  category: number
+}
+
+function arg(name: string, fallback?: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`)
+  return i === -1 ? fallback : process.argv[i + 1]
+}
+
+const data = arg('data', '../shared/locomo-dev') as string
+const ks = (arg('k', '5,10,20') as string).split(',').map(Number)
+const mode = (arg('mode', 'hybrid') as SearchMode)
+const ranker = arg('ranker', 'search') as 'search' | 'tsrank' | 'pg_textsearch'
+const weights = arg('weights') === undefined ? undefined : (JSON.parse(arg('weights') as string) as object)
+const out = arg('out')
+const only = arg('files')?.split(',')
+const maxK = Math.max(...ks)
+
+const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october',
+  'november', 'december']
+
+/** "1:56 pm on 8 May, 2023" → a Date (UTC). */
+function sessionDate(s: string): Date {
+  const m = /(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})/i.exec(s)
+  if (!m) throw new Error(`unreadable session date: ${s}`)
+  let hour = Number(m[1]) % 12
+  if (m[3]!.toLowerCase() === 'pm') hour += 12
+  const month = MONTHS.indexOf(m[5]!.toLowerCase())
+  return new Date(Date.UTC(Number(m[6]), month, Number(m[4]), hour, Number(m[2])))
+}
+
+let embedder: Embedder | undefined
+if (ranker === 'search' && mode !== 'keyword') embedder = await createTransformersEmbedder({ batchSize: 32 })
+const extensions =
+  ranker === 'pg_textsearch'
+    ? { vector, pg_textsearch: (await import('@electric-sql/pglite-pg_textsearch')).pg_textsearch }
+    : { vector }
+
+const files = (await readdir(data)).filter((f) => f.endsWith('.json') && (!only || only.includes(f.replace('.json', ''))))
+files.sort()
+const totals: Record<string, number> = Object.fromEntries(ks.map((k) => [k, 0]))
+const byCategory: Record<string, { questions: number; recall: Record<string, number> }> = {}
+let questions = 0
+const started = performance.now()
+
+for (const file of files) {
+  const conv = JSON.parse(await readFile(join(data, file), 'utf8')) as Record<string, unknown>
+  const db = await PGlite.create({ extensions })
+  const memory = await createEngine({ db, ...(embedder ? { embedder } : {}), ...(weights ? { scoring: weights } : {}) })
+  const diaOf = new Map<string, string>()
+  const sessions = Object.keys(conv)
+    .filter((k) => /^session_\d+$/.test(k))
+    .sort((a, b) => Number(a.slice(8)) - Number(b.slice(8)))
+  const user = `${conv.speaker_a as string}-${conv.speaker_b as string}`
+  for (const key of sessions) {
+    const createdAt = sessionDate(conv[`${key}_date_time`] as string)
+    for (const turn of conv[key] as Turn[]) {
+      const text = turn.blip_caption ? `${turn.text} [shares ${turn.blip_caption}]` : turn.text
+      const { eventId } = await memory.record({
+        kind: 'message',
+        scope: { conversationId: `${file}:${key}`, userId: user },
+        actor: { type: 'human', id: turn.speaker },
+        content: { text, diaId: turn.dia_id },
+        createdAt,
+      })
+      diaOf.set(eventId, turn.dia_id)
+    }
+  }
+  if (embedder) await indexAll(db, embedder)
+  if (ranker === 'pg_textsearch') {
+    await db.exec(`CREATE EXTENSION IF NOT EXISTS pg_textsearch;
+      CREATE INDEX chunks_bm25 ON chunks USING bm25(text) WITH (text_config='english')`)
+  }
+
+  for (const qa of conv.qa as Qa[]) {
+    if (qa.category < 1 || qa.category > 4 || !qa.evidence?.length) continue
+    const evidence = new Set(qa.evidence.flatMap((e) => e.split(/[;,]\s*/)).map((e) => e.trim()))
+    let ranked: string[]
+    if (ranker === 'search') {
+      const t0 = performance.now()
+      const hits = await memory.search(qa.question, { limit: maxK, mode, scope: { userId: user } })
+      ranked = hits.map((h) => diaOf.get(h.eventId) ?? '')
+      if (process.env.TRACE) process.stderr.write(`${(performance.now() - t0).toFixed(0)} ms ${qa.question}\n`)
+    } else if (ranker === 'tsrank') {
+      const { rows } = await db.query<{ source_id: string }>(
+        `WITH q AS (
+           SELECT (SELECT string_agg('''' || replace(lexeme, '''', '''''') || '''', ' | ')
+                   FROM unnest(to_tsvector('english', $1)))::tsquery AS q
+         )
+         SELECT source_id FROM chunks, q WHERE tsv @@ q.q ORDER BY ts_rank_cd(tsv, q.q) DESC, id LIMIT $2`,
+        [qa.question, maxK],
+      )
+      ranked = rows.map((r) => diaOf.get(r.source_id) ?? '')
+    } else {
+      const { rows } = await db.query<{ source_id: string }>(
+        `SELECT source_id FROM chunks ORDER BY text <@> to_bm25query($1, 'chunks_bm25'), id LIMIT $2`,
+        [qa.question, maxK],
+      )
+      ranked = rows.map((r) => diaOf.get(r.source_id) ?? '')
+    }
+    if (questions % 25 === 0) process.stderr.write(`  ${file} q${questions} ${((performance.now() - started) / 1000).toFixed(0)} s\n`)
+    const cat = String(qa.category)
+    byCategory[cat] ??= { questions: 0, recall: Object.fromEntries(ks.map((k) => [k, 0])) }
+    byCategory[cat].questions++
+    questions++
+    for (const k of ks) {
+      const found = new Set(ranked.slice(0, k).filter((d) => evidence.has(d))).size
+      const r = found / evidence.size
+      totals[k] = (totals[k] ?? 0) + r
+      byCategory[cat].recall[k] = (byCategory[cat].recall[k] ?? 0) + r
+    }
+  }
+  await db.close()
+  process.stderr.write(`${file}: done (${((performance.now() - started) / 1000).toFixed(0)} s)\n`)
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000
+const result = {
+  mode,
+  ranker,
+  ...(weights ? { weights } : {}),
+  recall: Object.fromEntries(ks.map((k) => [k, round((totals[k] ?? 0) / questions)])),
+  byCategory: Object.fromEntries(
+    Object.entries(byCategory)
+      .sort()
+      .map(([c, v]) => [
+        c,
+        { questions: v.questions, recall: Object.fromEntries(ks.map((k) => [k, round((v.recall[k] ?? 0) / v.questions)])) },
+      ]),
+  ),
+  questions,
+}
+const json = JSON.stringify(result, null, 2)
+process.stdout.write(`${json}\n`)
+if (out) await writeFile(out, `${json}\n`)
+if (embedder && 'dispose' in embedder) await (embedder as { dispose(): Promise<void> }).dispose()

@@ -1,0 +1,682 @@
+import type { EngineContext } from './engine.ts'
+import { edgeVisibleAt } from './graph.ts'
+import type { JsonValue } from './json.ts'
+import { allowedSensitivities } from './privacy.ts'
+import { CHANNELS, identifier, type StoredSensitivity } from './scope.ts'
+import { type SearchExplain, type SearchHit, planSearch, runSearchWithPool } from './search.ts'
+import { recencyOf } from './scoring.ts'
+import { iso, timeInput, toDate } from './time.ts'
+import { estimateTokens } from './tokens.ts'
+import { parseInput, z } from './validate.ts'
+
+export const SECTION_NAMES = [
+  'identity',
+  'rules',
+  'task_state',
+  'decision_ledger',
+  'retrieved_evidence',
+  'recent_window',
+  'handoff_packet',
+] as const
+export type SectionName = (typeof SECTION_NAMES)[number]
+
+/** The budget the default section caps are written for; caps scale with `maxTokens`. */
+export const DEFAULT_CONTEXT_BUDGET = 65_000
+
+/**
+ * Section caps for a 65,000-token bundle. What is left (8,800) is headroom for the user's
+ * message and tool payloads; every cap scales with the budget asked for.
+ */
+export const DEFAULT_SECTION_CAPS: Readonly<Record<SectionName, number>> = Object.freeze({
+  identity: 1_200,
+  rules: 6_000,
+  task_state: 3_000,
+  decision_ledger: 4_000,
+  retrieved_evidence: 28_000,
+  recent_window: 8_000,
+  handoff_packet: 6_000,
+})
+
+/** Order of sections in the bundle and its text. */
+const SECTION_TITLES: Record<SectionName, string> = {
+  identity: 'Identity',
+  rules: 'Rules',
+  task_state: 'Task state',
+  decision_ledger: 'Decisions',
+  retrieved_evidence: 'Retrieved evidence',
+  recent_window: 'Recent conversation',
+  handoff_packet: 'Handoff',
+}
+
+/** The most events `buildContext` retrieves by search before packing. */
+export const MAX_RETRIEVED = 200
+/** The most other conversations' turns one document of the current conversation brings in. */
+export const DOCUMENT_FAN_OUT = 5
+/** Search score given to a past turn found only because it touched a document the current conversation touches. */
+export const DOCUMENT_LINK_SCORE = 0.5
+/** Policy-memory namespaces read into the identity and rules sections. */
+export const IDENTITY_NAMESPACES = ['identity'] as const
+export const RULE_NAMESPACES = ['rules', 'constraints', 'conventions', 'procedures'] as const
+/** Curated-memory categories read into the rules section. */
+export const RULE_CATEGORIES = ['instruction', 'constraint', 'convention'] as const
+
+const contextInput = z
+  .object({
+    query: z.string().trim().min(1).max(20_000),
+    conversationId: identifier.optional(),
+    tenantId: identifier.default('default'),
+    userId: identifier.optional(),
+    agentId: identifier.optional(),
+    channel: z.enum(CHANNELS).default('private'),
+    intent: z.string().max(200).optional(),
+    maxTokens: z.number().int().min(64).max(2_000_000).default(DEFAULT_CONTEXT_BUDGET),
+    sections: z
+      .object(Object.fromEntries(SECTION_NAMES.map((n) => [n, z.number().int().min(0).optional()])))
+      .strict()
+      .optional(),
+    now: timeInput.optional(),
+    retrieval: z.boolean().default(true),
+  })
+  .strict()
+
+/**
+ * What the next model call is about and for whom. `channel` is where the answer goes: only
+ * sensitivities allowed there are loaded. `sections` replaces caps (in tokens) of named
+ * sections; `retrieval: false` skips search for a fast bundle of rules, tasks, decisions and
+ * the recent window.
+ */
+export type BuildContextInput = z.input<typeof contextInput>
+
+export interface ContextItem {
+  id: string
+  kind: string
+  text: string
+  tokens: number
+  score: number
+  explain?: SearchExplain
+  source: Record<string, string | number | string[] | null>
+}
+
+export interface ContextSection {
+  name: SectionName
+  capTokens: number
+  usedTokens: number
+  items: ContextItem[]
+}
+
+export interface ContextOmission {
+  id?: string
+  reason: string
+  detail?: string
+}
+
+/** The Active Context Bundle: what to put in front of the model, and why. */
+export interface ContextBundle {
+  budgetTokens: number
+  tokenUsedEst: number
+  sections: ContextSection[]
+  omissions: ContextOmission[]
+  provenance: {
+    intent: string | null
+    queryTerms: string[]
+    poolSize: number
+    scored: number
+    filters: {
+      tenantId: string
+      userId: string | null
+      agentId: string | null
+      channel: string
+      sensitivityAllowed: StoredSensitivity[]
+      excludeConversation: string | null
+    }
+    weights: Record<string, unknown>
+    tokenizer: string
+  }
+  text: string
+}
+
+type Input = z.output<typeof contextInput>
+
+interface Candidate {
+  id: string
+  kind: string
+  text: string
+  score: number
+  explain?: SearchExplain
+  source: ContextItem['source']
+  /** Whether the text may be cut to fit the room left in its section. */
+  truncatable?: boolean
+  /** Text that makes two candidates the same for the reader; the later one is left out. */
+  body?: string
+}
+
+function payloadText(payload: unknown): string {
+  if (typeof payload === 'string') return payload
+  if (payload && typeof payload === 'object' && 'text' in payload && typeof payload.text === 'string') return payload.text
+  return JSON.stringify(payload)
+}
+
+function policyScopes(i: Input): string[] {
+  return [
+    'global',
+    ...(i.userId ? [`user:${i.userId}`] : []),
+    ...(i.agentId ? [`agent:${i.agentId}`] : []),
+    ...(i.conversationId ? [`conversation:${i.conversationId}`] : []),
+  ]
+}
+
+function day(at: Date | string): string {
+  return iso(at).slice(0, 10)
+}
+
+/** The longest prefix of `text` (cut at a word where possible) that counts at most `max` tokens. */
+function fitText(text: string, max: number, count: (t: string) => number): string | null {
+  const marker = ' …[truncated]'
+  if (max <= count(marker)) return null
+  let lo = 0
+  let hi = text.length
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2)
+    if (count(text.slice(0, mid) + marker) <= max) lo = mid
+    else hi = mid - 1
+  }
+  if (lo === 0) return null
+  const cut = text.slice(0, lo)
+  const space = cut.lastIndexOf(' ')
+  return (space > lo * 0.6 ? cut.slice(0, space) : cut) + marker
+}
+
+interface TurnRow {
+  hit_id: string
+  user_event_id: string | null
+  user_text: string | null
+  reply_event_id: string | null
+  reply_text: string | null
+  procedures: { tool: string; args: JsonValue; version_id: string | null; key: string | null; version: number | null; latest: number | null }[] | null
+  truncated_artifact: string | null
+}
+
+/** `buildContext`: the Active Context Bundle. */
+export function createContext(ctx: EngineContext) {
+  const count = ctx.tokenCounter ?? estimateTokens
+
+  /** For each hit: its turn (question and reply), the procedures of the reply and the versions they saw. */
+  async function expandTurns(eventIds: string[], tenantId: string, asOf: Date | null): Promise<Map<string, TurnRow>> {
+    if (eventIds.length === 0) return new Map()
+    const { rows } = await ctx.db.query<TurnRow>(
+      `WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE'),
+       hit AS (SELECT DISTINCT unnest($1::text[]) AS id),
+       turn AS (
+         SELECT h.id AS hit_id,
+                coalesce((SELECT m.src FROM edges m WHERE m.dst = h.id AND m.rel = (SELECT id FROM msg)
+                          AND m.tenant_id = $2 ORDER BY m.id LIMIT 1),
+                         CASE WHEN EXISTS (SELECT 1 FROM edges m WHERE m.src = h.id AND m.rel = (SELECT id FROM msg))
+                              THEN h.id END) AS user_event_id
+         FROM hit h
+       ), turn2 AS (
+         SELECT t.hit_id, t.user_event_id,
+                coalesce((SELECT m.dst FROM edges m WHERE m.src = t.user_event_id AND m.rel = (SELECT id FROM msg)
+                          ORDER BY m.id LIMIT 1), t.hit_id) AS reply_event_id
+         FROM turn t
+       )
+       SELECT t.hit_id, t.user_event_id, u.content ->> 'text' AS user_text, t.reply_event_id,
+              CASE WHEN t.user_event_id IS NULL THEN NULL ELSE r.content ->> 'text' END AS reply_text,
+              (SELECT jsonb_agg(jsonb_build_object(
+                        'tool', rel.name, 'args', coalesce(p.props -> 'args', '{}'::jsonb), 'version_id', v.id,
+                        'key', d.canonical_key, 'version', v.version,
+                        'latest', (SELECT max(l.version) FROM doc_versions l
+                                   WHERE l.document_id = v.document_id AND ($3::timestamptz IS NULL OR l.created_at <= $3)))
+                      ORDER BY p.created_at, p.id)
+               FROM edges p
+               JOIN relations rel ON rel.id = p.rel AND NOT rel.builtin
+               LEFT JOIN doc_versions v ON v.id = p.dst
+               LEFT JOIN documents d ON d.id = v.document_id
+               WHERE t.user_event_id IS NOT NULL AND p.src = t.reply_event_id AND ${edgeVisibleAt('$3', 'p')}
+              ) AS procedures,
+              CASE WHEN (h.content ->> 'truncated')::boolean THEN h.content ->> 'artifactId' END AS truncated_artifact
+       FROM turn2 t
+       JOIN events h ON h.id = t.hit_id
+       LEFT JOIN events u ON u.id = t.user_event_id
+       LEFT JOIN events r ON r.id = t.reply_event_id`,
+      [eventIds, tenantId, asOf],
+    )
+    return new Map(rows.map((r) => [r.hit_id, r]))
+  }
+
+  function renderTurn(hit: { kind: string; conversationId: string; createdAt: string; text: string }, turn: TurnRow | undefined): string {
+    const head = `[${hit.kind === 'message' && turn?.user_event_id ? 'past turn' : hit.kind} · conversation ${hit.conversationId} · ${day(hit.createdAt)}]`
+    if (!turn?.user_event_id) return `${head}\n${hit.text}`
+    const lines = [head, `Q: ${turn.user_text ?? ''}`]
+    const procs = turn.procedures ?? []
+    if (procs.length > 0) {
+      lines.push(`Procedures: ${procs.map((p) => `${p.tool} ${JSON.stringify(p.args)}`).join('; ')}`)
+    }
+    lines.push(`A: ${turn.reply_text ?? ''}`)
+    const docs = procs.filter((p) => p.key !== null && p.version !== null)
+    if (docs.length > 0) {
+      lines.push(
+        `Documents: ${docs
+          .map((p) => {
+            const behind = (p.latest ?? 0) - (p.version ?? 0)
+            return behind > 0
+              ? `${p.key} (seen v${p.version}, now v${p.latest}: ${behind} newer version${behind === 1 ? '' : 's'})`
+              : `${p.key} (v${p.version}, current)`
+          })
+          .join(', ')}`,
+      )
+    }
+    return lines.join('\n')
+  }
+
+  async function retrieved(i: Input, now: Date, omissions: ContextOmission[]) {
+    const plan = await planSearch(ctx, i.query, {
+      limit: MAX_RETRIEVED,
+      scope: {
+        tenantId: i.tenantId,
+        ...(i.userId ? { userId: i.userId } : {}),
+      },
+      channel: i.channel,
+      ...(i.conversationId ? { excludeConversation: i.conversationId } : {}),
+      asOf: now,
+    })
+    const { hits, poolSize } = await runSearchWithPool(ctx.db, plan)
+    const linked = i.conversationId ? await documentLinked(i, now) : []
+    const ids = [...hits.map((h) => h.eventId), ...linked.map((l) => l.reply_id)]
+    const turns = await expandTurns(ids, i.tenantId, now)
+    const candidates: Candidate[] = []
+    const seenTurns = new Set<string>()
+    const add = (hit: Pick<SearchHit, 'eventId' | 'kind' | 'conversationId' | 'createdAt' | 'text'> & { chunkId?: string }, score: number, explain: SearchExplain | undefined, via: string) => {
+      const turn = turns.get(hit.eventId)
+      const key = turn?.user_event_id ?? hit.eventId
+      if (seenTurns.has(key)) return
+      seenTurns.add(key)
+      if (turn?.truncated_artifact) {
+        omissions.push({ id: hit.eventId, reason: 'truncated_tool_output', detail: turn.truncated_artifact })
+      }
+      candidates.push({
+        id: key,
+        kind: turn?.user_event_id ? 'turn' : hit.kind,
+        text: renderTurn(hit, turn),
+        body: renderTurn(hit, turn).split('\n').slice(1).join('\n'),
+        score,
+        ...(explain ? { explain } : {}),
+        truncatable: true,
+        source: {
+          eventId: hit.eventId,
+          conversationId: hit.conversationId,
+          via,
+          ...(hit.chunkId ? { chunkId: hit.chunkId } : {}),
+          ...(turn?.user_event_id ? { userEventId: turn.user_event_id } : {}),
+          ...(turn?.user_event_id && turn.reply_event_id ? { replyEventId: turn.reply_event_id } : {}),
+          versionIds: (turn?.procedures ?? []).flatMap((p) => (p.version_id ? [p.version_id] : [])),
+        },
+      })
+    }
+    for (const h of hits) add(h, h.score, h.explain, 'search')
+    const s = ctx.scoring
+    for (const l of linked) {
+      const score =
+        s.search * DOCUMENT_LINK_SCORE +
+        s.recency * recencyOf(now.getTime() - new Date(l.created_at).getTime(), s.recencyHalfLifeDays) +
+        s.importance * (s.importanceByKind.message ?? 0)
+      add(
+        { eventId: l.reply_id, kind: 'message', conversationId: l.conversation_id, createdAt: iso(l.created_at), text: l.text },
+        score,
+        undefined,
+        `document:${l.canonical_key}`,
+      )
+    }
+    return { candidates, poolSize: poolSize + linked.length, scored: hits.length + linked.length }
+  }
+
+  /** Hypernode lookup: other conversations' replies that touched any version of a document this conversation touched. */
+  async function documentLinked(i: Input, now: Date) {
+    const { rows } = await ctx.db.query<{
+      reply_id: string
+      conversation_id: string
+      created_at: Date
+      text: string
+      canonical_key: string
+    }>(
+      `WITH cur AS (
+         SELECT DISTINCT v.document_id FROM edges e JOIN doc_versions v ON v.id = e.dst
+         WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND ${edgeVisibleAt('$3', 'e')}
+       ), touch AS (
+         SELECT e.src AS reply_id, e.conversation_id, r.created_at, r.content ->> 'text' AS text, d.canonical_key,
+                row_number() OVER (PARTITION BY v.document_id ORDER BY e.created_at DESC, e.id) AS rn
+         FROM cur
+         JOIN documents d ON d.id = cur.document_id
+         JOIN doc_versions v ON v.document_id = cur.document_id
+         JOIN edges e ON e.dst = v.id
+         JOIN events r ON r.id = e.src
+         WHERE e.tenant_id = $1 AND e.conversation_id IS NOT NULL AND e.conversation_id <> $2
+           AND ${edgeVisibleAt('$3', 'e')}
+           AND r.tenant_id = $1 AND r.sensitivity = ANY($4::text[]) AND r.created_at <= $3
+           AND ($5::text IS NULL OR r.user_id = $5)
+       )
+       SELECT DISTINCT ON (reply_id) reply_id, conversation_id, created_at, text, canonical_key
+       FROM touch WHERE rn <= $6
+       ORDER BY reply_id, canonical_key`,
+      [i.tenantId, i.conversationId, now, allowedSensitivities(i.channel), i.userId ?? null, DOCUMENT_FAN_OUT],
+    )
+    return rows
+  }
+
+  async function policy(i: Input, namespaces: readonly string[], now: Date): Promise<Candidate[]> {
+    const { rows } = await ctx.db.query<{ id: string; scope: string; namespace: string; key: string; rev: number; payload: unknown }>(
+      `SELECT id, scope, namespace, key, rev, payload FROM (
+         SELECT DISTINCT ON (scope, namespace, key) * FROM kv
+         WHERE tenant_id = $1 AND scope = ANY($2::text[]) AND namespace = ANY($3::text[]) AND created_at <= $4
+         ORDER BY scope, namespace, key, rev DESC
+       ) latest
+       WHERE NOT deleted
+       ORDER BY array_position($2::text[], scope) DESC, namespace, key`,
+      [i.tenantId, policyScopes(i), namespaces, now],
+    )
+    return rows.map((r, n) => ({
+      id: r.id,
+      kind: `kv:${r.namespace}`,
+      text: `- ${payloadText(r.payload)}`,
+      score: 1 - n / (rows.length + 1),
+      source: { kvId: r.id, scope: r.scope, namespace: r.namespace, key: r.key, rev: r.rev },
+    }))
+  }
+
+  async function curated(i: Input, categories: readonly string[], now: Date): Promise<Candidate[]> {
+    const { rows } = await ctx.db.query<{ id: string; content: string; category: string; confidence: number }>(
+      `SELECT id, content, category, confidence FROM memories
+       WHERE tenant_id = $1 AND status = 'active' AND category = ANY($2::text[]) AND created_at <= $3
+         AND (scope = 'global' OR user_id IS NOT DISTINCT FROM $4)
+       ORDER BY confidence DESC, use_count DESC, updated_at DESC, id
+       LIMIT 500`,
+      [i.tenantId, categories, now, i.userId ?? null],
+    )
+    return rows.map((r, n) => ({
+      id: r.id,
+      kind: `memory:${r.category}`,
+      text: `- ${r.content}`,
+      score: 0.9 * r.confidence - n / (10 * (rows.length + 1)),
+      source: { memoryId: r.id, category: r.category },
+    }))
+  }
+
+  async function decisions(i: Input, now: Date, omissions: ContextOmission[]): Promise<Candidate[]> {
+    const { rows } = await ctx.db.query<{
+      id: string
+      text: string
+      conversation_id: string
+      created_at: Date
+      superseded_by: string | null
+      relevant: boolean
+      origin: 'event' | 'memory'
+    }>(
+      `WITH q AS (
+         SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')
+                 FROM unnest(to_tsvector('english', $5)))::tsquery AS q
+       ), dec AS (
+         SELECT e.id, coalesce(e.content ->> 'decision', e.content ->> 'text') AS text, e.conversation_id, e.created_at,
+                e.content -> 'supersedes' AS supersedes, 'event' AS origin
+         FROM events e
+         WHERE e.tenant_id = $1 AND e.kind = 'decision' AND e.sensitivity = ANY($2::text[]) AND e.created_at <= $3
+           AND ($4::text IS NULL OR e.user_id IS NULL OR e.user_id = $4)
+         UNION ALL
+         SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory'
+         FROM memories m
+         WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = 'decision' AND m.created_at <= $3
+           AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
+       ), superseding AS (
+         SELECT d.id AS by_id, s.old_id
+         FROM dec d
+         CROSS JOIN LATERAL jsonb_array_elements_text(
+           CASE jsonb_typeof(d.supersedes) WHEN 'array' THEN d.supersedes
+                WHEN 'string' THEN jsonb_build_array(d.supersedes) ELSE '[]'::jsonb END) AS s(old_id)
+       )
+       SELECT d.id, d.text, d.conversation_id, d.created_at, d.origin,
+              (SELECT min(by_id) FROM superseding s WHERE s.old_id = d.id) AS superseded_by,
+              coalesce(to_tsvector('english', coalesce(d.text, '')) @@ (SELECT q FROM q), false) AS relevant
+       FROM dec d
+       ORDER BY relevant DESC, d.created_at DESC, d.id
+       LIMIT 1000`,
+      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query],
+    )
+    const out: Candidate[] = []
+    for (const [n, r] of rows.entries()) {
+      if (r.superseded_by) {
+        omissions.push({ id: r.id, reason: 'superseded', detail: r.superseded_by })
+        continue
+      }
+      out.push({
+        id: r.id,
+        kind: r.origin === 'event' ? 'decision' : 'memory:decision',
+        text: `- ${r.text ?? ''} (${day(r.created_at)}${r.conversation_id ? `, conversation ${r.conversation_id}` : ''})`,
+        score: (r.relevant ? 1 : 0.5) - n / (10 * (rows.length + 1)),
+        source: { [r.origin === 'event' ? 'eventId' : 'memoryId']: r.id, conversationId: r.conversation_id },
+      })
+    }
+    return out
+  }
+
+  async function tasks(i: Input, now: Date): Promise<Candidate[]> {
+    const { rows } = await ctx.db.query<{ id: string; task: string; status: string | null; text: string; conversation_id: string; created_at: Date }>(
+      `SELECT * FROM (
+         SELECT DISTINCT ON (task) e.id, task, e.content ->> 'status' AS status,
+                coalesce(e.content ->> 'text', e.content ->> 'title', e.content::text) AS text, e.conversation_id, e.created_at
+         FROM events e
+         CROSS JOIN LATERAL (SELECT coalesce(e.content ->> 'taskId', e.content ->> 'task', e.content ->> 'title', e.id) AS task) t
+         WHERE e.tenant_id = $1 AND e.kind = 'task_update' AND e.sensitivity = ANY($2::text[]) AND e.created_at <= $3
+           AND ($4::text IS NULL OR e.user_id IS NULL OR e.user_id = $4)
+         ORDER BY task, e.created_at DESC, e.seq DESC
+       ) latest
+       WHERE coalesce(status, 'open') NOT IN ('done', 'cancelled', 'closed')
+       ORDER BY (conversation_id = $5) DESC, created_at DESC, id
+       LIMIT 500`,
+      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.conversationId ?? null],
+    )
+    return rows.map((r, n) => ({
+      id: r.id,
+      kind: 'task_update',
+      text: `- [${r.status ?? 'open'}] ${r.task === r.id ? '' : `${r.task}: `}${r.text}`,
+      score: 1 - n / (rows.length + 1),
+      source: { eventId: r.id, task: r.task, conversationId: r.conversation_id },
+    }))
+  }
+
+  async function recent(i: Input, now: Date): Promise<Candidate[]> {
+    if (!i.conversationId) return []
+    const { rows } = await ctx.db.query<{ id: string; actor_type: string; actor_id: string; text: string; n: number }>(
+      `SELECT e.id, e.actor_type, e.actor_id, e.content ->> 'text' AS text,
+              row_number() OVER (ORDER BY e.created_at DESC, e.seq DESC)::int AS n
+       FROM events e
+       WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.kind = 'message'
+         AND e.sensitivity = ANY($3::text[]) AND e.created_at <= $4
+       ORDER BY e.created_at DESC, e.seq DESC
+       LIMIT 200`,
+      [i.tenantId, i.conversationId, allowedSensitivities(i.channel), now],
+    )
+    return rows.map((r) => ({
+      id: r.id,
+      kind: 'message',
+      text: `${r.actor_type === 'human' ? 'User' : r.actor_type === 'agent' ? 'Agent' : 'Tool'} (${r.actor_id}): ${r.text}`,
+      score: 1 / r.n,
+      truncatable: true,
+      source: { eventId: r.id, conversationId: i.conversationId ?? null },
+    }))
+  }
+
+  async function handoff(i: Input, now: Date): Promise<Candidate[]> {
+    const { rows } = await ctx.db.query<{ id: string; actor_id: string; text: string; conversation_id: string; created_at: Date }>(
+      `SELECT e.id, e.actor_id, coalesce(e.content ->> 'text', e.content ->> 'decision', e.content::text) AS text,
+              e.conversation_id, e.created_at
+       FROM events e
+       WHERE e.tenant_id = $1 AND 'handoff' = ANY(e.tags) AND e.sensitivity = ANY($2::text[]) AND e.created_at <= $3
+         AND (e.content ->> 'to' IS NULL OR e.content ->> 'to' = $4)
+         AND ($5::text IS NULL OR e.conversation_id = $5 OR e.content ->> 'to' = $4)
+         AND ($4::text IS NULL OR e.agent_id IS DISTINCT FROM $4)
+       ORDER BY e.created_at DESC, e.seq DESC
+       LIMIT 100`,
+      [i.tenantId, allowedSensitivities(i.channel), now, i.agentId ?? null, i.conversationId ?? null],
+    )
+    return rows.map((r, n) => ({
+      id: r.id,
+      kind: 'handoff',
+      text: `- from ${r.actor_id} (${day(r.created_at)}, conversation ${r.conversation_id}): ${r.text}`,
+      score: 1 - n / (rows.length + 1),
+      truncatable: true,
+      source: { eventId: r.id, conversationId: r.conversation_id },
+    }))
+  }
+
+  function caps(i: Input): Record<SectionName, number> {
+    const scaled = Object.fromEntries(
+      SECTION_NAMES.map((n) => [n, i.sections?.[n] ?? Math.floor((DEFAULT_SECTION_CAPS[n] * i.maxTokens) / DEFAULT_CONTEXT_BUDGET)]),
+    ) as Record<SectionName, number>
+    const total = SECTION_NAMES.reduce((a, n) => a + scaled[n], 0)
+    if (total > i.maxTokens) {
+      for (const n of SECTION_NAMES) scaled[n] = Math.floor((scaled[n] * i.maxTokens) / total)
+    }
+    return scaled
+  }
+
+  /** Packs candidates by score (ties by id) until the cap; one that is too long may be cut to fit. */
+  function pack(name: SectionName, cap: number, candidates: Candidate[], omissions: ContextOmission[]): ContextSection {
+    const header = `## ${SECTION_TITLES[name]}`
+    const headerTokens = count(header)
+    const sorted = [...candidates].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    const items: ContextItem[] = []
+    const bodies = new Map<string, string>()
+    let used = 0
+    for (const c of sorted) {
+      if (c.body !== undefined) {
+        const first = bodies.get(c.body)
+        if (first !== undefined) {
+          omissions.push({ id: c.id, reason: 'duplicate', detail: first })
+          continue
+        }
+        bodies.set(c.body, c.id)
+      }
+      const room = cap - used - (items.length === 0 ? headerTokens : 0)
+      let text = c.text
+      let tokens = count(text)
+      if (tokens > room && c.truncatable && room > 32) {
+        const cut = fitText(text, room, count)
+        if (cut !== null) {
+          omissions.push({ id: c.id, reason: 'truncated_to_fit', detail: `${name}: ${tokens} → ${count(cut)} tokens` })
+          text = cut
+          tokens = count(cut)
+        }
+      }
+      if (tokens > room) {
+        omissions.push({ id: c.id, reason: 'over_section_cap', detail: name })
+        continue
+      }
+      used += tokens + (items.length === 0 ? headerTokens : 0)
+      items.push({ id: c.id, kind: c.kind, text, tokens, score: c.score, ...(c.explain ? { explain: c.explain } : {}), source: c.source })
+    }
+    return { name, capTokens: cap, usedTokens: used, items }
+  }
+
+  function render(sections: ContextSection[]): string {
+    return sections
+      .filter((s) => s.items.length > 0)
+      .map((s) => {
+        const chronological = s.name === 'recent_window' ? [...s.items].reverse() : s.items
+        return `## ${SECTION_TITLES[s.name]}\n${chronological.map((it) => it.text).join('\n\n')}`
+      })
+      .join('\n\n')
+  }
+
+  return {
+    /**
+     * Builds the Active Context Bundle for the next model call: identity and rules (policy
+     * memory and curated instructions, constraints, conventions), open tasks, decisions (not
+     * superseded), evidence retrieved from other conversations (search, plus past turns that
+     * touched the same documents) shown as question, procedures, answer and documents with
+     * their staleness, the recent window of this conversation, and handoff notes. Each
+     * section is packed by score up to its cap; the whole never exceeds `maxTokens` under the
+     * engine's token counter. Same memory and input → same bundle.
+     *
+     * @example
+     * const bundle = await memory.buildContext({ query: 'why does login fail?', conversationId: 'c9', maxTokens: 8000 })
+     * prompt = bundle.text + '\n\n' + userMessage
+     */
+    async buildContext(input: BuildContextInput): Promise<ContextBundle> {
+      const i = parseInput(contextInput, input, 'context request')
+      const now = i.now === undefined ? ctx.now() : toDate(i.now)
+      const omissions: ContextOmission[] = []
+      const cap = caps(i)
+
+      const [identity, rules, memoryRules, taskItems, decisionItems, recentItems, handoffItems, terms] = await Promise.all([
+        policy(i, IDENTITY_NAMESPACES, now),
+        policy(i, RULE_NAMESPACES, now),
+        curated(i, RULE_CATEGORIES, now),
+        tasks(i, now),
+        decisions(i, now, omissions),
+        recent(i, now),
+        handoff(i, now),
+        ctx.db.query<{ terms: string[] | null }>(
+          `SELECT array_agg(DISTINCT lexeme ORDER BY lexeme) AS terms FROM unnest(to_tsvector('english', $1))`,
+          [i.query],
+        ),
+      ])
+      const evidence = i.retrieval ? await retrieved(i, now, omissions) : { candidates: [], poolSize: 0, scored: 0 }
+      if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
+
+      const candidatesBySection: Record<SectionName, Candidate[]> = {
+        identity,
+        rules: [...rules, ...memoryRules],
+        task_state: taskItems,
+        decision_ledger: decisionItems,
+        retrieved_evidence: evidence.candidates,
+        recent_window: recentItems,
+        handoff_packet: handoffItems,
+      }
+      const sections = SECTION_NAMES.map((n) => pack(n, cap[n], candidatesBySection[n], omissions))
+
+      // Section caps add up to at most the budget, but a tokenizer need not be additive over
+      // joined text: drop the lowest-scored items until the rendered text fits.
+      let text = render(sections)
+      while (count(text) > i.maxTokens) {
+        let worst: { s: ContextSection; k: number } | undefined
+        for (const s of sections) {
+          for (const [k, it] of s.items.entries()) {
+            if (!worst || it.score < (worst.s.items[worst.k]?.score ?? Infinity)) worst = { s, k }
+          }
+        }
+        if (!worst) break
+        const [dropped] = worst.s.items.splice(worst.k, 1)
+        if (dropped) {
+          worst.s.usedTokens -= dropped.tokens
+          omissions.push({ id: dropped.id, reason: 'over_budget', detail: worst.s.name })
+        }
+        text = render(sections)
+      }
+      for (const s of sections) {
+        if (s.items.length === 0) s.usedTokens = 0
+      }
+
+      return {
+        budgetTokens: i.maxTokens,
+        tokenUsedEst: count(text),
+        sections,
+        omissions,
+        provenance: {
+          intent: i.intent ?? null,
+          queryTerms: terms.rows[0]?.terms ?? [],
+          poolSize: evidence.poolSize,
+          scored: evidence.scored,
+          filters: {
+            tenantId: i.tenantId,
+            userId: i.userId ?? null,
+            agentId: i.agentId ?? null,
+            channel: i.channel,
+            sensitivityAllowed: allowedSensitivities(i.channel),
+            excludeConversation: i.conversationId ?? null,
+          },
+          weights: { ...ctx.scoring, importanceByKind: { ...ctx.scoring.importanceByKind } },
+          tokenizer: ctx.tokenCounter ? 'custom' : 'estimateTokens',
+        },
+        text,
+      }
+    },
+  }
+}

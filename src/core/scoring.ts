@@ -1,0 +1,152 @@
+import type { EventKind } from './events.ts'
+import { parseInput, z } from './validate.ts'
+
+/**
+ * Every knob of retrieval and ranking, in one place. `createEngine({ scoring })` replaces
+ * any of them for an engine; `search(q, { weights })` for one call.
+ *
+ * A hit's final score is
+ *
+ *   search · S + recency · R + importance · I + familiarity · F − staleness · P
+ *
+ * where S is the fused search score scaled to [0, 1], R = 0.5^(age / half-life),
+ * I the importance of the event's kind, F = ln(1 + conversations that touched the hit's
+ * documents) / ln(1 + familiarityScale) capped at 1, and P = 1 − 1 / (1 + versions since the
+ * hit saw its documents). Relevance dominates by default: the other signals reorder hits of
+ * similar relevance, they do not pull irrelevant ones up.
+ */
+export interface Scoring {
+  /** How the vector and keyword rankings are combined: reciprocal rank (default) or weighted scores. */
+  fusion: 'rrf' | 'weighted'
+  /** Reciprocal-rank constant: a hit at rank r counts 1 / (rrfK + r). */
+  rrfK: number
+  /** Weight of the vector ranking in fusion. */
+  vector: number
+  /** Weight of the keyword ranking in fusion. */
+  keyword: number
+  /**
+   * Share of an event's match score passed to the events just before and after it in its
+   * conversation, so an answer is found by the words of the question it answers (and the
+   * other way round). 0 turns it off.
+   */
+  neighbour: number
+  /** BM25 term-frequency saturation. */
+  bm25K1: number
+  /** BM25 length normalisation. */
+  bm25B: number
+  /** Fraction added to the keyword score of an event whose actor the query names ("what did Ann say"). */
+  actorMatch: number
+  /** Weight of the fused search score in the final score. */
+  search: number
+  /** Weight of recency decay. */
+  recency: number
+  /** Half-life of recency decay in days. */
+  recencyHalfLifeDays: number
+  /** Weight of the event kind's importance. */
+  importance: number
+  /** Importance of each kind of event, 0–1: decisions first, tool traffic last. */
+  importanceByKind: Record<EventKind, number>
+  /** Weight of familiarity (how many conversations touched the hit's documents). */
+  familiarity: number
+  /** Conversations at which the familiarity bonus is full. */
+  familiarityScale: number
+  /** Weight of the staleness penalty (versions added since the hit saw its documents). */
+  staleness: number
+}
+
+export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
+  fusion: 'rrf',
+  rrfK: 60,
+  vector: 1,
+  keyword: 1,
+  neighbour: 0.5,
+  bm25K1: 1.2,
+  bm25B: 0.75,
+  actorMatch: 0.25,
+  search: 1,
+  recency: 0.1,
+  recencyHalfLifeDays: 30,
+  importance: 0.05,
+  importanceByKind: Object.freeze({
+    decision: 1,
+    task_update: 0.75,
+    message: 0.5,
+    artifact: 0.25,
+    tool_result: 0.25,
+    tool_call: 0.25,
+  }),
+  familiarity: 0.05,
+  familiarityScale: 10,
+  staleness: 0.15,
+})
+
+const weight = z.number().finite().min(0).max(1000)
+const kindWeights = z
+  .object({
+    decision: weight,
+    task_update: weight,
+    message: weight,
+    artifact: weight,
+    tool_result: weight,
+    tool_call: weight,
+  })
+  .partial()
+  .strict()
+
+export const scoringInput = z
+  .object({
+    fusion: z.enum(['rrf', 'weighted']),
+    rrfK: z.number().finite().min(1).max(10_000),
+    vector: weight,
+    keyword: weight,
+    neighbour: z.number().finite().min(0).max(1),
+    bm25K1: z.number().finite().min(0).max(10),
+    bm25B: z.number().finite().min(0).max(1),
+    actorMatch: weight,
+    search: weight,
+    recency: weight,
+    recencyHalfLifeDays: z.number().finite().positive().max(1e6),
+    importance: weight,
+    importanceByKind: kindWeights,
+    familiarity: weight,
+    familiarityScale: z.number().finite().min(1).max(1e6),
+    staleness: weight,
+  })
+  .partial()
+  .strict()
+
+export type ScoringInput = z.input<typeof scoringInput>
+
+/**
+ * Lays `overrides` over `base`, validating them.
+ *
+ * @example
+ * resolveScoring(DEFAULT_SCORING, { recency: 0 }).recency // → 0
+ */
+export function resolveScoring(base: Readonly<Scoring>, overrides: unknown): Scoring {
+  if (overrides === undefined) return { ...base, importanceByKind: { ...base.importanceByKind } }
+  const o = parseInput(scoringInput, overrides, 'scoring weights')
+  const { importanceByKind, ...rest } = o
+  const merged: Scoring = { ...base, importanceByKind: { ...base.importanceByKind } }
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) (merged as unknown as Record<string, unknown>)[k] = v
+  for (const [k, v] of Object.entries(importanceByKind ?? {})) {
+    if (v !== undefined) merged.importanceByKind[k as EventKind] = v
+  }
+  return merged
+}
+
+/** Recency decay: 1 now, 0.5 one half-life ago. */
+export function recencyOf(ageMs: number, halfLifeDays: number): number {
+  return Math.pow(0.5, Math.max(0, ageMs) / (halfLifeDays * 86_400_000))
+}
+
+/** Familiarity bonus for `conversations` that touched a hit's documents, 0–1. */
+export function familiarityOf(conversations: number, scale: number): number {
+  if (conversations <= 0) return 0
+  return Math.min(1, Math.log1p(conversations) / Math.log1p(scale))
+}
+
+/** Staleness penalty for `versionsSince` newer versions, 0–1. */
+export function stalenessOf(versionsSince: number): number {
+  return versionsSince <= 0 ? 0 : 1 - 1 / (1 + versionsSince)
+}

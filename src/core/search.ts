@@ -1,0 +1,504 @@
+import type { Db, Queryable } from './db.ts'
+import { embedOne, type Embedder } from './embedder.ts'
+import type { EngineContext } from './engine.ts'
+import { MemoryError } from './errors.ts'
+import { EVENT_KINDS, type ActorType, type EventKind } from './events.ts'
+import { compileFilter, type FilterColumn, filterExpressionSchema } from './filters.ts'
+import { edgeVisibleAt } from './graph.ts'
+import { allowedSensitivities } from './privacy.ts'
+import { CHANNELS, type Channel, identifier } from './scope.ts'
+import { resolveScoring, type Scoring, scoringInput } from './scoring.ts'
+import { iso, timeInput, toDate } from './time.ts'
+import { parseInput, z } from './validate.ts'
+
+export const SEARCH_MODES = ['hybrid', 'keyword', 'vector'] as const
+export type SearchMode = (typeof SEARCH_MODES)[number]
+
+/** The most hits one search returns. */
+export const MAX_SEARCH_LIMIT = 200
+/** The most chunks a search ranks from each of its two lists. */
+export const MAX_CANDIDATES = 2000
+
+export const searchOptions = z
+  .object({
+    limit: z.number().int().min(1).max(MAX_SEARCH_LIMIT).default(10),
+    scope: z
+      .object({
+        tenantId: identifier.default('default'),
+        userId: identifier.optional(),
+        agentId: identifier.optional(),
+        conversationId: identifier.optional(),
+      })
+      .strict()
+      .default({ tenantId: 'default' }),
+    kinds: z.array(z.enum(EVENT_KINDS)).min(1).optional(),
+    channel: z.enum(CHANNELS).default('private'),
+    since: timeInput.optional(),
+    until: timeInput.optional(),
+    asOf: timeInput.optional(),
+    filters: z.unknown().optional(),
+    excludeConversation: identifier.optional(),
+    mode: z.enum(SEARCH_MODES).default('hybrid'),
+    fusion: z.enum(['rrf', 'weighted']).optional(),
+    weights: scoringInput.optional(),
+  })
+  .strict()
+
+/**
+ * Options of `search`. `channel` is the reader's: only sensitivities allowed on it are
+ * returned. `filters` are filter expressions over the event's columns (`kind`, `actor_id`,
+ * `turn_index`, …) and `meta.*`, `content.*`, `tags`.
+ */
+export type SearchOptions = z.input<typeof searchOptions>
+
+/** Why a hit was found, part by part. */
+export interface SearchExplain {
+  /** Its place in the vector ranking and its own chunk's cosine distance; null when vectors were not used or did not find it. */
+  vector: { rank: number; distance: number | null; similarity: number | null } | null
+  /** Its place in the keyword ranking and its BM25 score (with the share from its neighbours). */
+  keyword: { rank: number; score: number } | null
+  /** The fused search score, 0–1. */
+  fused: number
+  recency: number
+  staleness: number
+  familiarity: number
+  importance: number
+  final: number
+}
+
+export interface SearchHit {
+  chunkId: string
+  eventId: string
+  kind: EventKind
+  conversationId: string
+  turnIndex: number | null
+  actor: { type: ActorType; id: string }
+  text: string
+  createdAt: string
+  score: number
+  explain: SearchExplain
+}
+
+/** Columns a search filter may name; every other field is looked up in meta, content or tags. */
+export const EVENT_FILTER_COLUMNS: Record<string, FilterColumn> = Object.fromEntries(
+  (
+    [
+      ['id', 'e.id', 'text'],
+      ['kind', 'e.kind', 'text'],
+      ['tenant_id', 'e.tenant_id', 'text'],
+      ['user_id', 'e.user_id', 'text'],
+      ['agent_id', 'e.agent_id', 'text'],
+      ['conversation_id', 'e.conversation_id', 'text'],
+      ['run_id', 'e.run_id', 'text'],
+      ['turn_index', 'e.turn_index', 'number'],
+      ['channel', 'e.channel', 'text'],
+      ['actor_type', 'e.actor_type', 'text'],
+      ['actor_id', 'e.actor_id', 'text'],
+      ['sensitivity', 'e.sensitivity', 'text'],
+      ['created_at', 'e.created_at', 'timestamp'],
+    ] as const
+  ).flatMap(([name, sql, type]) => {
+    const column = { sql, type }
+    const camel = name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+    return camel === name ? [[name, column]] : [[name, column], [camel, column]]
+  }),
+)
+
+const FILTER_JSON = `jsonb_build_object('meta', e.meta, 'content', e.content, 'tags', to_jsonb(e.tags))`
+
+class Params {
+  readonly values: unknown[] = []
+  add(value: unknown): string {
+    this.values.push(value)
+    return `$${this.values.length}`
+  }
+}
+
+/** The name of the HNSW index over vectors of `dims` dimensions. */
+function hnswIndexName(dims: number): string {
+  return `chunks_embedding_hnsw_${dims}`
+}
+
+function checkDims(dims: number): number {
+  if (!Number.isInteger(dims) || dims < 1 || dims > 2000) {
+    throw new MemoryError('INVALID_INPUT', `An HNSW index takes 1 to 2000 dimensions; the embedder has ${dims}`)
+  }
+  return dims
+}
+
+/**
+ * Creates (once) the HNSW index search uses for vectors of the embedder's length. The
+ * `embedding` column has no fixed length, so the index is over `embedding::vector(dims)` for
+ * the rows of that length; search queries with the same expression and predicate.
+ */
+export async function ensureVectorIndex(db: Queryable, dims: number): Promise<void> {
+  const d = checkDims(dims)
+  await db.exec(
+    `CREATE INDEX IF NOT EXISTS ${hnswIndexName(d)} ON chunks
+       USING hnsw ((embedding::vector(${d})) vector_cosine_ops)
+       WHERE vector_dims(embedding) = ${d}`,
+  )
+}
+
+interface HitRow {
+  event_id: string
+  chunk_id: string
+  kind: EventKind
+  conversation_id: string
+  turn_index: number | null
+  actor_type: ActorType
+  actor_id: string
+  text: string
+  created_at: Date | string
+  k_rank: number | string | null
+  k_score: number | null
+  v_rank: number | string | null
+  v_distance: number | null
+  fused: number
+  recency: number
+  staleness: number
+  familiarity: number
+  importance: number
+  final: number
+  pool_size: number | string
+}
+
+export interface SearchPlan {
+  text: string
+  options: z.output<typeof searchOptions>
+  scoring: Scoring
+  vector: { value: Float32Array; model: string; dims: number } | null
+  now: Date
+  /** Candidates ranked from each list (capped at MAX_CANDIDATES). */
+  candidates: number
+}
+
+/**
+ * Builds the one statement that ranks: the reader's pool (tenant, scope, channel, kinds, time,
+ * filters, excluded conversation), BM25 over the chunks' tsvectors, HNSW nearest neighbours,
+ * each spread to neighbouring events, fused, then rescored by recency, importance,
+ * familiarity and staleness.
+ */
+export function searchStatement(plan: SearchPlan): { sql: string; params: unknown[] } {
+  const { options: o, scoring: s } = plan
+  const p = new Params()
+  const tenant = p.add(o.scope.tenantId)
+  const asOf = p.add(o.asOf === undefined ? null : toDate(o.asOf))
+  const filter =
+    o.filters === undefined
+      ? 'true'
+      : (() => {
+          const f = compileFilter(o.filters, {
+            columns: EVENT_FILTER_COLUMNS,
+            jsonColumn: FILTER_JSON,
+            paramOffset: p.values.length,
+          })
+          p.values.push(...f.params)
+          return f.sql
+        })()
+  const pred = `c.tenant_id = ${tenant}
+      AND (${p.add(o.scope.userId ?? null)}::text IS NULL OR c.user_id = ${`$${p.values.length}`})
+      AND (${p.add(o.scope.agentId ?? null)}::text IS NULL OR c.agent_id = ${`$${p.values.length}`})
+      AND (${p.add(o.scope.conversationId ?? null)}::text IS NULL OR c.conversation_id = ${`$${p.values.length}`})
+      AND (${p.add(o.excludeConversation ?? null)}::text IS NULL OR c.conversation_id <> ${`$${p.values.length}`})
+      AND c.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])
+      AND (${p.add(o.kinds ?? null)}::text[] IS NULL OR c.kind = ANY(${`$${p.values.length}`}::text[]))
+      AND (${p.add(o.since === undefined ? null : toDate(o.since))}::timestamptz IS NULL OR c.created_at >= ${`$${p.values.length}`})
+      AND (${p.add(o.until === undefined ? null : toDate(o.until))}::timestamptz IS NULL OR c.created_at <= ${`$${p.values.length}`})
+      AND (${asOf}::timestamptz IS NULL OR c.created_at <= ${asOf})
+      AND ${filter}`
+
+  const keywordOn = o.mode !== 'vector'
+  const vectorOn = o.mode !== 'keyword' && plan.vector !== null
+  const candidates = `${p.add(plan.candidates)}::int`
+  const neighbour = `${p.add(s.neighbour)}::float8`
+
+  // Spreads a per-event score to the events just before and after it in its conversation
+  // (by time, then insertion order), keeping only neighbours the reader may see.
+  const neighbours = (name: string, from: string) => `${name} AS MATERIALIZED (
+      SELECT nb.id, ${neighbour} * f.score AS score
+      FROM ${from} f
+      JOIN events e0 ON e0.id = f.event_id
+      CROSS JOIN LATERAL (
+        (SELECT x.id FROM events x
+         WHERE x.tenant_id = e0.tenant_id AND x.conversation_id = e0.conversation_id
+           AND (x.created_at, x.seq) < (e0.created_at, e0.seq)
+         ORDER BY x.created_at DESC, x.seq DESC LIMIT 1)
+        UNION ALL
+        (SELECT x.id FROM events x
+         WHERE x.tenant_id = e0.tenant_id AND x.conversation_id = e0.conversation_id
+           AND (x.created_at, x.seq) > (e0.created_at, e0.seq)
+         ORDER BY x.created_at, x.seq LIMIT 1)
+      ) nb
+      WHERE ${neighbour} > 0
+    )`
+  const spread = (from: string, nbs: string) => `
+      SELECT event_id, score FROM ${from}
+      UNION ALL
+      SELECT e.id, n.score
+      FROM ${nbs} n
+      JOIN events e ON e.id = n.id
+      JOIN chunks c ON c.source_id = e.id AND c.ord = 0
+      WHERE ${pred}`
+
+  const keywordParams = () => ({
+    query: `${p.add(plan.text)}::text`,
+    k1: `${p.add(s.bm25K1)}::float8`,
+    b: `${p.add(s.bm25B)}::float8`,
+    actorMatch: `${p.add(s.actorMatch)}::float8`,
+  })
+  const { query, k1, b, actorMatch } = keywordOn ? keywordParams() : { query: '', k1: '', b: '', actorMatch: '' }
+  const keyword = keywordOn
+    ? `terms AS (
+      SELECT coalesce(array_agg(DISTINCT t.lexeme ORDER BY t.lexeme), '{}') AS lex
+      FROM unnest(to_tsvector('english', ${query})) t
+    ), tq AS (
+      SELECT (SELECT string_agg('''' || replace(replace(l, '\\', '\\\\'), '''', '''''') || '''', ' | ')
+              FROM unnest(lex) l)::tsquery AS q
+      FROM terms
+    ), kw_chunks AS MATERIALIZED (
+      SELECT c.id, c.source_id, c.tsv, greatest(length(c.tsv), 1)::float8 AS dl, e.actor_id
+      FROM chunks c JOIN events e ON e.id = c.source_id
+      WHERE c.tsv @@ (SELECT q FROM tq) AND ${pred}
+    ), kw_tf AS (
+      SELECT k.id, k.source_id, k.dl, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
+      FROM kw_chunks k CROSS JOIN LATERAL unnest(k.tsv) u
+      WHERE u.lexeme = ANY(ARRAY(SELECT unnest(lex) FROM terms))
+    ), kw_df AS (
+      SELECT lexeme, count(*)::float8 AS df FROM kw_tf GROUP BY lexeme
+    ), kw_stats AS (
+      SELECT greatest((SELECT count(*) FROM chunks WHERE tenant_id = ${tenant}), 1)::float8 AS n,
+             coalesce((SELECT avg(dl) FROM kw_chunks), 1) AS avgdl
+    ), kw_chunk AS (
+      SELECT t.id, t.source_id,
+             sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (${k1} + 1)
+                 / (t.tf + ${k1} * (1 - ${b} + ${b} * t.dl / st.avgdl))) AS score
+      FROM kw_tf t JOIN kw_df d USING (lexeme) CROSS JOIN kw_stats st
+      GROUP BY t.id, t.source_id
+    ), kw_event AS MATERIALIZED (
+      SELECT DISTINCT ON (k.source_id) k.source_id AS event_id, k.id AS chunk_id,
+             k.score * (1 + CASE WHEN to_tsvector('english', kc.actor_id) @@ (SELECT q FROM tq)
+                                 THEN ${actorMatch} ELSE 0 END) AS score
+      FROM kw_chunk k JOIN kw_chunks kc ON kc.id = k.id
+      ORDER BY k.source_id, k.score DESC, k.id
+    ), ${neighbours('kw_nb', 'kw_event')}, kw_ranked AS (
+      SELECT event_id, sum(score)::float8 AS score, row_number() OVER (ORDER BY sum(score) DESC, event_id) AS rnk
+      FROM (${spread('kw_event', 'kw_nb')}) x
+      GROUP BY event_id
+      ORDER BY rnk LIMIT ${candidates}
+    )`
+    : `kw_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS score WHERE false),
+    kw_ranked AS (SELECT NULL::text AS event_id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false)`
+
+  let vector = `vec_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS dist WHERE false),
+    vec_ranked AS (SELECT NULL::text AS event_id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false)`
+  let ownDistance = 'NULL::float8'
+  if (vectorOn && plan.vector) {
+    const d = checkDims(plan.vector.dims)
+    const v = p.add(`[${Array.from(plan.vector.value).join(',')}]`)
+    const model = p.add(plan.vector.model)
+    vector = `vec_knn AS MATERIALIZED (
+      SELECT c.id, c.source_id, (c.embedding::vector(${d})) <=> ${v}::vector(${d}) AS dist
+      FROM chunks c JOIN events e ON e.id = c.source_id
+      WHERE vector_dims(c.embedding) = ${d} AND c.embed_model = ${model} AND ${pred}
+      ORDER BY (c.embedding::vector(${d})) <=> ${v}::vector(${d})
+      LIMIT ${candidates}
+    ), vec_event AS MATERIALIZED (
+      SELECT DISTINCT ON (source_id) source_id AS event_id, id AS chunk_id, dist, 1 - dist AS score
+      FROM vec_knn ORDER BY source_id, dist, id
+    ), ${neighbours('vec_nb', 'vec_event')}, vec_ranked AS (
+      SELECT event_id, sum(score)::float8 AS score, row_number() OVER (ORDER BY sum(score) DESC, event_id) AS rnk
+      FROM (${spread('vec_event', 'vec_nb')}) x
+      GROUP BY event_id
+      ORDER BY rnk LIMIT ${candidates}
+    )`
+    ownDistance = `CASE WHEN ch.embed_model = ${model} AND vector_dims(ch.embedding) = ${d}
+                        THEN (ch.embedding::vector(${d})) <=> ${v}::vector(${d}) END`
+  }
+
+  const rrfK = `${p.add(s.rrfK)}::float8`
+  const wv = `${p.add(vectorOn ? s.vector : 0)}::float8`
+  const wk = `${p.add(keywordOn ? s.keyword : 0)}::float8`
+  const fusion = `${p.add(o.fusion ?? s.fusion)}::text`
+  const now = p.add(plan.now)
+  const halfLife = `${p.add(s.recencyHalfLifeDays * 86_400)}::float8`
+  const importance = p.add(JSON.stringify(s.importanceByKind))
+  const famScale = `${p.add(s.familiarityScale)}::float8`
+  const top = `${p.add(Math.min(Math.max(o.limit * 3, 50), 600))}::int`
+  const limit = `${p.add(o.limit)}::int`
+  const weights = {
+    search: `${p.add(s.search)}::float8`,
+    recency: `${p.add(s.recency)}::float8`,
+    importance: `${p.add(s.importance)}::float8`,
+    familiarity: `${p.add(s.familiarity)}::float8`,
+    staleness: `${p.add(s.staleness)}::float8`,
+  }
+
+  const sql = `WITH ${keyword},
+    ${vector},
+    fused AS (
+      SELECT coalesce(k.event_id, v.event_id) AS event_id, k.rnk AS k_rank, k.score AS k_score, v.rnk AS v_rank,
+             CASE WHEN ${fusion} = 'rrf'
+               THEN (${wv} * coalesce(1.0 / (${rrfK} + v.rnk), 0) + ${wk} * coalesce(1.0 / (${rrfK} + k.rnk), 0))
+                    * (${rrfK} + 1) / greatest(${wv} + ${wk}, 1e-9)
+               ELSE (${wv} * coalesce(v.score / nullif(max(v.score) OVER (), 0), 0)
+                     + ${wk} * coalesce(k.score / nullif(max(k.score) OVER (), 0), 0)) / greatest(${wv} + ${wk}, 1e-9)
+             END::float8 AS fused
+      FROM kw_ranked k FULL JOIN vec_ranked v ON v.event_id = k.event_id
+    ), top AS (
+      SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}
+    ), seen AS (
+      SELECT t.event_id, array_agg(DISTINCT dv.document_id) AS docs, max(lv.latest - dv.version) AS versions_since
+      FROM top t
+      JOIN edges ed ON ed.src IN (
+        SELECT t.event_id
+        UNION ALL
+        SELECT m.dst FROM edges m
+        WHERE m.src = t.event_id AND m.rel = (SELECT id FROM relations WHERE name = 'MESSAGE')
+      )
+      JOIN doc_versions dv ON dv.id = ed.dst
+      CROSS JOIN LATERAL (
+        SELECT max(version) AS latest FROM doc_versions
+        WHERE document_id = dv.document_id AND (${asOf}::timestamptz IS NULL OR created_at <= ${asOf})
+      ) lv
+      WHERE ed.tenant_id = ${tenant} AND ${edgeVisibleAt(asOf, 'ed')}
+      GROUP BY t.event_id
+    ), familiar AS (
+      SELECT s.event_id, count(DISTINCT x.conversation_id) AS n
+      FROM seen s
+      JOIN doc_versions vv ON vv.document_id = ANY(s.docs)
+      JOIN edges x ON x.dst = vv.id
+      WHERE x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
+      GROUP BY s.event_id
+    ), scored AS (
+      SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused,
+             coalesce(kc.chunk_id, vc.chunk_id,
+                      (SELECT id FROM chunks WHERE source_id = t.event_id ORDER BY ord LIMIT 1)) AS chunk_id,
+             power(0.5, greatest(extract(epoch FROM (${now}::timestamptz - e.created_at)), 0) / ${halfLife})::float8 AS recency,
+             coalesce((${importance}::jsonb ->> e.kind)::float8, 0) AS importance,
+             CASE WHEN coalesce(se.versions_since, 0) <= 0 THEN 0
+                  ELSE 1 - 1.0 / (1 + se.versions_since) END::float8 AS staleness,
+             least(1, ln(1 + coalesce(fa.n, 0)) / ln(1 + ${famScale}))::float8 AS familiarity
+      FROM top t
+      JOIN events e ON e.id = t.event_id
+      LEFT JOIN kw_event kc ON kc.event_id = t.event_id
+      LEFT JOIN vec_event vc ON vc.event_id = t.event_id
+      LEFT JOIN seen se ON se.event_id = t.event_id
+      LEFT JOIN familiar fa ON fa.event_id = t.event_id
+    )
+    SELECT s.event_id, s.chunk_id, e.kind, e.conversation_id, e.turn_index, e.actor_type, e.actor_id, ch.text,
+           e.created_at, s.k_rank, s.k_score, s.v_rank, (${ownDistance})::float8 AS v_distance,
+           s.fused, s.recency, s.staleness, s.familiarity, s.importance, (SELECT count(*) FROM fused) AS pool_size,
+           (${weights.search} * s.fused + ${weights.recency} * s.recency + ${weights.importance} * s.importance
+            + ${weights.familiarity} * s.familiarity - ${weights.staleness} * s.staleness)::float8 AS final
+    FROM scored s
+    JOIN events e ON e.id = s.event_id
+    JOIN chunks ch ON ch.id = s.chunk_id
+    ORDER BY final DESC, s.event_id
+    LIMIT ${limit}`
+  return { sql, params: p.values }
+}
+
+function toHit(r: HitRow): SearchHit {
+  const distance = r.v_distance === null ? null : Number(r.v_distance)
+  return {
+    chunkId: r.chunk_id,
+    eventId: r.event_id,
+    kind: r.kind,
+    conversationId: r.conversation_id,
+    turnIndex: r.turn_index,
+    actor: { type: r.actor_type, id: r.actor_id },
+    text: r.text,
+    createdAt: iso(r.created_at),
+    score: r.final,
+    explain: {
+      vector:
+        r.v_rank === null
+          ? null
+          : { rank: Number(r.v_rank), distance, similarity: distance === null ? null : 1 - distance },
+      keyword: r.k_rank === null ? null : { rank: Number(r.k_rank), score: Number(r.k_score) },
+      fused: r.fused,
+      recency: r.recency,
+      staleness: r.staleness,
+      familiarity: r.familiarity,
+      importance: r.importance,
+      final: r.final,
+    },
+  }
+}
+
+/** Runs a search statement with HNSW settings that keep filtered nearest-neighbour scans complete. */
+export async function runSearch(db: Db, plan: SearchPlan): Promise<SearchHit[]> {
+  return (await runSearchWithPool(db, plan)).hits
+}
+
+/** `runSearch`, also saying how many events were ranked before the cut. */
+export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
+  const { sql, params } = searchStatement(plan)
+  const rows = await db.transaction(async (tx) => {
+    if (plan.vector) {
+      // A filtered HNSW scan stops at ef_search rows unless it may keep scanning.
+      await tx.exec(`SET LOCAL hnsw.iterative_scan = relaxed_order;
+                     SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(100, plan.candidates))};
+                     SET LOCAL hnsw.max_scan_tuples = 100000`)
+    }
+    return (await tx.query<HitRow>(sql, params)).rows
+  })
+  return { hits: rows.map(toHit), poolSize: Number(rows[0]?.pool_size ?? 0) }
+}
+
+async function embedQuery(embedder: Embedder, text: string): Promise<Float32Array> {
+  try {
+    return await embedOne(embedder, text)
+  } catch (cause) {
+    if (cause instanceof MemoryError) throw cause
+    throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
+  }
+}
+
+/** Validates and plans a search: the embedded query, the scoring in force, the clock. */
+export async function planSearch(ctx: EngineContext, query: unknown, options: unknown): Promise<SearchPlan> {
+  const text = parseInput(z.string().trim().min(1).max(20_000), query, 'search query')
+  const o = parseInput(searchOptions, options ?? {}, 'search options')
+  if (o.filters !== undefined) parseInput(filterExpressionSchema, o.filters, 'search filter', 'INVALID_FILTER')
+  const scoring = resolveScoring(ctx.scoring, o.weights)
+  if (o.mode === 'vector' && !ctx.embedder) {
+    throw new MemoryError('MODEL_UNAVAILABLE', 'Vector search needs an embedder; this memory has none')
+  }
+  const embedder = o.mode === 'keyword' ? null : ctx.embedder
+  const vector = embedder
+    ? { value: await embedQuery(embedder, text), model: embedder.id, dims: embedder.dims }
+    : null
+  return {
+    text,
+    options: o,
+    scoring,
+    vector,
+    now: o.asOf === undefined ? ctx.now() : toDate(o.asOf),
+    candidates: Math.min(MAX_CANDIDATES, Math.max(200, o.limit * 10)),
+  }
+}
+
+/** `search`: hybrid retrieval over the event log. */
+export function createSearch(ctx: EngineContext) {
+  return {
+    /**
+     * Finds past events by meaning and by words in one SQL statement: BM25 keyword ranking
+     * and pgvector nearest neighbours (for chunks embedded by the current model), each
+     * spread to neighbouring turns, fused by reciprocal rank (or weights), then rescored by
+     * recency, importance, familiarity and staleness. One hit per event, best first; ties
+     * by id. Chunks not yet embedded are found by keywords; without an embedder search is
+     * keyword only.
+     *
+     * @example
+     * const hits = await memory.search('login bug', { scope: { userId: 'ann' }, limit: 5, channel: 'team' })
+     * hits[0].explain // { vector: { rank, distance, similarity }, keyword: { rank, score }, fused, … }
+     */
+    async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
+      const plan = await planSearch(ctx, query, options)
+      return runSearch(ctx.db, plan)
+    },
+  }
+}
+
+export type { Channel }

@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest'
+import { MemoryError } from '../../src/core/errors.ts'
+import { testClock } from '../support/clock.ts'
+import { createTestEmbedder } from '../support/embedder.ts'
+import { openTestEngine } from '../support/engine.ts'
+import { indexAll } from '../support/index-all.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+const say = (conversationId: string, text: string, extra: Record<string, unknown> = {}) => ({
+  kind: 'message' as const,
+  scope: { conversationId, userId: 'ann' },
+  actor: { type: 'human' as const, id: 'ann' },
+  content: { text },
+  ...extra,
+})
+
+describe('search', () => {
+  it('finds events by keywords before anything is embedded, with the keyword part explained', async () => {
+    await using memory = await openTestMemory({ now: testClock().now, embedder: createTestEmbedder() })
+    await memory.record(say('c1', 'The login page throws a null pointer when the password is empty'))
+    await memory.record(say('c2', 'Lunch is at noon on Fridays'))
+    const hits = await memory.search('login password bug')
+    expect(hits).toHaveLength(1)
+    const [hit] = hits
+    expect(hit?.text).toBe('The login page throws a null pointer when the password is empty')
+    expect(hit?.explain.vector).toBeNull()
+    expect(hit?.explain.keyword?.rank).toBe(1)
+    expect(hit?.explain.keyword?.score).toBeGreaterThan(0)
+    expect(hit?.explain.fused).toBeCloseTo(0.5, 6) // rank 1 of one list out of two
+    expect(hit?.actor).toEqual({ type: 'human', id: 'ann' })
+    expect(hit?.conversationId).toBe('c1')
+  })
+
+  it('after embedding, hybrid search uses both lists and vector search finds a paraphrase with no shared word', async () => {
+    const embedder = createTestEmbedder({
+      table: {
+        'resolve the authentication issue': [1, 0, 0],
+        'fix the login bug': [0.95, 0.31, 0],
+        'plan the team offsite': [0, 0, 1],
+      },
+    })
+    await using t = await openTestEngine({ now: testClock().now, embedder })
+    const { engine } = t
+    const login = await engine.record(say('c1', 'fix the login bug'))
+    await engine.record(say('c1', 'plan the team offsite'))
+    expect(await indexAll(t.db, embedder)).toBe(2)
+
+    const byVector = await engine.search('resolve the authentication issue', { mode: 'vector', limit: 1 })
+    expect(byVector.map((h) => h.eventId)).toEqual([login.eventId])
+    expect(byVector[0]?.explain.keyword).toBeNull()
+    expect(byVector[0]?.explain.vector?.rank).toBe(1)
+    expect(byVector[0]?.explain.vector?.similarity).toBeCloseTo(0.95, 2)
+
+    const byKeyword = await engine.search('resolve the authentication issue', { mode: 'keyword' })
+    expect(byKeyword).toEqual([])
+
+    const hybrid = await engine.search('login bug')
+    expect(hybrid[0]?.eventId).toBe(login.eventId)
+    expect(hybrid[0]?.explain.keyword?.rank).toBe(1)
+    expect(hybrid[0]?.explain.vector?.rank).toBe(1)
+  })
+
+  it('keeps a filtered nearest-neighbour search complete when few rows match among many', async () => {
+    const embedder = createTestEmbedder()
+    await using t = await openTestEngine({ now: testClock().now, embedder })
+    const { engine, db } = t
+    // 600 rows of one user, 5 of another, all about the same thing.
+    await db.transaction(async (tx) => {
+      for (let n = 0; n < 605; n++) {
+        const user = n % 121 === 0 ? 'bob' : 'ann'
+        await tx.query(
+          `INSERT INTO events (id, kind, tenant_id, user_id, conversation_id, actor_type, actor_id, content, created_at)
+           VALUES ($1, 'message', 'default', $2, 'c' || ($3::int % 7), 'human', $2, jsonb_build_object('text', $4::text), now());
+           `.trim(),
+          [`evt_${String(n).padStart(26, '0')}`, user, n, `deploy notes number ${n} about the release pipeline`],
+        )
+        await tx.query(
+          `INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, user_id, conversation_id, kind, channel,
+                               sensitivity, created_at)
+           VALUES ($1, $2, 0, $3, 10, 'default', $4, 'c' || ($5::int % 7), 'message', 'private', 'none', now())`,
+          [`chk_${String(n).padStart(26, '0')}`, `evt_${String(n).padStart(26, '0')}`, `deploy notes number ${n} about the release pipeline`, user, n],
+        )
+      }
+    })
+    await indexAll(db, embedder)
+    const hits = await engine.search('release pipeline deploy notes', {
+      mode: 'vector',
+      limit: 20,
+      scope: { userId: 'bob' },
+      weights: { neighbour: 0 },
+    })
+    expect(hits).toHaveLength(5)
+    const plan = await db.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN SELECT id FROM chunks WHERE vector_dims(embedding) = 384
+       ORDER BY (embedding::vector(384)) <=> (SELECT embedding FROM chunks LIMIT 1)::vector(384) LIMIT 5`,
+    )
+    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('chunks_embedding_hnsw_384')
+  })
+
+  it('applies kinds, time range, asOf, filters, channel and excludeConversation inside the query', async () => {
+    const clock = testClock('2025-01-01T00:00:00Z')
+    await using memory = await openTestMemory({ now: clock.now })
+    const a = await memory.record(say('c1', 'deploy the billing service', { createdAt: '2025-01-02T00:00:00Z', tags: ['ops'] }))
+    const b = await memory.record({
+      kind: 'decision',
+      scope: { conversationId: 'c2', userId: 'ann' },
+      actor: { type: 'agent', id: 'coder' },
+      content: { decision: 'deploy the billing service on Mondays only', ticket: 'OPS-7' },
+      createdAt: '2025-01-05T00:00:00Z',
+    })
+    const c = await memory.record(
+      say('c3', 'deploy the billing service secret runbook', { createdAt: '2025-01-09T00:00:00Z', sensitivity: 'high' }),
+    )
+    const ids = async (options: Parameters<typeof memory.search>[1]) =>
+      (await memory.search('deploy billing service', options)).map((h) => h.eventId).sort()
+
+    expect(await ids({})).toEqual([a.eventId, b.eventId, c.eventId].sort())
+    expect(await ids({ kinds: ['decision'] })).toEqual([b.eventId])
+    expect(await ids({ since: '2025-01-03T00:00:00Z', until: '2025-01-06T00:00:00Z' })).toEqual([b.eventId])
+    expect(await ids({ asOf: '2025-01-06T00:00:00Z' })).toEqual([a.eventId, b.eventId].sort())
+    expect(await ids({ filters: { field: 'content.ticket', operator: 'eq', value: 'OPS-7' } })).toEqual([b.eventId])
+    expect(await ids({ filters: { field: 'tags', operator: 'contains', value: 'ops' } })).toEqual([a.eventId])
+    expect(await ids({ filters: { field: 'actor_id', operator: 'eq', value: 'coder' } })).toEqual([b.eventId])
+    expect(await ids({ channel: 'public' })).toEqual([a.eventId, b.eventId].sort())
+    expect(await ids({ excludeConversation: 'c1' })).toEqual([b.eventId, c.eventId].sort())
+    expect(await ids({ scope: { conversationId: 'c3' } })).toEqual([c.eventId])
+  })
+
+  it('never crosses tenants', async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    await memory.record({ ...say('c1', 'quarterly revenue numbers'), scope: { tenantId: 'acme', conversationId: 'c1' } })
+    const own = await memory.record({ ...say('c1', 'quarterly revenue forecast'), scope: { tenantId: 'zeta', conversationId: 'c1' } })
+    expect((await memory.search('quarterly revenue', { scope: { tenantId: 'zeta' } })).map((h) => h.eventId)).toEqual([own.eventId])
+    expect(await memory.search('quarterly revenue')).toEqual([])
+  })
+
+  it('finds the answer to a question by the words of the question just before it', async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    const q = await memory.record(say('c1', 'Did you ever visit the lighthouse museum?'))
+    const answer = await memory.record({ ...say('c1', 'Yes, last summer with my sister.'), actor: { type: 'human', id: 'bo' } })
+    await memory.record(say('c2', 'Shall we order pizza tonight?'))
+    const hits = await memory.search('lighthouse museum visit')
+    expect(hits.map((h) => h.eventId)).toEqual([q.eventId, answer.eventId])
+    const none = await memory.search('lighthouse museum visit', { weights: { neighbour: 0 } })
+    expect(none.map((h) => h.eventId)).toEqual([q.eventId])
+  })
+
+  it('ranks the recent one of two equally relevant events first', async () => {
+    const clock = testClock('2025-03-01T00:00:00Z')
+    await using memory = await openTestMemory({ now: clock.now })
+    const old = await memory.record(say('c1', 'use postgres for storage', { createdAt: '2024-01-01T00:00:00Z' }))
+    const recent = await memory.record(say('c2', 'use postgres for storage', { createdAt: '2025-02-28T00:00:00Z' }))
+    const hits = await memory.search('postgres storage', { weights: { neighbour: 0 } })
+    expect(hits.map((h) => h.eventId)).toEqual([recent.eventId, old.eventId])
+    expect(hits[0]?.explain.recency).toBeGreaterThan(hits[1]?.explain.recency ?? 1)
+    expect(hits[0]?.explain.importance).toBe(0.5)
+  })
+
+  it('refuses vector mode without an embedder and bad options', async () => {
+    await using memory = await openTestMemory()
+    await expect(memory.search('x', { mode: 'vector' })).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
+    await expect(memory.search('x', { limit: 500 })).rejects.toBeInstanceOf(MemoryError)
+    await expect(memory.search('  ')).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await expect(memory.search('x', { filters: { field: 'kind', operator: 'like', value: 1 } })).rejects.toMatchObject({
+      code: 'INVALID_FILTER',
+    })
+  })
+})
