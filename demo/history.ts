@@ -70,8 +70,9 @@ export async function loadHistory(store: Store, plan: HistoryPlan, progress: (do
       turns: 0,
     })
   }
-  const contentOf = (file: string, version: number, word: string) =>
-    `// ${file} — generated sample, version ${version}\n${Array.from({ length: 6 + (version % 5) }, (_, l) => `export const rule${l} = '${word} rule ${l} (v${version})'`).join('\n')}\n`
+  // A version's content depends on the version alone, so reading it again finds no change.
+  const contentOf = (file: string, version: number, words: readonly string[]) =>
+    `// ${file} — generated sample, version ${version}\n${Array.from({ length: 6 + (version % 5) }, (_, l) => `export const rule${l} = '${words[(version + l) % words.length] ?? ''} rule ${l} (v${version})'`).join('\n')}\n`
 
   const turnAt = (n: number): RecordTurnInput => {
     const c = n % topics.length
@@ -85,10 +86,10 @@ export async function loadHistory(store: Store, plan: HistoryPlan, progress: (do
     const procedures: NonNullable<RecordTurnInput['procedures']> = []
     if (kind < 0.35 || version === 0) {
       if (version === 0) version = 1
-      procedures.push({ tool: 'read_file', args: { path }, document: { path: docPath(path), content: contentOf(path, version, word), effect: 'read' } })
+      procedures.push({ tool: 'read_file', args: { path }, document: { path: docPath(path), content: contentOf(path, version, topic.words), effect: 'read' } })
     } else if (kind < 0.5) {
       version += 1
-      procedures.push({ tool: 'write_file', args: { path }, document: { path: docPath(path), content: contentOf(path, version, word), effect: 'write' } })
+      procedures.push({ tool: 'write_file', args: { path }, document: { path: docPath(path), content: contentOf(path, version, topic.words), effect: 'write' } })
     } else if (kind < 0.65) {
       procedures.push({ tool: 'run_tests', args: { filter: word }, output: `${3 + (n % 7)} passed, 0 failed (${word})` })
     }

@@ -103,7 +103,8 @@ export class Store extends EventTarget {
     await this.memory.kv.put(KV_SCOPE, 'conversations', conversation.id, { ...conversation })
     const i = this.conversations.findIndex((c) => c.id === conversation.id)
     if (i >= 0) this.conversations[i] = conversation
-    else this.conversations.unshift(conversation)
+    else this.conversations.push(conversation)
+    this.conversations.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id))
   }
 
   async trackDocument(path: string, workspace: boolean): Promise<void> {

@@ -6,7 +6,7 @@ import type { Store } from '../store.ts'
 import { el } from '../tabs.ts'
 
 /** The newest turns drawn; older ones stay in the memory (the chat says how many). */
-const DRAWN_TURNS = 25
+const DRAWN_TURNS = 12
 
 type Graph = Awaited<ReturnType<Memory['graph']['conversation']>>
 
@@ -20,6 +20,7 @@ function elements(graph: Graph, title: string): cytoscape.ElementDefinition[] {
   const events = graph.events.filter((e) => e.turnIndex === null || e.turnIndex > lastTurn - DRAWN_TURNS)
   const ids = new Set<string>()
   const out: cytoscape.ElementDefinition[] = []
+  let previousTurn: string | undefined
   const conv = `conversation:${graph.conversationId}`
   out.push({ data: { id: conv, label: short(title, 32), kind: 'conversation' } })
   for (const e of events) {
@@ -27,10 +28,15 @@ function elements(graph: Graph, title: string): cytoscape.ElementDefinition[] {
     const kind = e.kind === 'message' ? (e.actor.type === 'human' ? 'user' : 'agent') : e.kind
     out.push({ data: { id: e.id, label: `${kind === 'user' ? 'You' : kind === 'agent' ? 'Agent' : kind}: ${short(text)}`, kind } })
     ids.add(e.id)
-    if (kind === 'user') out.push({ data: { id: `turn:${e.id}`, source: conv, target: e.id, label: `turn ${(e.turnIndex ?? 0) + 1}`, rel: 'TURN' } })
+    if (kind === 'user') {
+      // Turns hang off the conversation in a chain, so the drawing reads top to bottom.
+      out.push({ data: { id: `turn:${e.id}`, source: previousTurn ?? conv, target: e.id, label: `turn ${(e.turnIndex ?? 0) + 1}`, rel: 'TURN' } })
+      previousTurn = e.id
+    }
   }
   const documents = new Map(graph.documents.map((d) => [d.id, d]))
-  const versions = graph.versions.filter((v) => graph.edges.some((e) => (e.dst === v.id && ids.has(e.src)) || (e.src === v.id && e.rel === 'VERSION_OF')))
+  const touched = new Set(graph.edges.filter((e) => ids.has(e.src)).map((e) => e.dst))
+  const versions = graph.versions.filter((v) => touched.has(v.id))
   const used = new Set<string>()
   for (const v of versions) {
     const doc = documents.get(v.documentId)
@@ -180,7 +186,10 @@ export function graphPanel(store: Store, root: HTMLElement) {
       container: canvas,
       elements: els,
       style: STYLE,
-      layout: { name: 'breadthfirst', directed: true, roots: [`conversation:${conversation.id}`], spacingFactor: 1.25, padding: 16 },
+      layout:
+        turns <= 3
+          ? { name: 'breadthfirst', directed: true, roots: [`conversation:${conversation.id}`], spacingFactor: 1.25, padding: 16 }
+          : { name: 'cose', animate: false, padding: 16, nodeRepulsion: () => 9000, idealEdgeLength: () => 40 },
       wheelSensitivity: 0.3,
       minZoom: 0.2,
       maxZoom: 3,

@@ -114,7 +114,12 @@ export function storagePanel(store: Store, root: HTMLElement, boot: BootInfo, ac
       ['Schema', `v${stats.schemaVersion}`],
       ['Site storage used', estimate?.usage === undefined ? 'unknown' : `${formatBytes(estimate.usage)} of ${estimate.quota === undefined ? '?' : formatBytes(estimate.quota)} allowed`],
       ['Kept under pressure', persisted === null ? 'unknown' : persisted ? 'yes (persistent)' : 'no (the browser may evict it)'],
-      ['Embeddings', indexing.vectors === false ? 'none: keyword search only' : `${indexing.embedded ?? '?'} chunks embedded, ${indexing.pending} waiting`],
+      [
+        'Embeddings',
+        indexing.vectors === false || (indexing.vectors === null && !indexing.embedded)
+          ? `none: keyword search only (${indexing.pending.toLocaleString()} chunks not embedded)`
+          : `${(indexing.embedded ?? 0).toLocaleString()} chunks embedded, ${indexing.pending.toLocaleString()} waiting`,
+      ],
       ['Events', stats.oldestEventAt ? `${new Date(stats.oldestEventAt).toLocaleDateString()} – ${new Date(stats.newestEventAt ?? stats.oldestEventAt).toLocaleDateString()}` : 'none yet'],
     ]
     facts.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]))
