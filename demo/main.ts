@@ -45,6 +45,8 @@ async function start(): Promise<void> {
     'panel-memories': memoriesPanel(store, q('#panel-memories')),
     'panel-storage': storagePanel(store, q('#panel-storage'), boot, {
       clear: async () => {
+        delete document.body.dataset.ready
+        status.textContent = 'Deleting this memory…'
         await memory.close()
         await deleteMemory(MEMORY_NAME)
         location.reload()

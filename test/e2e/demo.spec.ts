@@ -163,7 +163,9 @@ test('export, clear and import bring back the same conversations, files and memo
   const download = await downloading
   const file = await download.path()
 
+  const reloaded = page.waitForEvent('load')
   await page.getByRole('button', { name: 'Clear memory' }).click()
+  await reloaded
   await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 30_000 })
   await expect(page.locator('#conversations li')).toHaveCount(1)
   await expect(page.locator('.msg.agent')).toHaveCount(0)
@@ -177,5 +179,10 @@ test('export, clear and import bring back the same conversations, files and memo
   await expect(page.locator('.msg.agent .chip')).toHaveText(['read_file src/auth.ts → v1 (initial)', 'write_file src/auth.ts → v2'])
   await openTab(page, 'Memories')
   await expect(page.locator('#panel-memories')).toContainText('We use tabs, not spaces')
+  await page.getByRole('button', { name: 'Edit src/auth.ts' }).click()
+  await expect(page.getByRole('dialog').getByRole('textbox')).toHaveValue(/export function logout\(\): void/)
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click()
+  await openTab(page, 'Documents')
+  await expect(page.locator('[data-path="src/auth.ts"] .version')).toHaveCount(2)
   expect(outside).toEqual([])
 })
