@@ -3,6 +3,7 @@ import { indexingView } from './api.ts'
 import { setupChat } from './chat.ts'
 import { explainError, showError } from './errors.ts'
 import { loadHistory } from './history.ts'
+import { ROOT } from './project.ts'
 import { contextPanel } from './panels/context.ts'
 import { documentsPanel } from './panels/documents.ts'
 import { graphPanel } from './panels/graph.ts'
@@ -25,7 +26,7 @@ const status = q<HTMLParagraphElement>('#status')
 async function start(): Promise<void> {
   let memory: Memory
   try {
-    memory = await createMemory({ name: MEMORY_NAME, persist: true })
+    memory = await createMemory({ name: MEMORY_NAME, persist: true, workspace: { mode: 'local', root: ROOT } })
   } catch (error) {
     const e = explainError(error)
     status.textContent = `The memory could not start (${e.code}): ${e.message} ${e.advice}`

@@ -1,16 +1,16 @@
 /**
  * The small sample project the scripted agent works on. The page keeps the files in a Map
- * (workspace-relative path → content); the memory stores them as documents under ROOT,
- * because a browser memory identifies documents by absolute path.
+ * (workspace-relative path → content); the memory is opened with a local workspace rooted
+ * at ROOT, so it stores documents by the same relative paths.
  */
 export const ROOT = '/todo-app'
 
-/** The absolute document path of a workspace-relative path. */
+/** The path a document is stored under: relative to the workspace root. */
 export function docPath(relative: string): string {
-  return `${ROOT}/${relative}`
+  return relative
 }
 
-/** The workspace-relative path of a document key (or the key itself when outside the project). */
+/** The workspace-relative path of a document key (an absolute key under ROOT is shortened). */
 export function relPath(canonicalKey: string): string {
   return canonicalKey.startsWith(`${ROOT}/`) ? canonicalKey.slice(ROOT.length + 1) : canonicalKey
 }
