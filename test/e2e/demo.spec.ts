@@ -84,6 +84,11 @@ test('a new user asks the agent to change a file, sees the turn in the graph, ed
   await expect(auth.locator('.version[data-version="1"] .seen-by')).toContainText('saw a version 2 behind')
   await expect(auth.locator('.facts')).toContainText('3 versions · 1 by the agent · 1 outside')
   await page.screenshot({ path: `${SHOTS}/documents.png` })
+  await openTab(page, 'Graph')
+  await expect(graph).toContainText('2 turns, ')
+  await graph.locator('[data-kind="version"]', { hasText: 'auth.ts v3' }).click()
+  await expect(graph.locator('.node-detail h4')).toHaveText('src/auth.ts version 3 (external)')
+  await page.screenshot({ path: `${SHOTS}/graph-two-turns.png` })
 
   // A curated memory.
   await page.getByLabel('Message to the agent').fill('We keep sessions for one day at most')
