@@ -1,6 +1,7 @@
 import { type Remote, wrap } from 'comlink'
-import type { BootInfo, WorkerApi } from '../../workers/memory.worker.ts'
+import type { BootInfo, StorageInfo, WorkerApi } from '../../workers/memory.worker.ts'
 import type { Engine } from '../core/engine.ts'
+import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import { checkMemoryName, type StorageKind } from '../worker/storage.ts'
 import { installErrorTransfer } from './error-transfer.ts'
@@ -23,6 +24,11 @@ export interface CreateMemoryOptions {
    */
   templateUrl?: string | URL | false
   /**
+   * How document paths are identified: `{ mode: 'local', root }` stores them relative to a
+   * project root (the same project opened elsewhere is the same memory); default `{ mode: 'global' }`.
+   */
+  workspace?: Workspace
+  /**
    * The worker to host the engine. Pass your own for strict CSPs or webviews (e.g. a
    * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
    */
@@ -40,7 +46,9 @@ export type ClientOf<T> = {
       : never
 }
 
-export type Memory = ClientOf<Engine> & {
+export type Memory = Omit<ClientOf<Engine>, 'stats'> & {
+  /** The engine's `stats()`, plus where the memory lives and the origin's storage usage and quota. */
+  stats(): Promise<Awaited<ReturnType<Engine['stats']>> & { storage: StorageInfo }>
   /** Resolves when the worker has opened the database; rejects with the boot error. */
   readonly ready: Promise<BootInfo>
   /** Closes the database and terminates the worker; pending calls reject with CLOSED. */
@@ -108,7 +116,12 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   let timer: ReturnType<typeof setTimeout> | undefined
   const ready = track(
     Promise.race([
-      remote.boot({ name, storage, ...(templateUrl ? { templateUrl } : {}) }),
+      remote.boot({
+        name,
+        storage,
+        ...(templateUrl ? { templateUrl } : {}),
+        ...(options.workspace ? { workspace: options.workspace } : {}),
+      }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const error = new MemoryError(

@@ -2,7 +2,8 @@ import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
-import { openPGlite } from '../runtime/pglite.ts'
+import { durableDb, openPGlite } from '../runtime/pglite.ts'
+import type { ScoringInput } from '../core/scoring.ts'
 
 export interface OpenMemoryOptions {
   /** A folder for the database files; omitted → in memory, gone on close. */
@@ -14,6 +15,10 @@ export interface OpenMemoryOptions {
   embedder?: Embedder
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
+  /** Retrieval and ranking weights over `DEFAULT_SCORING`. */
+  scoring?: ScoringInput
+  /** Counts tokens for context budgets (e.g. the model's tokenizer); default `estimateTokens`. */
+  tokenCounter?: (text: string) => number
   /**
    * How document paths are identified. `local`: relative to `root` (resolved against the
    * current directory when relative), so the memory survives moving the project. `global`
@@ -45,10 +50,12 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   let engine: Engine
   try {
     engine = await createEngine({
-      db: pg,
+      db: durableDb(pg),
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
       ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
+      ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
+      ...(options.tokenCounter === undefined ? {} : { tokenCounter: options.tokenCounter }),
       ...(workspace ? { workspace } : {}),
     })
   } catch (error) {
@@ -96,3 +103,15 @@ export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
 export { FACT_EXTRACTION_PROMPT, Memory, type MemoryOptions, UPDATE_DECISION_PROMPT } from '../core/mem0.ts'
 export type { TelemetryEvent } from '../core/telemetry.ts'
 export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools.ts'
+export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from '../core/search.ts'
+export { DEFAULT_SCORING, type Scoring, type ScoringInput } from '../core/scoring.ts'
+export {
+  type BuildContextInput,
+  type ContextBundle,
+  type ContextItem,
+  type ContextOmission,
+  type ContextSection,
+  DEFAULT_SECTION_CAPS,
+  type SectionName,
+} from '../core/context.ts'
+export { allowedSensitivities } from '../core/privacy.ts'

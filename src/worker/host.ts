@@ -2,9 +2,10 @@
 import type { PGlite } from '@electric-sql/pglite'
 import { fromWire, toWire, type WireValue } from '../client/error-transfer.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
+import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import { registerMemory } from '../client/registry.ts'
-import { openPGlite } from '../runtime/pglite.ts'
+import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import {
   checkMemoryName,
   dataDirFor,
@@ -20,6 +21,8 @@ export interface BootOptions {
   storage: StorageKind | 'auto'
   /** URL of a pre-built, migrated data directory (tar or tar.gz); skips initdb for a new memory. */
   templateUrl?: string
+  /** How document paths are identified (see `openMemory`). Default global. */
+  workspace?: Workspace
 }
 
 export type Role = 'leader' | 'follower' | 'private'
@@ -33,6 +36,17 @@ export interface BootInfo {
   created: boolean
   fromTemplate: boolean
   bootMs: number
+}
+
+/** Added to `stats()` in the browser. */
+export interface StorageInfo {
+  kind: StorageKind
+  dataDir: string
+  role: Role
+  /** The whole origin's usage and quota (`navigator.storage.estimate()`). */
+  usageBytes?: number
+  quotaBytes?: number
+  persisted?: boolean
 }
 
 type Path = readonly string[]
@@ -172,13 +186,27 @@ export class MemoryHost {
   async #run(path: Path, args: unknown[]): Promise<unknown> {
     const fn = resolvePath(this.#engine as Engine, path)
     try {
-      return await fn(...args)
+      const result = await fn(...args)
+      return path.length === 1 && path[0] === 'stats' ? { ...(result as object), storage: await this.#storageInfo() } : result
     } catch (error) {
       if (error instanceof MemoryError) throw error
       const name = (error as { name?: string } | null)?.name
       if (name === 'QuotaExceededError') throw storageError(error, `${path.join('.')} failed`)
       throw error
     }
+  }
+
+  /** Where the memory lives and how much of the origin's quota is used (`stats().storage`). */
+  async #storageInfo(): Promise<StorageInfo> {
+    const options = this.#options as BootOptions
+    const info: StorageInfo = { kind: this.#storage, dataDir: dataDirFor(this.#storage, options.name), role: this.#role }
+    if (typeof navigator.storage?.estimate === 'function') {
+      const { usage, quota } = await navigator.storage.estimate()
+      if (usage !== undefined) info.usageBytes = usage
+      if (quota !== undefined) info.quotaBytes = quota
+    }
+    if (typeof navigator.storage?.persisted === 'function') info.persisted = await navigator.storage.persisted()
+    return info
   }
 
   async #open(): Promise<{ created: boolean; fromTemplate: boolean }> {
@@ -199,7 +227,10 @@ export class MemoryHost {
     } catch (error) {
       throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
     }
-    this.#engine = await createEngine({ db: this.#pg })
+    this.#engine = await createEngine({
+      db: durableDb(this.#pg),
+      ...(options.workspace ? { workspace: options.workspace } : {}),
+    })
     if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
     return { created, fromTemplate: template !== undefined }
   }

@@ -64,24 +64,18 @@ describe('search', () => {
     const embedder = createTestEmbedder()
     await using t = await openTestEngine({ now: testClock().now, embedder })
     const { engine, db } = t
-    // 600 rows of one user, 5 of another, all about the same thing.
-    await db.transaction(async (tx) => {
-      for (let n = 0; n < 605; n++) {
-        const user = n % 121 === 0 ? 'bob' : 'ann'
-        await tx.query(
-          `INSERT INTO events (id, kind, tenant_id, user_id, conversation_id, actor_type, actor_id, content, created_at)
-           VALUES ($1, 'message', 'default', $2, 'c' || ($3::int % 7), 'human', $2, jsonb_build_object('text', $4::text), now());
-           `.trim(),
-          [`evt_${String(n).padStart(26, '0')}`, user, n, `deploy notes number ${n} about the release pipeline`],
-        )
-        await tx.query(
-          `INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, user_id, conversation_id, kind, channel,
-                               sensitivity, created_at)
-           VALUES ($1, $2, 0, $3, 10, 'default', $4, 'c' || ($5::int % 7), 'message', 'private', 'none', now())`,
-          [`chk_${String(n).padStart(26, '0')}`, `evt_${String(n).padStart(26, '0')}`, `deploy notes number ${n} about the release pipeline`, user, n],
-        )
-      }
-    })
+    // 400 rows of one user, 4 of another, all about the same thing: an HNSW scan that stopped
+    // at ef_search candidates would see almost none of the second user's rows.
+    await db.exec(`
+      INSERT INTO events (id, kind, tenant_id, user_id, conversation_id, actor_type, actor_id, content, created_at)
+      SELECT 'evt_' || lpad(n::text, 26, '0'), 'message', 'default', CASE WHEN n % 101 = 0 THEN 'bob' ELSE 'ann' END,
+             'c' || (n % 7), 'human', 'ann', jsonb_build_object('text', 'deploy notes number ' || n || ' about the release pipeline'),
+             now()
+      FROM generate_series(0, 403) n;
+      INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, user_id, conversation_id, kind, channel, sensitivity, created_at)
+      SELECT 'chk_' || substr(id, 5), id, 0, content ->> 'text', 10, tenant_id, user_id, conversation_id, kind, channel, sensitivity, created_at
+      FROM events;
+    `)
     await indexAll(db, embedder)
     const hits = await engine.search('release pipeline deploy notes', {
       mode: 'vector',
@@ -89,13 +83,14 @@ describe('search', () => {
       scope: { userId: 'bob' },
       weights: { neighbour: 0 },
     })
-    expect(hits).toHaveLength(5)
+    expect(hits).toHaveLength(4)
+    expect(hits.every((h) => h.explain.vector !== null)).toBe(true)
     const plan = await db.query<{ 'QUERY PLAN': string }>(
       `EXPLAIN SELECT id FROM chunks WHERE vector_dims(embedding) = 384
        ORDER BY (embedding::vector(384)) <=> (SELECT embedding FROM chunks LIMIT 1)::vector(384) LIMIT 5`,
     )
     expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('chunks_embedding_hnsw_384')
-  })
+  }, 120_000)
 
   it('applies kinds, time range, asOf, filters, channel and excludeConversation inside the query', async () => {
     const clock = testClock('2025-01-01T00:00:00Z')
