@@ -69,7 +69,9 @@ describe('search', () => {
     await db.exec(`
       INSERT INTO events (id, kind, tenant_id, user_id, conversation_id, actor_type, actor_id, content, created_at)
       SELECT 'evt_' || lpad(n::text, 26, '0'), 'message', 'default', CASE WHEN n % 101 = 0 THEN 'bob' ELSE 'ann' END,
-             'c' || (n % 7), 'human', 'ann', jsonb_build_object('text', 'deploy notes number ' || n || ' about the release pipeline'),
+             'c' || (n % 7), 'human', 'ann',
+             jsonb_build_object('text', 'deploy notes ' || n || ' about the release pipeline of service s' || (n % 37) || ' in zone z' || (n % 11),
+                                'owner', CASE WHEN n % 101 = 0 THEN 'bob' ELSE 'ann' END),
              now()
       FROM generate_series(0, 403) n;
       INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, user_id, conversation_id, kind, channel, sensitivity, created_at)
@@ -77,10 +79,12 @@ describe('search', () => {
       FROM events;
     `)
     await indexAll(db, embedder)
+    // The table is small: make the planner take the HNSW index as it would on a large one.
+    await db.exec('ANALYZE chunks; SET enable_seqscan = off; SET enable_sort = off')
     const hits = await engine.search('release pipeline deploy notes', {
       mode: 'vector',
       limit: 20,
-      scope: { userId: 'bob' },
+      filters: { field: 'content.owner', operator: 'eq', value: 'bob' },
       weights: { neighbour: 0 },
     })
     expect(hits).toHaveLength(4)
