@@ -363,4 +363,15 @@ describe('buildContext: budget and determinism', () => {
     expect(b).toEqual(a)
     expect(section(a, 'retrieved_evidence').items.length).toBeGreaterThanOrEqual(4)
   })
+
+  it('an agent gets the bundle through the build_context tool', async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    await memory.recordTurn({ conversationId: 'a', scope: { userId: 'ann' }, user: 'where are invoices parsed?', agent: 'In src/parse.ts.' })
+    const bundle = (await memory.callTool('build_context', { query: 'invoice parsing', conversation_id: 'b', max_tokens: 500 }, {
+      userId: 'ann',
+    })) as ContextBundle
+    expect(bundle.budgetTokens).toBe(500)
+    expect(section(bundle, 'retrieved_evidence').items).toHaveLength(1)
+    expect(bundle.provenance.filters.userId).toBe('ann')
+  })
 })
