@@ -115,7 +115,7 @@ async function coldStart(page: Page, name: string, storage: 'opfs' | 'idb') {
       const ms = performance.now() - t0
       const info = await memory.ready
       await memory.close()
-      return { ms, created: info.created }
+      return { ms, created: info.created, fromTemplate: info.fromTemplate }
     },
     { name, storage },
   )
@@ -198,6 +198,7 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
           let page = await openHarness(context, origin)
           const first = await coldStart(page, `bench-cold-${run}`, storage)
           if (!first.created) throw new Error('cold start: the new memory already existed')
+          if (!first.fromTemplate) throw new Error('cold start: the new memory did not start from the bundled template')
           fresh.push(first.ms)
           await page.close()
           page = await openHarness(context, origin)
