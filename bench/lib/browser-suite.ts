@@ -71,7 +71,10 @@ async function openHarness(context: BrowserContext, origin: string): Promise<Pag
     if (response.status() >= 400 || process.env.BENCH_DEBUG) console.error(`HTTP ${response.status()} ${response.url()}`)
   })
   page.on('console', (message) => {
-    if (message.type() === 'error') console.error(`console: ${message.text()}`)
+    // Chromium asks for /favicon.ico, which the harness does not have.
+    if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) {
+      console.error(`console: ${message.text()} (${message.location().url})`)
+    }
   })
   await page.goto(`${origin}/harness.html`)
   await page.waitForFunction(() => window.engramHarnessReady === true)
