@@ -2,6 +2,7 @@ import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
+import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
 
 export type JsonObject = { [key: string]: unknown }
@@ -191,7 +192,7 @@ export async function writeEdges(
     src: batch.map((e) => e.src),
     rel: batch.map((e) => rels.get(e.rel) as number),
     dst: batch.map((e) => e.dst),
-    props: batch.map((e) => JSON.stringify(e.payload)),
+    props: batch.map((e) => JSON.stringify(redactUnknown(e.payload).value)),
     conv: batch.map((e) => e.conversationId ?? null),
     run: batch.map((e) => e.runId ?? null),
     task: batch.map((e) => e.taskId ?? null),
@@ -316,7 +317,7 @@ export function entityGraphApi(ctx: EngineContext) {
         batch.map((n) => n.tenantId),
         batch.map((n) => n.id),
         batch.map((n) => n.type),
-        batch.map((n) => JSON.stringify(n.payload)),
+        batch.map((n) => JSON.stringify(redactUnknown(n.payload).value)),
         batch.map((n) => n.scope ?? null),
         batch.map((n) => n.runId ?? null),
         batch.map((n) => n.taskId ?? null),
