@@ -1,5 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { Memory } from '../../src/core/mem0.ts'
 import { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../../src/core/privacy.ts'
 import { countRedactions, redact, redactJson } from '../../src/core/redact.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -311,6 +312,35 @@ describe('tenant isolation', () => {
     await expect(memory.memories.update(m.id, { content: 'globex was here' }, other)).rejects.toMatchObject({ code: 'NOT_FOUND' })
     await expect(memory.memories.delete(m.id, other)).rejects.toMatchObject({ code: 'NOT_FOUND' })
     expect((await memory.memories.get(m.id, { tenantId: 'acme' }))?.content).toBe('acme uses tabs')
+  })
+
+  it("a tenant's change feed shows only its own rows and forgets", async () => {
+    await using memory = await openTestMemory()
+    const since = new Date(Date.now() - 60_000).toISOString()
+    await memory.record({ kind: 'message', scope: { tenantId: 'acme', conversationId: 'c1' }, actor: human, content: { text: 'a' } })
+    const g = await memory.record({ kind: 'message', scope: { tenantId: 'globex', conversationId: 'c1' }, actor: human, content: { text: 'g' } })
+    await memory.forget({ eventId: g.eventId, tenantId: 'globex' })
+    await memory.forget({ conversationId: 'c9', tenantId: 'globex' })
+    const acme = await memory.diffSince(since, { tenantId: 'acme' })
+    expect(acme.events.map((e) => e.scope.tenantId)).toEqual(['acme'])
+    expect(acme.forgets).toEqual([])
+    expect((await memory.diffSince(since, { tenantId: 'globex' })).forgets).toHaveLength(2)
+  })
+
+  it('the mem0 facade reads and changes only the memories of its tenant, and stores no secret', async () => {
+    await using memory = await openTestMemory()
+    const acme = new Memory(memory, { tenantId: 'acme' })
+    const globex = new Memory(memory, { tenantId: 'globex' })
+    const key = corpus.find((s) => s.type === 'anthropic_api_key') as (typeof corpus)[number]
+    const added = await acme.add(`our key is ${key.secret}`, { userId: 'ann' })
+    const id = added.results[0]?.id as string
+    expect((await acme.get(id))?.memory).toBe('our key is [REDACTED:anthropic_api_key]')
+    expect(await globex.get(id)).toBeNull()
+    await expect(globex.update(id, 'taken over')).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    await expect(globex.delete(id)).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    expect(await globex.history(id)).toEqual([])
+    await acme.update(id, `rotated to ${key.secret}`)
+    expect((await acme.get(id))?.memory).toBe('rotated to [REDACTED:anthropic_api_key]')
   })
 
   it('random writes under random scopes are never read back under another tenant or user', async () => {
