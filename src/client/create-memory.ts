@@ -1,6 +1,7 @@
 import { type Remote, wrap } from 'comlink'
 import type { BootInfo, WorkerApi } from '../../workers/memory.worker.ts'
 import type { Engine } from '../core/engine.ts'
+import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import { checkMemoryName, type StorageKind } from '../worker/storage.ts'
 import { installErrorTransfer } from './error-transfer.ts'
@@ -22,6 +23,11 @@ export interface CreateMemoryOptions {
    * browser (seconds faster). Default: the template shipped with Engram. `false` disables it.
    */
   templateUrl?: string | URL | false
+  /**
+   * How document paths are identified: `{ mode: 'local', root }` stores them relative to a
+   * project root (the same project opened elsewhere is the same memory); default `{ mode: 'global' }`.
+   */
+  workspace?: Workspace
   /**
    * The worker to host the engine. Pass your own for strict CSPs or webviews (e.g. a
    * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
@@ -108,7 +114,12 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   let timer: ReturnType<typeof setTimeout> | undefined
   const ready = track(
     Promise.race([
-      remote.boot({ name, storage, ...(templateUrl ? { templateUrl } : {}) }),
+      remote.boot({
+        name,
+        storage,
+        ...(templateUrl ? { templateUrl } : {}),
+        ...(options.workspace ? { workspace: options.workspace } : {}),
+      }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           const error = new MemoryError(

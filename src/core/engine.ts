@@ -11,6 +11,8 @@ import { createGraph } from './graph.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
 import { normalizeWorkspace, type Workspace } from './paths.ts'
+import { rebuildMissingChunks } from './derived.ts'
+import { createPortable } from './portable.ts'
 import { migrate } from './schema/migrations.ts'
 import { createStats } from './stats.ts'
 import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
@@ -81,6 +83,7 @@ export async function createEngine(options: EngineOptions) {
     ...createForget(ctx),
     ...createChanges(ctx),
     ...createStats(ctx),
+    ...createPortable(ctx, schemaVersion, rebuildMissingChunks),
   })
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
 

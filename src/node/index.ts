@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
-import { openPGlite } from '../runtime/pglite.ts'
+import { durableDb, openPGlite } from '../runtime/pglite.ts'
 
 export interface OpenMemoryOptions {
   /** A folder for the database files; omitted → in memory, gone on close. */
@@ -45,7 +45,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   let engine: Engine
   try {
     engine = await createEngine({
-      db: pg,
+      db: durableDb(pg),
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
       ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),

@@ -2,9 +2,10 @@
 import type { PGlite } from '@electric-sql/pglite'
 import { fromWire, toWire, type WireValue } from '../client/error-transfer.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
+import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import { registerMemory } from '../client/registry.ts'
-import { openPGlite } from '../runtime/pglite.ts'
+import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import {
   checkMemoryName,
   dataDirFor,
@@ -20,6 +21,8 @@ export interface BootOptions {
   storage: StorageKind | 'auto'
   /** URL of a pre-built, migrated data directory (tar or tar.gz); skips initdb for a new memory. */
   templateUrl?: string
+  /** How document paths are identified (see `openMemory`). Default global. */
+  workspace?: Workspace
 }
 
 export type Role = 'leader' | 'follower' | 'private'
@@ -199,7 +202,10 @@ export class MemoryHost {
     } catch (error) {
       throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
     }
-    this.#engine = await createEngine({ db: this.#pg })
+    this.#engine = await createEngine({
+      db: durableDb(this.#pg),
+      ...(options.workspace ? { workspace: options.workspace } : {}),
+    })
     if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
     return { created, fromTemplate: template !== undefined }
   }
