@@ -15,6 +15,6 @@ const api = {
 }
 
 export type WorkerApi = typeof api
-export type { BootInfo, BootOptions } from '../src/worker/host.ts'
+export type { BootInfo, BootOptions, StorageInfo } from '../src/worker/host.ts'
 
 expose(api)

@@ -1,5 +1,5 @@
 import { type Remote, wrap } from 'comlink'
-import type { BootInfo, WorkerApi } from '../../workers/memory.worker.ts'
+import type { BootInfo, StorageInfo, WorkerApi } from '../../workers/memory.worker.ts'
 import type { Engine } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
@@ -46,7 +46,9 @@ export type ClientOf<T> = {
       : never
 }
 
-export type Memory = ClientOf<Engine> & {
+export type Memory = Omit<ClientOf<Engine>, 'stats'> & {
+  /** The engine's `stats()`, plus where the memory lives and the origin's storage usage and quota. */
+  stats(): Promise<Awaited<ReturnType<Engine['stats']>> & { storage: StorageInfo }>
   /** Resolves when the worker has opened the database; rejects with the boot error. */
   readonly ready: Promise<BootInfo>
   /** Closes the database and terminates the worker; pending calls reject with CLOSED. */

@@ -38,6 +38,17 @@ export interface BootInfo {
   bootMs: number
 }
 
+/** Added to `stats()` in the browser. */
+export interface StorageInfo {
+  kind: StorageKind
+  dataDir: string
+  role: Role
+  /** The whole origin's usage and quota (`navigator.storage.estimate()`). */
+  usageBytes?: number
+  quotaBytes?: number
+  persisted?: boolean
+}
+
 type Path = readonly string[]
 
 type ChannelMessage =
@@ -175,13 +186,27 @@ export class MemoryHost {
   async #run(path: Path, args: unknown[]): Promise<unknown> {
     const fn = resolvePath(this.#engine as Engine, path)
     try {
-      return await fn(...args)
+      const result = await fn(...args)
+      return path.length === 1 && path[0] === 'stats' ? { ...(result as object), storage: await this.#storageInfo() } : result
     } catch (error) {
       if (error instanceof MemoryError) throw error
       const name = (error as { name?: string } | null)?.name
       if (name === 'QuotaExceededError') throw storageError(error, `${path.join('.')} failed`)
       throw error
     }
+  }
+
+  /** Where the memory lives and how much of the origin's quota is used (`stats().storage`). */
+  async #storageInfo(): Promise<StorageInfo> {
+    const options = this.#options as BootOptions
+    const info: StorageInfo = { kind: this.#storage, dataDir: dataDirFor(this.#storage, options.name), role: this.#role }
+    if (typeof navigator.storage?.estimate === 'function') {
+      const { usage, quota } = await navigator.storage.estimate()
+      if (usage !== undefined) info.usageBytes = usage
+      if (quota !== undefined) info.quotaBytes = quota
+    }
+    if (typeof navigator.storage?.persisted === 'function') info.persisted = await navigator.storage.persisted()
+    return info
   }
 
   async #open(): Promise<{ created: boolean; fromTemplate: boolean }> {
