@@ -91,6 +91,9 @@ export {
   MAX_TOOL_EXCERPT_BYTES,
 } from '../core/limits.ts'
 export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
+export { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../core/privacy.ts'
+export { type RedactionCount, type RedactionFinding, type RedactionResult, redact } from '../core/redact.ts'
+export type { Channel, Sensitivity } from '../core/scope.ts'
 export type { FilterExpression } from '../core/filters.ts'
 export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
 export { FACT_EXTRACTION_PROMPT, Memory, type MemoryOptions, UPDATE_DECISION_PROMPT } from '../core/mem0.ts'
