@@ -5,6 +5,8 @@ import { defineConfig } from '@playwright/test'
  * CHROMIUM_PATH. The built demo and harness are served on 127.0.0.1.
  */
 const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+/** Set ENGRAM_E2E_PORT to run several checkouts' browser tests side by side. */
+const port = Number(process.env.ENGRAM_E2E_PORT ?? 4173)
 
 export default defineConfig({
   testDir: 'test/e2e',
@@ -15,7 +17,7 @@ export default defineConfig({
   retries: 0,
   reporter: process.env.CI ? [['list']] : [['list'], ['html', { open: 'never' }]],
   use: {
-    baseURL: 'http://127.0.0.1:4173',
+    baseURL: `http://127.0.0.1:${port}`,
     launchOptions: {
       executablePath,
       args: [
@@ -29,9 +31,10 @@ export default defineConfig({
   },
   projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
   webServer: {
-    command: 'npx vite preview --host 127.0.0.1 --port 4173 --strictPort',
-    url: 'http://127.0.0.1:4173/harness.html',
-    reuseExistingServer: !process.env.CI,
+    command: `npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
+    url: `http://127.0.0.1:${port}/harness.html`,
+    // Never reuse a server: it may be serving another checkout's build.
+    reuseExistingServer: false,
     timeout: 60_000,
   },
 })

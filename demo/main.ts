@@ -1,13 +1,157 @@
-import { createMemory, MemoryError } from '../src/index.ts'
+import { createMemory, deleteMemory, type Memory } from '../src/index.ts'
+import { indexingView } from './api.ts'
+import { setupChat } from './chat.ts'
+import { explainError, showError } from './errors.ts'
+import { loadHistory } from './history.ts'
+import { ROOT } from './project.ts'
+import { contextPanel } from './panels/context.ts'
+import { documentsPanel } from './panels/documents.ts'
+import { graphPanel } from './panels/graph.ts'
+import { memoriesPanel } from './panels/memories.ts'
+import { storagePanel } from './panels/storage.ts'
+import { type Change, Store } from './store.ts'
+import { setupTabs } from './tabs.ts'
 
-const status = document.querySelector<HTMLParagraphElement>('#status')!
+const MEMORY_NAME = 'engram-demo'
+const HISTORY = { conversations: 6, turns: 3000 }
 
-try {
-  const memory = await createMemory({ name: 'demo', storage: 'idb' })
-  const ping = await memory.ping()
-  status.textContent = `Memory ready: schema v${ping.schemaVersion}, Postgres ${ping.postgres}, pgvector ${ping.vector}.`
-} catch (error) {
-  status.textContent = MemoryError.is(error)
-    ? `The memory could not start (${error.code}): ${error.message}`
-    : `The memory could not start: ${String(error)}`
+function q<T extends HTMLElement>(selector: string): T {
+  const node = document.querySelector<T>(selector)
+  if (!node) throw new Error(`missing ${selector}`)
+  return node
 }
+
+const status = q<HTMLParagraphElement>('#status')
+
+async function start(): Promise<void> {
+  let memory: Memory
+  try {
+    memory = await createMemory({ name: MEMORY_NAME, persist: true, workspace: { mode: 'local', root: ROOT } })
+  } catch (error) {
+    const e = explainError(error)
+    status.textContent = `The memory could not start (${e.code}): ${e.message} ${e.advice}`
+    return
+  }
+  const boot = await memory.ready
+  const store = new Store(memory)
+  await store.load()
+  status.textContent = `Memory ready in ${boot.storage === 'opfs' ? 'OPFS' : boot.storage === 'idb' ? 'IndexedDB' : 'memory'} (${boot.created ? 'new' : 'reopened'}, ${Math.round(boot.bootMs)} ms).`
+  document.body.dataset.ready = 'true'
+
+  const chat = setupChat(store)
+  const panels: Record<string, { render: () => Promise<void> }> = {
+    'panel-context': contextPanel(store, q('#panel-context')),
+    'panel-graph': graphPanel(store, q('#panel-graph')),
+    'panel-documents': documentsPanel(store, q('#panel-documents')),
+    'panel-memories': memoriesPanel(store, q('#panel-memories')),
+    'panel-storage': storagePanel(store, q('#panel-storage'), boot, {
+      clear: async () => {
+        delete document.body.dataset.ready
+        status.textContent = 'Deleting this memory…'
+        await memory.close()
+        await deleteMemory(MEMORY_NAME)
+        location.reload()
+      },
+      reload: async () => {
+        await store.load()
+        store.changed('all')
+      },
+    }),
+  }
+  let active = 'panel-context'
+  const dirty = new Set(Object.keys(panels))
+  let rendering: Promise<void> = Promise.resolve()
+  const renderPanel = (id: string) => {
+    const panel = panels[id]
+    if (!panel) return
+    dirty.delete(id)
+    rendering = rendering
+      .then(() => panel.render())
+      .then(() => q(`#${id}`).setAttribute('data-rendered', String(Date.now())))
+      .catch((error: unknown) => showError(error, 'update the panel'))
+  }
+  setupTabs(q('#tabs'), (id) => {
+    active = id
+    if (dirty.has(id)) renderPanel(id)
+  })
+  store.onChange((what: Change) => {
+    for (const id of Object.keys(panels)) dirty.add(id)
+    if (what !== 'files' || active === 'panel-documents') renderPanel(active)
+    if (what !== 'memories') chat.render().catch((error: unknown) => showError(error, 'show the conversation'))
+    watchIndexing()
+  })
+  await chat.render()
+  renderPanel(active)
+  watchIndexing()
+
+  const historyButton = q<HTMLButtonElement>('#load-history')
+  const markLoaded = () => {
+    if (store.conversations.some((c) => c.id.startsWith('history-'))) {
+      historyButton.disabled = true
+      historyButton.textContent = 'Larger history loaded'
+    }
+  }
+  markLoaded()
+  historyButton.textContent = `Load a larger history (${HISTORY.turns.toLocaleString()} turns)`
+  markLoaded()
+  historyButton.addEventListener('click', () => {
+    const box = q<HTMLDivElement>('#history-progress')
+    const bar = q<HTMLProgressElement>('#history-bar')
+    const text = q<HTMLSpanElement>('#history-text')
+    historyButton.disabled = true
+    box.hidden = false
+    const started = performance.now()
+    loadHistory(store, HISTORY, (done, total) => {
+      bar.value = done / total
+      const rate = done / ((performance.now() - started) / 1000)
+      text.textContent = `${done.toLocaleString()} / ${total.toLocaleString()} (${Math.round(rate)} turns/s)`
+    })
+      .then(() => {
+        text.textContent += ' — done'
+        markLoaded()
+        store.changed('all')
+      })
+      .catch((error: unknown) => {
+        historyButton.disabled = false
+        showError(error, 'write the generated history')
+      })
+  })
+
+  function watchIndexing(): void {
+    if (watching) return
+    watching = true
+    const tick = async () => {
+      const view = indexingView((await memory.stats()) as unknown as Record<string, unknown>)
+      const model = q<HTMLDivElement>('#model-progress')
+      const index = q<HTMLDivElement>('#index-progress')
+      const badge = q<HTMLSpanElement>('#search-mode')
+      model.hidden = view.modelProgress === null || view.modelProgress >= 1
+      if (view.modelProgress !== null) q<HTMLProgressElement>('#model-bar').value = view.modelProgress
+      const total = (view.embedded ?? 0) + view.pending
+      const keywordOnly = view.vectors !== true
+      index.hidden = keywordOnly || view.pending === 0
+      if (total > 0) q<HTMLProgressElement>('#index-bar').value = (view.embedded ?? 0) / total
+      q<HTMLSpanElement>('#index-text').textContent = `${view.pending.toLocaleString()} chunks to embed`
+      badge.hidden = false
+      badge.textContent = keywordOnly ? 'keyword search only' : view.pending > 0 ? 'meaning + keyword search (indexing)' : 'meaning + keyword search'
+      badge.title = keywordOnly
+        ? 'No embedding model is running in this memory: search matches words, not meaning.'
+        : 'Search matches meaning (embeddings) and words.'
+      return view.pending > 0 && !keywordOnly || (view.modelProgress !== null && view.modelProgress < 1)
+    }
+    const loop = () => {
+      tick()
+        .then((again) => {
+          if (again) setTimeout(loop, 1500)
+          else watching = false
+        })
+        .catch(() => {
+          watching = false
+        })
+    }
+    loop()
+  }
+}
+
+let watching = false
+start().catch((error: unknown) => showError(error, 'start the demo'))

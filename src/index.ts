@@ -8,4 +8,4 @@ export {
 } from './client/create-memory.ts'
 export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'
 export { deleteMemory, listMemories, type MemoryRecord } from './client/registry.ts'
-export type { BootInfo, Role } from './worker/host.ts'
+export type { BootInfo, Role, StorageInfo } from './worker/host.ts'

@@ -23,6 +23,7 @@ export type {
   EmbedderBootOptions,
   EmbedderInfo,
   HostEvent,
+  StorageInfo,
 } from '../src/worker/host.ts'
 
 expose(api)

@@ -4,9 +4,11 @@ import type {
   EmbedderBootOptions,
   EmbedderInfo,
   HostEvent,
+  StorageInfo,
   WorkerApi,
 } from '../../workers/memory.worker.ts'
 import type { Engine } from '../core/engine.ts'
+import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { ModelLoadProgress } from '../embed/transformers-embedder.ts'
@@ -30,6 +32,11 @@ export interface CreateMemoryOptions {
    * browser (seconds faster). Default: the template shipped with Engram. `false` disables it.
    */
   templateUrl?: string | URL | false
+  /**
+   * How document paths are identified: `{ mode: 'local', root }` stores them relative to a
+   * project root (the same project opened elsewhere is the same memory); default `{ mode: 'global' }`.
+   */
+  workspace?: Workspace
   /**
    * The worker to host the engine. Pass your own for strict CSPs or webviews (e.g. a
    * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
@@ -58,7 +65,9 @@ export type ClientOf<T> = {
 /** Names of the engine's subscriptions, which the page gets as local event listeners instead. */
 type EngineSubscriptions = 'onIndexProgress' | 'onError'
 
-export type Memory = Omit<ClientOf<Engine>, EngineSubscriptions> & {
+export type Memory = Omit<ClientOf<Engine>, EngineSubscriptions | 'stats'> & {
+  /** The engine's `stats()`, plus where the memory lives and the origin's storage usage and quota. */
+  stats(): Promise<Awaited<ReturnType<Engine['stats']>> & { storage: StorageInfo }>
   /** Resolves when the worker has opened the database; rejects with the boot error. */
   readonly ready: Promise<BootInfo>
   /**
@@ -177,6 +186,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
         name,
         storage,
         ...(templateUrl ? { templateUrl } : {}),
+        ...(options.workspace ? { workspace: options.workspace } : {}),
         ...(options.embedder ? { embedder: options.embedder } : {}),
       }),
       new Promise<never>((_, reject) => {

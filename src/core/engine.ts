@@ -12,6 +12,8 @@ import { createIndexer } from './indexer.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
 import { normalizeWorkspace, type Workspace } from './paths.ts'
+import { rebuildMissingChunks } from './derived.ts'
+import { createPortable } from './portable.ts'
 import { migrate } from './schema/migrations.ts'
 import { createStats } from './stats.ts'
 import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
@@ -103,6 +105,7 @@ export async function createEngine(options: EngineOptions) {
     ...createForget(ctx),
     ...createChanges(ctx),
     ...createStats(ctx, () => indexer.api.indexing()),
+    ...nudging(createPortable(ctx, schemaVersion, rebuildMissingChunks), ['importFile'], indexer.nudge),
   })
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
 

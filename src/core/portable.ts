@@ -95,7 +95,9 @@ const corrupt = (message: string, cause?: unknown) =>
 
 async function readCatalog(db: Queryable): Promise<Catalog> {
   const { rows: columns } = await db.query<ColumnInfo>(
-    `SELECT c.relname AS table, a.attname AS column, a.attgenerated <> '' AS generated,
+    `SELECT c.relname AS table, a.attname AS column,
+            -- Generated and always-identity columns are recomputed by the database on insert.
+            (a.attgenerated <> '' OR a.attidentity = 'a') AS generated,
             format_type(a.atttypid, a.atttypmod) AS type,
             pg_get_serial_sequence(quote_ident(c.relname), a.attname) AS sequence
        FROM pg_class c
@@ -274,17 +276,26 @@ async function parseFile(text: string): Promise<ParsedFile> {
       `This file uses export format ${manifest.formatVersion}; this Engram reads up to ${EXPORT_FORMAT_VERSION}. Update Engram to import it.`,
     )
   }
-  const byTable = new Map<string, string[]>()
+  const byTable = new Map<string, { lines: string[]; rows: Record<string, unknown>[] }>()
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i] as string
-    const match = /^\{"t":"((?:[^"\\]|\\.)*)"/.exec(line)
-    if (!match) throw corrupt(`line ${i + 1} is not a row`)
-    const table = JSON.parse(`"${match[1]}"`) as string
-    byTable.set(table, [...(byTable.get(table) ?? []), line])
+    let parsed: { t?: unknown; r?: unknown }
+    try {
+      parsed = JSON.parse(line) as { t?: unknown; r?: unknown }
+    } catch (cause) {
+      throw corrupt(`line ${i + 1} is not valid JSON`, cause)
+    }
+    if (typeof parsed.t !== 'string' || parsed.r === null || typeof parsed.r !== 'object') {
+      throw corrupt(`line ${i + 1} is not a row`)
+    }
+    const group = byTable.get(parsed.t) ?? { lines: [], rows: [] }
+    group.lines.push(line)
+    group.rows.push(parsed.r as Record<string, unknown>)
+    byTable.set(parsed.t, group)
   }
   const rows = new Map<string, Record<string, unknown>[]>()
   const vectors: ParsedFile['vectors'] = []
-  for (const [table, tableLines] of byTable) {
+  for (const [table, { lines: tableLines, rows: parsed }] of byTable) {
     const expected = manifest.tables[table]
     if (!expected) throw corrupt(`rows of "${table}" are not listed in the manifest`)
     if (expected.count !== tableLines.length) {
@@ -293,13 +304,6 @@ async function parseFile(text: string): Promise<ParsedFile> {
     if ((await sha256Hex(tableLines.join('\n'))) !== expected.sha256) {
       throw corrupt(`the checksum of "${table}" does not match`)
     }
-    const parsed = tableLines.map((line) => {
-      try {
-        return (JSON.parse(line) as { r: Record<string, unknown> }).r
-      } catch (cause) {
-        throw corrupt(`a row of "${table}" is not valid JSON`, cause)
-      }
-    })
     if (table === VECTORS) vectors.push(...(parsed as unknown as ParsedFile['vectors']))
     else rows.set(table, parsed)
   }
@@ -316,7 +320,7 @@ async function parseFile(text: string): Promise<ParsedFile> {
 export function createPortable(
   ctx: EngineContext,
   schemaVersion: number,
-  rebuildDerived: (tx: Queryable) => Promise<void>,
+  rebuildDerived: (tx: Queryable) => Promise<unknown>,
 ) {
   return {
     /**
@@ -335,12 +339,11 @@ export function createPortable(
         for (const table of catalog.tables) {
           const columns = exportedColumns(catalog, table, includeVectors)
           const list = columns.map((c) => quoteIdent(c.column)).join(', ')
-          const { rows } = await tx.query<{ line: string }>(
-            `SELECT json_build_object('t', $1::text, 'r', to_jsonb(x))::text AS line
-               FROM (SELECT ${list} FROM ${quoteIdent(table)} ORDER BY 1) x`,
-            [table],
+          const { rows } = await tx.query<{ row: string }>(
+            `SELECT to_jsonb(x)::text AS row FROM (SELECT ${list} FROM ${quoteIdent(table)} ORDER BY 1) x`,
           )
-          const lines = rows.map((r) => r.line)
+          const prefix = `{"t":${JSON.stringify(table)},"r":`
+          const lines = rows.map((r) => `${prefix}${r.row}}`)
           tables[table] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: columns.map((c) => c.column) }
           body.push(...lines)
         }

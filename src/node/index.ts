@@ -2,7 +2,7 @@ import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
-import { openPGlite } from '../runtime/pglite.ts'
+import { durableDb, openPGlite } from '../runtime/pglite.ts'
 
 export interface OpenMemoryOptions {
   /** A folder for the database files; omitted → in memory, gone on close. */
@@ -50,7 +50,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   let engine: Engine
   try {
     engine = await createEngine({
-      db: pg,
+      db: durableDb(pg),
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
       ...(options.indexing ? { indexing: options.indexing } : {}),
@@ -105,6 +105,9 @@ export {
   MAX_TOOL_EXCERPT_BYTES,
 } from '../core/limits.ts'
 export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
+export { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../core/privacy.ts'
+export { type RedactionCount, type RedactionFinding, type RedactionResult, redact } from '../core/redact.ts'
+export type { Channel, Sensitivity } from '../core/scope.ts'
 export type { FilterExpression } from '../core/filters.ts'
 export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
 export { FACT_EXTRACTION_PROMPT, Memory, type MemoryOptions, UPDATE_DECISION_PROMPT } from '../core/mem0.ts'

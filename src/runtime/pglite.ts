@@ -1,5 +1,6 @@
 import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
+import type { Db, Queryable, QueryOptions } from '../core/db.ts'
 
 export interface OpenPGliteOptions {
   /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */
@@ -15,4 +16,35 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
     extensions: { vector },
   })
+}
+
+/**
+ * The engine's view of a PGlite instance, with writes acknowledged only once durable.
+ *
+ * PGlite flushes its file system (IndexedDB, OPFS) after each statement run outside a
+ * transaction, but not after COMMIT: a transaction's rows reach storage only with the next
+ * statement. And a flush requested while another is pending returns at once. So every call
+ * runs one at a time here (PGlite runs one at a time anyway), and a transaction returns only
+ * after its own flush has completed.
+ */
+export function durableDb(pg: PGlite): Db {
+  let tail: Promise<unknown> = Promise.resolve()
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn, fn)
+    tail = run.catch(() => {})
+    return run
+  }
+  return {
+    query: <T>(sql: string, params?: unknown[], options?: QueryOptions) =>
+      exclusive(() => pg.query<T>(sql, params, options as Parameters<PGlite['query']>[2])),
+    exec: (sql: string) => exclusive(() => pg.exec(sql)),
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
+      exclusive(async () => {
+        try {
+          return await pg.transaction((tx) => fn(tx as unknown as Queryable))
+        } finally {
+          await pg.syncToFs()
+        }
+      }),
+  }
 }

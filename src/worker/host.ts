@@ -3,11 +3,12 @@ import type { PGlite } from '@electric-sql/pglite'
 import { fromWire, toWire, type WireValue } from '../client/error-transfer.ts'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
+import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import { registerMemory } from '../client/registry.ts'
-import { openPGlite } from '../runtime/pglite.ts'
+import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import {
   checkMemoryName,
   dataDirFor,
@@ -23,6 +24,8 @@ export interface BootOptions {
   storage: StorageKind | 'auto'
   /** URL of a pre-built, migrated data directory (tar or tar.gz); skips initdb for a new memory. */
   templateUrl?: string
+  /** How document paths are identified (see `openMemory`). Default global. */
+  workspace?: Workspace
   /** The embedding model; default `{ kind: 'bundled' }`. */
   embedder?: EmbedderBootOptions
 }
@@ -73,6 +76,17 @@ export interface BootInfo {
   created: boolean
   fromTemplate: boolean
   bootMs: number
+}
+
+/** Added to `stats()` in the browser. */
+export interface StorageInfo {
+  kind: StorageKind
+  dataDir: string
+  role: Role
+  /** The whole origin's usage and quota (`navigator.storage.estimate()`). */
+  usageBytes?: number
+  quotaBytes?: number
+  persisted?: boolean
 }
 
 type Path = readonly string[]
@@ -248,13 +262,27 @@ export class MemoryHost {
   async #run(path: Path, args: unknown[]): Promise<unknown> {
     const fn = resolvePath(this.#engine as Engine, path)
     try {
-      return await fn(...args)
+      const result = await fn(...args)
+      return path.length === 1 && path[0] === 'stats' ? { ...(result as object), storage: await this.#storageInfo() } : result
     } catch (error) {
       if (error instanceof MemoryError) throw error
       const name = (error as { name?: string } | null)?.name
       if (name === 'QuotaExceededError') throw storageError(error, `${path.join('.')} failed`)
       throw error
     }
+  }
+
+  /** Where the memory lives and how much of the origin's quota is used (`stats().storage`). */
+  async #storageInfo(): Promise<StorageInfo> {
+    const options = this.#options as BootOptions
+    const info: StorageInfo = { kind: this.#storage, dataDir: dataDirFor(this.#storage, options.name), role: this.#role }
+    if (typeof navigator.storage?.estimate === 'function') {
+      const { usage, quota } = await navigator.storage.estimate()
+      if (usage !== undefined) info.usageBytes = usage
+      if (quota !== undefined) info.quotaBytes = quota
+    }
+    if (typeof navigator.storage?.persisted === 'function') info.persisted = await navigator.storage.persisted()
+    return info
   }
 
   async #open(): Promise<{ created: boolean; fromTemplate: boolean }> {
@@ -276,7 +304,11 @@ export class MemoryHost {
       throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
     }
     const embedder = this.#startEmbedder()
-    this.#engine = await createEngine({ db: this.#pg, ...(embedder ? { embedder } : {}) })
+    this.#engine = await createEngine({
+      db: durableDb(this.#pg),
+      ...(options.workspace ? { workspace: options.workspace } : {}),
+      ...(embedder ? { embedder } : {}),
+    })
     this.#engine.onIndexProgress((status) => this.#emit({ type: 'index', status }))
     this.#engine.onError((error) => this.#emit({ type: 'error', error }))
     if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)

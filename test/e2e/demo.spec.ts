@@ -1,0 +1,193 @@
+import { expect, type Page, test } from '@playwright/test'
+
+const SHOTS = 'test-results/screenshots'
+
+/** Every request the page makes, so a test can prove none left this machine. */
+function watchRequests(page: Page): string[] {
+  const outside: string[] = []
+  page.on('request', (request) => {
+    const url = new URL(request.url())
+    if (url.protocol === 'blob:' || url.protocol === 'data:') return
+    if (url.hostname !== '127.0.0.1') outside.push(request.url())
+  })
+  return outside
+}
+
+async function openDemo(page: Page): Promise<void> {
+  await page.goto('/')
+  await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 30_000 })
+}
+
+async function say(page: Page, text: string): Promise<void> {
+  const agentReplies = page.locator('.msg.agent')
+  const before = await agentReplies.count()
+  await page.getByLabel('Message to the agent').fill(text)
+  await page.getByRole('button', { name: 'Send', exact: true }).click()
+  await expect(agentReplies).toHaveCount(before + 1)
+}
+
+async function openTab(page: Page, name: string): Promise<void> {
+  await page.getByRole('tab', { name }).click()
+  const panel = page.locator(`#panel-${name.toLowerCase()}`)
+  await expect(panel).toBeVisible()
+  await expect(panel).toHaveAttribute('data-rendered', /\d+/)
+}
+
+/** Whether this build of the memory has retrieval (search / buildContext). */
+async function hasRetrieval(page: Page): Promise<boolean> {
+  await openTab(page, 'Context')
+  const panel = page.locator('#panel-context')
+  await expect(panel.locator('.items, .notice, .hint').first()).toBeVisible()
+  return !(await panel.getByText('is not in this build of the memory yet').isVisible())
+}
+
+test('a new user asks the agent to change a file, sees the turn in the graph, edits the file and sees a new version', async ({ page }) => {
+  const outside = watchRequests(page)
+  page.on('pageerror', (error) => {
+    throw error
+  })
+  await openDemo(page)
+  await page.setViewportSize({ width: 1440, height: 900 })
+
+  await say(page, 'add a logout function to auth.ts')
+  const reply = page.locator('.msg.agent').last()
+  await expect(reply).toContainText('logout')
+  await expect(reply.locator('.chip')).toHaveText(['read_file src/auth.ts → v1 (initial)', 'write_file src/auth.ts → v2'])
+  await expect(page.locator('#conversations [aria-current="true"]')).toHaveText('add a logout function to auth.ts')
+
+  await openTab(page, 'Graph')
+  const graph = page.locator('#panel-graph')
+  await expect(graph).toContainText('1 turn, ')
+  await graph.getByText('The graph as a list').click()
+  await expect(graph.locator('[data-kind="version"]')).toHaveText(['auth.ts v1', 'auth.ts v2'])
+  await graph.locator('[data-kind="user"]').click()
+  await expect(graph.locator('.node-detail pre')).toHaveText('add a logout function to auth.ts')
+  await graph.locator('[data-kind="version"]', { hasText: 'auth.ts v2' }).click()
+  await expect(graph.locator('.node-detail pre')).toContainText('export function logout(): void')
+  await page.screenshot({ path: `${SHOTS}/graph.png` })
+
+  // The person changes the file outside the agent; the agent's next read records it.
+  await page.getByRole('button', { name: 'Edit src/auth.ts' }).click()
+  const editor = page.getByRole('dialog')
+  const content = editor.getByRole('textbox')
+  await content.fill(`${await content.inputValue()}\n// Sessions last one day.\n`)
+  await editor.getByRole('button', { name: 'Save change' }).click()
+  await openTab(page, 'Documents')
+  await expect(page.locator('[data-path="src/auth.ts"] .notice')).toContainText('next read records an external version')
+  await say(page, 'read auth.ts')
+  await expect(page.locator('.msg.agent').last()).toContainText('changed outside this chat')
+  await expect(page.locator('.msg.agent').last().locator('.chip')).toHaveText(['read_file src/auth.ts → v3 (external)'])
+  await openTab(page, 'Documents')
+  const auth = page.locator('[data-path="src/auth.ts"]')
+  await expect(auth.locator('.version')).toHaveCount(3)
+  await expect(auth.locator('.version.external')).toContainText('changed outside the agent')
+  await expect(auth.locator('.version[data-version="1"] .seen-by')).toContainText('saw a version 2 behind')
+  await expect(auth.locator('.facts')).toContainText('3 versions · 1 by the agent · 1 outside')
+  await page.screenshot({ path: `${SHOTS}/documents.png` })
+  await openTab(page, 'Graph')
+  await expect(graph).toContainText('2 turns, ')
+  await graph.locator('[data-kind="version"]', { hasText: 'auth.ts v3' }).click()
+  await expect(graph.locator('.node-detail h4')).toHaveText('src/auth.ts version 3 (external)')
+  await page.screenshot({ path: `${SHOTS}/graph-two-turns.png` })
+
+  // A curated memory.
+  await page.getByLabel('Message to the agent').fill('We keep sessions for one day at most')
+  await page.getByLabel('as', { exact: true }).selectOption('constraint')
+  await page.getByRole('button', { name: 'Remember this' }).click()
+  await expect(page.locator('#suggestions')).toContainText('Remembered as a constraint')
+  await openTab(page, 'Memories')
+  await expect(page.locator('#panel-memories .memory')).toHaveText(/We keep sessions for one day at most/)
+  await page.locator('#panel-memories .memory').getByRole('button', { name: 'History' }).click()
+  await expect(page.locator('#panel-memories .history')).toContainText('ADD')
+  await page.screenshot({ path: `${SHOTS}/memories.png` })
+
+  await openTab(page, 'Storage')
+  await expect(page.locator('#panel-storage dl')).toContainText('Origin Private File System')
+  await expect(page.locator('#panel-storage table')).toContainText('events')
+  await page.screenshot({ path: `${SHOTS}/storage.png` })
+
+  // Keyboard: arrow keys move between the panels.
+  await page.getByRole('tab', { name: 'Storage' }).focus()
+  await page.keyboard.press('ArrowRight')
+  await expect(page.getByRole('tab', { name: 'Context' })).toBeFocused()
+  await expect(page.getByRole('tab', { name: 'Context' })).toHaveAttribute('aria-selected', 'true')
+
+  expect(outside).toEqual([])
+})
+
+test('a new conversation asking in other words retrieves the earlier turn, with its reasons and its file now stale', async ({ page }) => {
+  const outside = watchRequests(page)
+  await openDemo(page)
+  await page.setViewportSize({ width: 1440, height: 900 })
+  await say(page, 'add a logout function to auth.ts')
+  await page.getByRole('button', { name: 'Edit src/auth.ts' }).click()
+  const content = page.getByRole('dialog').getByRole('textbox')
+  await content.fill(`${await content.inputValue()}\n// Sessions last one day.\n`)
+  await page.getByRole('dialog').getByRole('button', { name: 'Save change' }).click()
+  await say(page, 'read auth.ts')
+
+  await page.getByRole('button', { name: 'New conversation' }).click()
+  await expect(page.locator('#conversations li')).toHaveCount(2)
+  test.fixme(!(await hasRetrieval(page)), 'Retrieval (memory.search / memory.buildContext) is not on main yet')
+
+  await say(page, 'how does a user end their session?')
+  const reply = page.locator('.msg.agent').last()
+  await expect(reply).toContainText('add a logout function to auth.ts')
+  await expect(reply).toContainText('src/auth.ts v2 (now v3: 1 change since — stale)')
+
+  await page.getByLabel('Message to the agent').fill('how does a user end their session?')
+  await openTab(page, 'Context')
+  const context = page.locator('#panel-context')
+  const earlier = context.locator('.item', { hasText: 'logout' }).first()
+  await expect(earlier.locator('.why li').first()).toBeVisible()
+  await expect(earlier.locator('.source')).toContainText('add a logout function to auth.ts')
+  await expect(earlier.locator('.seen .stale')).toContainText('src/auth.ts v2')
+  await page.screenshot({ path: `${SHOTS}/context.png` })
+  expect(outside).toEqual([])
+})
+
+test('export, clear and import bring back the same conversations, files and memories', async ({ page }) => {
+  const outside = watchRequests(page)
+  page.on('dialog', (dialog) => void dialog.accept())
+  await openDemo(page)
+  await say(page, 'add a logout function to auth.ts')
+  await page.getByLabel('Message to the agent').fill('We use tabs, not spaces')
+  await page.getByRole('button', { name: 'Remember this' }).click()
+  await expect(page.locator('#suggestions')).toContainText('Remembered')
+
+  await openTab(page, 'Storage')
+  const downloading = page.waitForEvent('download')
+  downloading.catch(() => {}) // no download when the build has no export
+  await page.getByRole('button', { name: 'Export memory' }).click()
+  const status = page.locator('#storage-status')
+  await expect(status).not.toHaveText('Exporting…')
+  test.fixme(
+    (await status.textContent())?.includes('not in this build') === true,
+    'Export and import (memory.exportFile / memory.importFile) are not on main yet',
+  )
+  const download = await downloading
+  const file = await download.path()
+
+  const reloaded = page.waitForEvent('load')
+  await page.getByRole('button', { name: 'Clear memory' }).click()
+  await reloaded
+  await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 30_000 })
+  await expect(page.locator('#conversations li')).toHaveCount(1)
+  await expect(page.locator('.msg.agent')).toHaveCount(0)
+
+  await openTab(page, 'Storage')
+  await page.getByLabel('Exported file').setInputFiles(file)
+  await page.getByRole('button', { name: 'Import (replaces everything)' }).click()
+  await expect(page.locator('#storage-status')).toContainText('Imported')
+  await expect(page.locator('#conversations button[aria-current="true"]')).toHaveText('add a logout function to auth.ts')
+  await expect(page.locator('.msg.agent')).toHaveCount(1)
+  await expect(page.locator('.msg.agent .chip')).toHaveText(['read_file src/auth.ts → v1 (initial)', 'write_file src/auth.ts → v2'])
+  await openTab(page, 'Memories')
+  await expect(page.locator('#panel-memories')).toContainText('We use tabs, not spaces')
+  await page.getByRole('button', { name: 'Edit src/auth.ts' }).click()
+  await expect(page.getByRole('dialog').getByRole('textbox')).toHaveValue(/export function logout\(\): void/)
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click()
+  await openTab(page, 'Documents')
+  await expect(page.locator('[data-path="src/auth.ts"] .version')).toHaveCount(2)
+  expect(outside).toEqual([])
+})

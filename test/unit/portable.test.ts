@@ -1,0 +1,215 @@
+import { describe, expect, it } from 'vitest'
+import type { Engine } from '../../src/core/engine.ts'
+import { MemoryError } from '../../src/core/errors.ts'
+import { openTestEngine } from '../support/engine.ts'
+
+const T0 = Date.parse('2026-03-01T09:00:00Z')
+
+/** A small memory touching every ground-truth table. */
+async function populate(engine: Engine) {
+  const at = (m: number) => new Date(T0 + m * 60_000).toISOString()
+  await engine.recordTurn({
+    conversationId: 'c1',
+    user: 'Why does login fail?',
+    agent: 'The token check compares against an expired key; fixed in src/auth.ts.',
+    procedures: [
+      { tool: 'read_file', args: { path: '/repo/src/auth.ts' }, document: { path: '/repo/src/auth.ts', content: 'v1', effect: 'read' } },
+      { tool: 'write_file', args: { path: '/repo/src/auth.ts' }, document: { path: '/repo/src/auth.ts', content: 'v2', effect: 'write' } },
+      { tool: 'run_tests', args: { filter: 'auth' }, output: '12 passed' },
+    ],
+    createdAt: at(0),
+  })
+  await engine.record({
+    kind: 'decision',
+    scope: { conversationId: 'c1', userId: 'u1' },
+    actor: { type: 'agent', id: 'assistant' },
+    content: { text: 'Rotate signing keys monthly' },
+    createdAt: at(1),
+  })
+  await engine.remember({ content: 'The user prefers tabs over spaces', category: 'preference', userId: 'u1' })
+  await engine.kv.put('repo:engram', 'constraints', 'network', { text: 'Never call the network' })
+  await engine.graph.putNode({ id: 'file:src/auth.ts', type: 'file', payload: { lang: 'ts' } })
+}
+
+async function snapshot(engine: Engine) {
+  const stats = await engine.stats()
+  const conversation = await engine.graph.conversation('c1')
+  const history = await engine.documents.history('/repo/src/auth.ts')
+  const memories = await engine.memories.list({ userId: 'u1' })
+  return { counts: stats.counts, conversation, history, memories }
+}
+
+async function corruptBody(file: Blob, edit: (jsonl: string) => string): Promise<Blob> {
+  const bytes = new Uint8Array(await file.arrayBuffer())
+  const header = bytes.subarray(0, 9)
+  const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
+  const gz = await new Response(new Blob([edit(text)]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()
+  return new Blob([header, gz])
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise
+    return 'none'
+  } catch (error) {
+    return MemoryError.is(error) ? error.code : `not a MemoryError: ${String(error)}`
+  }
+}
+
+describe('one-file export and import', () => {
+  it('replace restores the same memory: rows, graph, versions, memories and chunks', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const before = await snapshot(source.engine)
+    const file = await source.engine.exportFile()
+    expect(file.size).toBeGreaterThan(100)
+
+    await using target = await openTestEngine()
+    await target.engine.recordTurn({ conversationId: 'other', user: 'to be replaced', agent: 'gone' })
+    const report = await target.engine.importFile(file, { mode: 'replace' })
+    expect(report.mode).toBe('replace')
+    expect(report.inserted.events).toBe(before.counts.events)
+    expect(await snapshot(target.engine)).toEqual(before)
+    expect(await target.engine.events.list({ conversationId: 'other' })).toEqual([])
+  })
+
+  it('merge adds what is missing and is idempotent', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const file = await source.engine.exportFile()
+
+    await using target = await openTestEngine()
+    // A relation the source never had takes the next serial id here: edges must follow names.
+    await target.engine.graph.defineRelation('owned_by')
+    await target.engine.recordTurn({ conversationId: 'mine', user: 'keep me', agent: 'kept' })
+    const first = await target.engine.importFile(file)
+    const afterFirst = await target.engine.stats()
+    const second = await target.engine.importFile(file)
+    expect(Object.values(second.inserted).every((n) => n === 0)).toBe(true)
+    expect((await target.engine.stats()).counts).toEqual(afterFirst.counts)
+    expect(first.inserted.events).toBeGreaterThan(0)
+    expect((await target.engine.events.list({ conversationId: 'mine' })).length).toBe(2)
+    const merged = await target.engine.graph.conversation('c1')
+    const expected = await source.engine.graph.conversation('c1')
+    expect(merged.edges.map((e) => e.rel).sort()).toEqual(expected.edges.map((e) => e.rel).sort())
+  })
+
+  it('encrypts with a passphrase and refuses a wrong or missing one', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const file = await source.engine.exportFile({ passphrase: 'correct horse battery staple' })
+    const text = new TextDecoder().decode(new Uint8Array(await file.arrayBuffer()))
+    expect(text).not.toContain('login')
+
+    await using target = await openTestEngine()
+    expect(await codeOf(target.engine.importFile(file))).toBe('WRONG_PASSPHRASE')
+    expect(await codeOf(target.engine.importFile(file, { passphrase: 'wrong' }))).toBe('WRONG_PASSPHRASE')
+    await target.engine.importFile(file, { passphrase: 'correct horse battery staple', mode: 'replace' })
+    expect(await snapshot(target.engine)).toEqual(await snapshot(source.engine))
+  })
+
+  it('carries chunk vectors when asked, and leaves them to be rebuilt when not', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    await source.db.query(
+      `UPDATE chunks SET embedding = array_fill(0.25::real, ARRAY[4])::vector, embed_model = 'test/4'`,
+    )
+    const withVectors = await source.engine.exportFile()
+    const without = await source.engine.exportFile({ includeVectors: false })
+    expect(without.size).toBeLessThan(withVectors.size)
+
+    await using a = await openTestEngine()
+    const report = await a.engine.importFile(withVectors, { mode: 'replace' })
+    const { rows } = await a.db.query<{ n: number; model: string }>(
+      `SELECT count(*)::int AS n, min(embed_model) AS model FROM chunks WHERE embedding = '[0.25,0.25,0.25,0.25]'`,
+    )
+    expect(rows[0]).toEqual({ n: report.vectorsRestored, model: 'test/4' })
+    expect(report.vectorsRestored).toBe((await source.engine.stats()).counts.chunks)
+
+    await using b = await openTestEngine()
+    await b.engine.importFile(without, { mode: 'replace' })
+    const { rows: none } = await b.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM chunks WHERE embedding IS NOT NULL`)
+    expect(none[0]?.n).toBe(0)
+  })
+
+  it('rejects damaged, foreign and newer files and leaves the memory exactly as it was', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const good = await source.engine.exportFile()
+    const bytes = new Uint8Array(await good.arrayBuffer())
+
+    await using target = await openTestEngine()
+    await target.engine.recordTurn({ conversationId: 'mine', user: 'precious', agent: 'kept' })
+    const before = (await target.engine.stats()).counts
+
+    const flipped = bytes.slice()
+    flipped[Math.floor(flipped.length / 2)] = (flipped[Math.floor(flipped.length / 2)] as number) ^ 0xff
+    const newerContainer = bytes.slice()
+    newerContainer[7] = 2
+    const random = crypto.getRandomValues(new Uint8Array(4096))
+
+    const cases: [string, Blob, string][] = [
+      ['truncated', new Blob([bytes.subarray(0, Math.floor(bytes.length * 0.6))]), 'IMPORT_CORRUPT'],
+      ['flipped byte', new Blob([flipped]), 'IMPORT_CORRUPT'],
+      ['random bytes', new Blob([random]), 'IMPORT_CORRUPT'],
+      ['empty', new Blob([]), 'IMPORT_CORRUPT'],
+      ['newer container', new Blob([newerContainer]), 'IMPORT_UNSUPPORTED_VERSION'],
+      [
+        'wrong checksum',
+        await corruptBody(good, (t) => t.replace('precious', 'x').replace('login', 'LOGIN')),
+        'IMPORT_CORRUPT',
+      ],
+      [
+        'newer format',
+        await corruptBody(good, (t) => t.replace('"formatVersion":1', '"formatVersion":99')),
+        'IMPORT_UNSUPPORTED_VERSION',
+      ],
+      [
+        'edited row (checksum mismatch)',
+        // The edited row no longer matches the table's checksum.
+        await corruptBody(good, (t) => t.replace(/"kind": ?"message"/, '"kind": "bogus"')),
+        'IMPORT_CORRUPT',
+      ],
+    ]
+    for (const [name, file, code] of cases) {
+      for (const mode of ['replace', 'merge'] as const) {
+        expect([name, mode, await codeOf(target.engine.importFile(file, { mode }))]).toEqual([name, mode, code])
+      }
+    }
+    expect((await target.engine.stats()).counts).toEqual(before)
+  })
+
+  it('a row that breaks a constraint rolls the whole import back', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    // Rewrite the file properly (valid checksums) but with an event the schema refuses.
+    const good = await source.engine.exportFile()
+    const { sha256Hex } = await import('../../src/core/hash.ts')
+    const bytes = new Uint8Array(await good.arrayBuffer())
+    const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
+    const lines = text.trimEnd().split('\n')
+    const manifest = JSON.parse(lines[0] as string) as { tables: Record<string, { sha256: string }> }
+    const body = lines.slice(1).map((l) => (l.startsWith('{"t":"events"') ? l.replace(/"kind": ?"message"/, '"kind": "bogus"') : l))
+    const events = body.filter((l) => l.startsWith('{"t":"events"'))
+    ;(manifest.tables.events as { sha256: string }).sha256 = await sha256Hex(events.join('\n'))
+    const jsonl = `${[JSON.stringify(manifest), ...body].join('\n')}\n`
+    const gz = await new Response(new Blob([jsonl]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()
+    const file = new Blob([bytes.subarray(0, 9), gz])
+
+    await using target = await openTestEngine()
+    await target.engine.recordTurn({ conversationId: 'mine', user: 'precious', agent: 'kept' })
+    const before = (await target.engine.stats()).counts
+    for (const mode of ['replace', 'merge'] as const) {
+      expect(await codeOf(target.engine.importFile(file, { mode }))).toBe('IMPORT_CORRUPT')
+    }
+    expect((await target.engine.stats()).counts).toEqual(before)
+  })
+
+  it('validates its options', async () => {
+    await using m = await openTestEngine()
+    expect(await codeOf(m.engine.exportFile({ passphrase: '' }))).toBe('INVALID_INPUT')
+    expect(await codeOf(m.engine.importFile('not a blob' as unknown as Blob))).toBe('INVALID_INPUT')
+    const file = await m.engine.exportFile()
+    expect(await codeOf(m.engine.importFile(file, { mode: 'upsert' as 'merge' }))).toBe('INVALID_INPUT')
+  })
+})
