@@ -9,3 +9,10 @@ export {
 export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'
 export { deleteMemory, listMemories, type MemoryRecord } from './client/registry.ts'
 export type { BootInfo, Role, StorageInfo } from './worker/host.ts'
+// Pure helpers that need no worker: agent tool schemas, the guidelines prompt, the secret
+// detector and the channel rules (e.g. to redact in the page before text leaves it).
+export { anthropicTools, MEMORY_GUIDELINES, openAITools } from './core/tools.ts'
+export { type RedactionFinding, type RedactionResult, redact } from './core/redact.ts'
+export { allowedSensitivities, CHANNEL_SENSITIVITIES } from './core/privacy.ts'
+export type { Channel, Sensitivity } from './core/scope.ts'
+export type { Workspace } from './core/paths.ts'

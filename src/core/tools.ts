@@ -321,16 +321,18 @@ export async function callTool(
         'record',
       )({
         kind: a.kind,
-        conversationId: a.conversation_id,
+        scope: {
+          conversationId: a.conversation_id,
+          ...who(identity),
+          ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
+          ...(identity.runId === undefined ? {} : { runId: identity.runId }),
+        },
         actor: { type: a.actor_type ?? 'agent', id: a.actor_id ?? identity.agentId ?? 'agent' },
         content: { text: a.text },
         ...(a.channel ? { channel: a.channel } : {}),
         ...(a.sensitivity ? { sensitivity: a.sensitivity } : {}),
         ...(a.tags ? { tags: a.tags } : {}),
         ...(a.refs ? { refs: a.refs } : {}),
-        ...who(identity),
-        ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
-        ...(identity.runId === undefined ? {} : { runId: identity.runId }),
       })
     }
     case 'build_context': {
