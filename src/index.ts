@@ -3,7 +3,12 @@ export {
   type CreateMemoryOptions,
   connectMemory,
   createMemory,
+  type EmbedderBootOptions,
+  type EmbedderInfo,
+  type EngineErrorEvent,
+  type IndexStatus,
   type Memory,
+  type ModelLoadProgress,
   type StorageKind,
 } from './client/create-memory.ts'
 export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'

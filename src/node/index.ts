@@ -10,8 +10,13 @@ export interface OpenMemoryOptions {
   /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
   loadDataDir?: Blob
   now?: () => Date
-  /** Embeds memories for semantic dedup and recall; without one, both work on keywords only. */
-  embedder?: Embedder
+  /**
+   * Embeds chunks (in the background), memories and queries; without one, search, recall
+   * and dedup work on keywords only. May be a promise of a model still loading.
+   */
+  embedder?: Embedder | Promise<Embedder>
+  /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
+  indexing?: 'auto' | 'manual'
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
   /**
@@ -48,6 +53,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       db: durableDb(pg),
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
+      ...(options.indexing ? { indexing: options.indexing } : {}),
       ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
       ...(workspace ? { workspace } : {}),
     })
@@ -56,6 +62,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     throw error
   }
   const close = async () => {
+    await engine.stopIndexing()
     if (!pg.closed) await pg.close()
   }
   return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
@@ -82,6 +89,13 @@ export type { ConversationGraph } from '../core/conversations.ts'
 export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/forget.ts'
 export type { Changes } from '../core/changes.ts'
 export type { Stats } from '../core/stats.ts'
+export type {
+  EngineErrorEvent,
+  IndexStatus,
+  IndexProgressListener,
+  EngineErrorListener,
+  WaitForIndexOptions,
+} from '../core/indexer.ts'
 export type { Workspace } from '../core/paths.ts'
 export {
   MAX_ARTIFACT_BYTES,
