@@ -16,7 +16,6 @@ import type { Embedder } from '../src/core/embedder.ts'
 import { createEngine } from '../src/core/engine.ts'
 import type { SearchMode } from '../src/core/search.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
-import { indexAll } from '../test/support/index-all.ts'
 
 interface Turn {
   speaker: string
@@ -74,7 +73,7 @@ const started = performance.now()
 for (const file of files) {
   const conv = JSON.parse(await readFile(join(data, file), 'utf8')) as Record<string, unknown>
   const db = await PGlite.create({ extensions })
-  const memory = await createEngine({ db, ...(embedder ? { embedder } : {}), ...(weights ? { scoring: weights } : {}) })
+  const memory = await createEngine({ db, indexing: 'manual', ...(embedder ? { embedder } : {}), ...(weights ? { scoring: weights } : {}) })
   const diaOf = new Map<string, string>()
   const sessions = Object.keys(conv)
     .filter((k) => /^session_\d+$/.test(k))
@@ -94,7 +93,7 @@ for (const file of files) {
       diaOf.set(eventId, turn.dia_id)
     }
   }
-  if (embedder) await indexAll(db, embedder)
+  if (embedder) await memory.indexNow()
   if (ranker === 'pg_textsearch') {
     await db.exec(`CREATE EXTENSION IF NOT EXISTS pg_textsearch;
       CREATE INDEX chunks_bm25 ON chunks USING bm25(text) WITH (text_config='english')`)

@@ -1,4 +1,5 @@
 import * as engram from '../src/index.ts'
+import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
 import workerUrl from '../workers/memory.worker.ts?worker&url'
 
 declare global {
@@ -6,6 +7,8 @@ declare global {
     engram: typeof engram
     /** The built worker script, for tests that start it themselves (e.g. as a blob: worker). */
     engramWorkerUrl: string
+    /** The embedder on the page itself, for the benchmark's WASM and WebGPU throughput. */
+    engramEmbed: { createTransformersEmbedder: typeof createTransformersEmbedder }
     engramHarnessReady: boolean
   }
 }
@@ -13,4 +16,5 @@ declare global {
 /** The browser tests drive the public API through this page. */
 window.engram = engram
 window.engramWorkerUrl = new URL(workerUrl, import.meta.url).href
+window.engramEmbed = { createTransformersEmbedder }
 window.engramHarnessReady = true

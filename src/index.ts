@@ -3,7 +3,12 @@ export {
   type CreateMemoryOptions,
   connectMemory,
   createMemory,
+  type EmbedderBootOptions,
+  type EmbedderInfo,
+  type EngineErrorEvent,
+  type IndexStatus,
   type Memory,
+  type ModelLoadProgress,
   type StorageKind,
 } from './client/create-memory.ts'
 export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'
@@ -19,3 +24,10 @@ export type {
   ContextSection,
   SectionName,
 } from './core/context.ts'
+// Pure helpers that need no worker: agent tool schemas, the guidelines prompt, the secret
+// detector and the channel rules (e.g. to redact in the page before text leaves it).
+export { anthropicTools, MEMORY_GUIDELINES, openAITools } from './core/tools.ts'
+export { type RedactionFinding, type RedactionResult, redact } from './core/redact.ts'
+export { allowedSensitivities, CHANNEL_SENSITIVITIES } from './core/privacy.ts'
+export type { Channel, Sensitivity } from './core/scope.ts'
+export type { Workspace } from './core/paths.ts'

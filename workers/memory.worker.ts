@@ -12,9 +12,18 @@ const api = {
   boot: host.boot.bind(host),
   call: host.call.bind(host),
   close: host.close.bind(host),
+  listen: host.listen.bind(host),
+  embedderInfo: host.embedderInfo.bind(host),
 }
 
 export type WorkerApi = typeof api
-export type { BootInfo, BootOptions, StorageInfo } from '../src/worker/host.ts'
+export type {
+  BootInfo,
+  BootOptions,
+  EmbedderBootOptions,
+  EmbedderInfo,
+  HostEvent,
+  StorageInfo,
+} from '../src/worker/host.ts'
 
 expose(api)

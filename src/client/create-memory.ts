@@ -1,12 +1,21 @@
-import { type Remote, wrap } from 'comlink'
-import type { BootInfo, StorageInfo, WorkerApi } from '../../workers/memory.worker.ts'
+import { proxy, type Remote, wrap } from 'comlink'
+import type {
+  BootInfo,
+  EmbedderBootOptions,
+  EmbedderInfo,
+  HostEvent,
+  StorageInfo,
+  WorkerApi,
+} from '../../workers/memory.worker.ts'
 import type { Engine } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
+import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
+import type { ModelLoadProgress } from '../embed/transformers-embedder.ts'
 import { checkMemoryName, type StorageKind } from '../worker/storage.ts'
 import { installErrorTransfer } from './error-transfer.ts'
 
-export type { StorageKind }
+export type { EmbedderBootOptions, EmbedderInfo, EngineErrorEvent, IndexStatus, ModelLoadProgress, StorageKind }
 
 export interface CreateMemoryOptions {
   /** Selects the memory; one database per name. Default `'default'`. */
@@ -35,6 +44,13 @@ export interface CreateMemoryOptions {
   worker?: Worker | (() => Worker)
   /** A boot that has not answered by then rejects with BOOT_TIMEOUT. Default 30 s. */
   bootTimeoutMs?: number
+  /**
+   * The embedding model. Default `{ kind: 'bundled' }`: all-MiniLM-L6-v2 (int8), loaded in
+   * the worker after the database opens (WebGPU when granted, else WASM) from the
+   * `models/` and `ort/` folders served next to the worker script. `{ kind: 'none' }`:
+   * keyword search only.
+   */
+  embedder?: EmbedderBootOptions
 }
 
 /** The engine's API as the page sees it: the same names, every call async. */
@@ -46,11 +62,31 @@ export type ClientOf<T> = {
       : never
 }
 
-export type Memory = Omit<ClientOf<Engine>, 'stats'> & {
+/** Names of the engine's subscriptions, which the page gets as local event listeners instead. */
+type EngineSubscriptions = 'onIndexProgress' | 'onError'
+
+export type Memory = Omit<ClientOf<Engine>, EngineSubscriptions | 'stats'> & {
   /** The engine's `stats()`, plus where the memory lives and the origin's storage usage and quota. */
   stats(): Promise<Awaited<ReturnType<Engine['stats']>> & { storage: StorageInfo }>
   /** Resolves when the worker has opened the database; rejects with the boot error. */
   readonly ready: Promise<BootInfo>
+  /**
+   * Model loading progress (files read, bytes) and its outcome. Returns the unsubscribe
+   * function.
+   *
+   * @example
+   * memory.onProgress((p) => { if (p.stage === 'progress') bar.value = p.loaded / p.total })
+   */
+  onProgress(listener: (progress: ModelLoadProgress) => void): () => void
+  /** Background indexing progress after each batch; see `indexing()`. Returns the unsubscribe function. */
+  onIndexProgress(listener: (status: IndexStatus) => void): () => void
+  /**
+   * Failures away from any call: `MODEL_UNAVAILABLE` when the model cannot load (the memory
+   * then works keyword-only) or a background batch failing. Returns the unsubscribe function.
+   */
+  onError(listener: (error: EngineErrorEvent) => void): () => void
+  /** Where the embedding model stands: loading, ready (on which device), unavailable or none. */
+  embedderInfo(): Promise<EmbedderInfo>
   /** Closes the database and terminates the worker; pending calls reject with CLOSED. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
@@ -112,6 +148,36 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
     fail(new MemoryError('WORKER_TERMINATED', 'The memory worker sent a message that could not be read.')),
   )
 
+  // One proxy carries every worker event; the page fans them out to its listeners.
+  const listeners = {
+    model: new Set<(progress: ModelLoadProgress) => void>(),
+    index: new Set<(status: IndexStatus) => void>(),
+    error: new Set<(error: EngineErrorEvent) => void>(),
+  }
+  const deliver = <T>(set: Set<(value: T) => void>, value: T) => {
+    for (const listener of set) {
+      try {
+        listener(value)
+      } catch (error) {
+        console.error('engram: a memory event listener threw', error)
+      }
+    }
+  }
+  const onEvent = (event: HostEvent) => {
+    if (event.type === 'model') deliver(listeners.model, event.progress)
+    else if (event.type === 'index') deliver(listeners.index, event.status)
+    else if (event.type === 'error') deliver(listeners.error, event.error)
+  }
+  void remote.listen(proxy(onEvent)).catch(() => {})
+  const subscribe =
+    <T>(set: Set<(value: T) => void>) =>
+    (listener: (value: T) => void): (() => void) => {
+      set.add(listener)
+      return () => {
+        set.delete(listener)
+      }
+    }
+
   const bootTimeoutMs = options.bootTimeoutMs ?? 30_000
   let timer: ReturnType<typeof setTimeout> | undefined
   const ready = track(
@@ -121,6 +187,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
         storage,
         ...(templateUrl ? { templateUrl } : {}),
         ...(options.workspace ? { workspace: options.workspace } : {}),
+        ...(options.embedder ? { embedder: options.embedder } : {}),
       }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
@@ -162,7 +229,15 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
       },
     })
 
-  const root = { ready, close, [Symbol.asyncDispose]: close }
+  const root = {
+    ready,
+    close,
+    [Symbol.asyncDispose]: close,
+    onProgress: subscribe(listeners.model),
+    onIndexProgress: subscribe(listeners.index),
+    onError: subscribe(listeners.error),
+    embedderInfo: () => track(remote.embedderInfo()),
+  }
   return new Proxy(root, {
     get(target, key) {
       if (key in target) return target[key as keyof typeof target]

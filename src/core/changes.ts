@@ -65,7 +65,8 @@ export function createChanges(ctx: EngineContext) {
               WHERE ((e.created_at > $1 AND e.created_at <= $2) OR (e.tombstoned_at > $1 AND e.tombstoned_at <= $2))
                 AND ($3::text IS NULL OR e.tenant_id = $3)) x) AS edges,
            (SELECT jsonb_agg(to_jsonb(f) ORDER BY f.created_at, f.id) FROM forget_log f
-              WHERE f.created_at > $1 AND f.created_at <= $2) AS forgets`,
+              WHERE f.created_at > $1 AND f.created_at <= $2
+                AND ($3::text IS NULL OR coalesce(f.target->>'tenantId', f.target->'scope'->>'tenantId') = $3)) AS forgets`,
         [from, to, tenant],
       )
       const row = rows[0]

@@ -7,7 +7,7 @@ import { newId } from './ids.ts'
 import { storableText } from './json.ts'
 import { formatBytes, MAX_DOCUMENT_BYTES, utf8Length } from './limits.ts'
 import { canonicalKeyOf, type Workspace } from './paths.ts'
-import { redact } from './redact.ts'
+import { countRedactions, type RedactionCount, redact } from './redact.ts'
 import { identifier, turnScope } from './scope.ts'
 import { asOfParam, iso, type TimeInput, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
@@ -48,6 +48,8 @@ export interface PreparedSight {
   hash: string
   content: string | null
   bytes: number | null
+  /** Secrets replaced in the stored content (the hash is of the content as seen). */
+  redactions: RedactionCount[]
 }
 
 /**
@@ -56,7 +58,9 @@ export interface PreparedSight {
  */
 export async function prepareSight(sight: z.output<typeof documentSight>, workspace: Workspace): Promise<PreparedSight> {
   const key = canonicalKeyOf(sight, workspace)
-  if (sight.content === undefined) return { ...key, hash: sight.contentHash as string, content: null, bytes: null }
+  if (sight.content === undefined) {
+    return { ...key, hash: sight.contentHash as string, content: null, bytes: null, redactions: [] }
+  }
   const bytes = utf8Length(sight.content)
   if (bytes > MAX_DOCUMENT_BYTES) {
     throw new MemoryError(
@@ -72,7 +76,8 @@ export async function prepareSight(sight: z.output<typeof documentSight>, worksp
       details: { given: sight.contentHash, computed: hash },
     })
   }
-  return { ...key, hash, content: redact(sight.content).text, bytes }
+  const redacted = redact(sight.content)
+  return { ...key, hash, content: redacted.text, bytes, redactions: countRedactions(redacted.findings) }
 }
 
 export interface Observation {
@@ -89,6 +94,8 @@ export interface Observation {
   contentHash: string
   /** The VERSION_OF edge written with a new version; null when the version already existed. */
   versionOfEdgeId: string | null
+  /** Secrets replaced before the content was stored, by type; absent when there were none. */
+  redactions?: RedactionCount[]
 }
 
 /**
@@ -265,6 +272,7 @@ const documentRef = z.union([
   z.object({ url: storableText.pipe(z.string().min(1)) }).strict(),
 ])
 const readOptions = z.object({ asOf: timeInput.optional(), tenantId: identifier.default('default') }).strict()
+const tenantOption = z.object({ tenantId: identifier.default('default') }).strict()
 
 interface VersionRow {
   id: string
@@ -330,18 +338,18 @@ export function createDocuments(ctx: EngineContext) {
     else key = canonicalKeyOf(r, ctx.workspace)
     const { rows } = await ctx.db.query<DocumentRow>(
       byId !== undefined
-        ? 'SELECT * FROM documents WHERE id = $1'
+        ? 'SELECT * FROM documents WHERE tenant_id = $1 AND id = $2'
         : 'SELECT * FROM documents WHERE tenant_id = $1 AND key_kind = $2 AND canonical_key = $3',
-      byId !== undefined ? [byId] : [tenantId, key?.keyKind, key?.canonicalKey],
+      byId !== undefined ? [tenantId, byId] : [tenantId, key?.keyKind, key?.canonicalKey],
     )
     const row = rows[0]
     if (!row) throw new MemoryError('NOT_FOUND', `No document ${byId ?? key?.canonicalKey}`, { details: { ref } })
     return toDocument(row)
   }
 
-  async function stalenessOf(versionId: string, options: { asOf?: TimeInput } = {}): Promise<Staleness> {
+  async function stalenessOf(versionId: string, options: { asOf?: TimeInput; tenantId?: string } = {}): Promise<Staleness> {
     parseInput(identifier, versionId, 'version id')
-    const o = parseInput(z.object({ asOf: timeInput.optional() }).strict(), options, 'staleness options')
+    const o = parseInput(readOptions, options, 'staleness options')
     const { rows } = await ctx.db.query<{
       id: string
       document_id: string
@@ -356,8 +364,9 @@ export function createDocuments(ctx: EngineContext) {
          WHERE document_id = v.document_id AND ($2::timestamptz IS NULL OR created_at <= $2)
          ORDER BY version DESC LIMIT 1
        ) l ON true
-       WHERE v.id = $1 AND ($2::timestamptz IS NULL OR v.created_at <= $2)`,
-      [versionId, asOfParam(o.asOf)],
+       WHERE v.id = $1 AND ($2::timestamptz IS NULL OR v.created_at <= $2)
+         AND v.document_id IN (SELECT id FROM documents WHERE tenant_id = $3)`,
+      [versionId, asOfParam(o.asOf), o.tenantId],
     )
     const row = rows[0]
     if (!row) throw new MemoryError('NOT_FOUND', `No document version ${versionId}${o.asOf ? ' at that time' : ''}`)
@@ -397,7 +406,7 @@ export function createDocuments(ctx: EngineContext) {
       )
       const prepared = await prepareSight(sight, ctx.workspace)
       const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
-      return ctx.db.transaction((tx) =>
+      const seen = await ctx.db.transaction((tx) =>
         observeInTx(tx, {
           ...prepared,
           tenantId: i.scope.tenantId,
@@ -408,6 +417,7 @@ export function createDocuments(ctx: EngineContext) {
           createdAt,
         }),
       )
+      return prepared.redactions.length > 0 ? { ...seen, redactions: prepared.redactions } : seen
     },
 
     documents: {
@@ -449,11 +459,13 @@ export function createDocuments(ctx: EngineContext) {
        * @example
        * const { content } = await memory.documents.version(versionId)
        */
-      async version(versionId: string): Promise<DocumentVersion> {
+      async version(versionId: string, options: { tenantId?: string } = {}): Promise<DocumentVersion> {
         parseInput(identifier, versionId, 'version id')
+        const o = parseInput(tenantOption, options, 'version options')
         const { rows } = await ctx.db.query<VersionRow>(
-          `SELECT ${VERSION_COLUMNS}, v.content FROM doc_versions v WHERE v.id = $1`,
-          [versionId],
+          `SELECT ${VERSION_COLUMNS}, v.content FROM doc_versions v
+           WHERE v.id = $1 AND v.document_id IN (SELECT id FROM documents WHERE tenant_id = $2)`,
+          [versionId, o.tenantId],
         )
         const row = rows[0]
         if (!row) throw new MemoryError('NOT_FOUND', `No document version ${versionId}`)
@@ -492,7 +504,7 @@ export function createDocuments(ctx: EngineContext) {
              UNION
              SELECT e.conversation_id FROM edges e
              WHERE (e.dst IN (SELECT id FROM v) OR e.src IN (SELECT id FROM v))
-               AND e.conversation_id IS NOT NULL
+               AND e.tenant_id = $3 AND e.conversation_id IS NOT NULL
                AND (CASE WHEN $2::timestamptz IS NULL THEN e.tombstoned_at IS NULL
                     ELSE e.created_at <= $2 AND (e.tombstoned_at IS NULL OR e.tombstoned_at > $2) END)
            )
@@ -505,7 +517,7 @@ export function createDocuments(ctx: EngineContext) {
                   (SELECT count(*)::int FROM v WHERE provenance = 'agent') AS agent,
                   (SELECT jsonb_object_agg(v.id, (SELECT version FROM latest) - v.version) FROM v) AS staleness,
                   (SELECT count(*)::int FROM touches) AS familiarity`,
-          [document.id, asOf],
+          [document.id, asOf, document.tenantId],
         )
         const row = rows[0]
         if (!row || row.latest_id === null || row.latest_version === null || row.latest_at === null) {

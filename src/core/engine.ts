@@ -8,6 +8,7 @@ import { entityGraphApi } from './entity-graph.ts'
 import { createEvents } from './events.ts'
 import { createForget } from './forget.ts'
 import { createGraph } from './graph.ts'
+import { createIndexer } from './indexer.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
 import { normalizeWorkspace, type Workspace } from './paths.ts'
@@ -26,8 +27,18 @@ export interface EngineOptions {
   db: Db
   /** Clock for created_at; tests pin it for determinism. */
   now?: () => Date
-  /** Embeds memories and queries; without one, dedup is exact-text only and recall is keyword only. */
-  embedder?: Embedder
+  /**
+   * Embeds chunks, memories and queries; without one, dedup is exact-text only and search is
+   * keyword only. A promise (a model still loading) is fine: the engine starts at once, works
+   * keyword-only until it resolves, and reports a rejection as a `MODEL_UNAVAILABLE` error
+   * event (see `onError`).
+   */
+  embedder?: Embedder | Promise<Embedder>
+  /**
+   * `auto` (default): chunks are embedded in the background after writes; `manual`: only
+   * when `indexNow()` is called (tests that want control).
+   */
+  indexing?: 'auto' | 'manual'
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
   /**
@@ -53,6 +64,8 @@ export interface EngineContext {
   workspace: Workspace
   scoring: Scoring
   tokenCounter: ((text: string) => number) | null
+  /** Tells the background indexer that rows may need vectors: a flag and a timer, no query. */
+  wrote: () => void
 }
 
 export interface PingResult {
@@ -75,16 +88,25 @@ export async function createEngine(options: EngineOptions) {
   const ctx: EngineContext = {
     db: options.db,
     now,
-    embedder: options.embedder ?? null,
+    // A loading embedder is installed here by the indexer once it resolves.
+    embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
     dedupThreshold: options.dedupThreshold ?? 0.85,
     telemetry: createTelemetry(now),
     workspace: normalizeWorkspace(options.workspace),
     scoring: resolveScoring(DEFAULT_SCORING, options.scoring),
     tokenCounter: options.tokenCounter ?? null,
+    wrote: () => {},
   }
   const schemaVersion = await migrate(ctx.db)
   if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
-  const { remember, recall, memories } = memoriesApi(ctx)
+  const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto' })
+  ctx.wrote = indexer.nudge
+  const curated = memoriesApi(ctx)
+  // Memories embed on write (the near-duplicate check needs the vector); the indexer fills
+  // in those written while the model was loading or under another model.
+  const { remember } = nudging({ remember: curated.remember }, ['remember'], indexer.nudge)
+  const { recall } = curated
+  const memories = nudging(curated.memories, ['update'], indexer.nudge)
 
   // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
   const log = withMemoryErrors({
@@ -92,13 +114,13 @@ export async function createEngine(options: EngineOptions) {
     workspace(): Promise<Workspace> {
       return Promise.resolve({ ...ctx.workspace })
     },
-    ...createEvents(ctx),
-    ...createTurns(ctx),
-    ...createDocuments(ctx),
+    ...nudging(createEvents(ctx), ['record'], indexer.nudge),
+    ...nudging(createTurns(ctx), ['recordTurn'], indexer.nudge),
+    ...nudging(createDocuments(ctx), ['observeDocument'], indexer.nudge),
     ...createForget(ctx),
     ...createChanges(ctx),
-    ...createStats(ctx),
-    ...createPortable(ctx, schemaVersion, rebuildMissingChunks),
+    ...createStats(ctx, () => indexer.api.indexing()),
+    ...nudging(createPortable(ctx, schemaVersion, rebuildMissingChunks), ['importFile'], indexer.nudge),
     ...createSearch(ctx),
     ...createContext(ctx),
   })
@@ -121,6 +143,11 @@ export async function createEngine(options: EngineOptions) {
     kv: kvApi(ctx),
     graph: { ...entityGraphApi(ctx), ...conversationGraph },
     telemetry: telemetryApi(ctx.telemetry),
+    ...indexer.api,
+    /** Stops background indexing and waits for the batch in flight; call before closing the database. */
+    stopIndexing(): Promise<void> {
+      return indexer.stop()
+    },
     /**
      * Runs an agent's tool call (see `openAITools()` / `anthropicTools()`) for `identity`.
      *
@@ -135,3 +162,18 @@ export async function createEngine(options: EngineOptions) {
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>
+
+/** The same module with the named writes followed by a nudge to the indexer. */
+function nudging<T extends Record<string, unknown>>(module: T, writes: readonly (keyof T & string)[], nudge: () => void): T {
+  const out: Record<string, unknown> = { ...module }
+  for (const name of writes) {
+    const fn = module[name]
+    if (typeof fn !== 'function') throw new Error(`engine: ${name} is not a function`)
+    out[name] = async (...args: unknown[]) => {
+      const result: unknown = await (fn as (...a: unknown[]) => Promise<unknown>).apply(module, args)
+      nudge()
+      return result
+    }
+  }
+  return out as T
+}

@@ -2,6 +2,7 @@ import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
+import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
 
 export type JsonObject = { [key: string]: unknown }
@@ -124,7 +125,10 @@ export async function relationIds(q: Queryable, names: readonly string[]): Promi
   return ids
 }
 
-/** Ids among `ids` that point at no live row Engram knows (entity node, memory, event, document …). */
+/**
+ * Ids among `ids` that point at no live row of the tenant (entity node, memory, event,
+ * document …): another tenant's row counts as missing, so the answer reveals nothing of it.
+ */
 export async function missingReferences(
   q: Queryable,
   tenantId: string,
@@ -136,13 +140,14 @@ export async function missingReferences(
              SELECT 1 FROM nodes n WHERE n.tenant_id = $1 AND n.id = x.id
                AND n.rev = (SELECT max(n2.rev) FROM nodes n2 WHERE n2.tenant_id = $1 AND n2.id = x.id)
                AND NOT n.tombstone)
-       AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = x.id AND m.status <> 'deleted')
-       AND NOT EXISTS (SELECT 1 FROM memory_contexts c WHERE c.id = x.id)
-       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.id)
-       AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = x.id)
-       AND NOT EXISTS (SELECT 1 FROM doc_versions v WHERE v.id = x.id)
-       AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = x.id)
-       AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.id = x.id)
+       AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = x.id AND m.tenant_id = $1 AND m.status <> 'deleted')
+       AND NOT EXISTS (SELECT 1 FROM memory_contexts c WHERE c.id = x.id AND c.tenant_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.id AND e.tenant_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.id = x.id AND d.tenant_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM doc_versions v JOIN documents d ON d.id = v.document_id
+                       WHERE v.id = x.id AND d.tenant_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM chunks k WHERE k.id = x.id AND k.tenant_id = $1)
+       AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.id = x.id AND a.tenant_id = $1)
      ORDER BY x.id`,
     [tenantId, [...new Set(ids)]],
   )
@@ -191,7 +196,7 @@ export async function writeEdges(
     src: batch.map((e) => e.src),
     rel: batch.map((e) => rels.get(e.rel) as number),
     dst: batch.map((e) => e.dst),
-    props: batch.map((e) => JSON.stringify(e.payload)),
+    props: batch.map((e) => JSON.stringify(redactUnknown(e.payload).value)),
     conv: batch.map((e) => e.conversationId ?? null),
     run: batch.map((e) => e.runId ?? null),
     task: batch.map((e) => e.taskId ?? null),
@@ -316,7 +321,7 @@ export function entityGraphApi(ctx: EngineContext) {
         batch.map((n) => n.tenantId),
         batch.map((n) => n.id),
         batch.map((n) => n.type),
-        batch.map((n) => JSON.stringify(n.payload)),
+        batch.map((n) => JSON.stringify(redactUnknown(n.payload).value)),
         batch.map((n) => n.scope ?? null),
         batch.map((n) => n.runId ?? null),
         batch.map((n) => n.taskId ?? null),

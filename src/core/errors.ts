@@ -24,6 +24,7 @@ export const ERROR_CODES = [
   'NOT_SUPPORTED',
   'CLOSED',
   'ABORTED',
+  'TIMEOUT',
   'CORRUPT',
   'INTERNAL',
 ] as const

@@ -15,7 +15,7 @@ import {
   MAX_TOOL_EXCERPT_BYTES,
   utf8Length,
 } from './limits.ts'
-import { redact, redactJson } from './redact.ts'
+import { countRedactions, mergeRedactions, type RedactionCount, redact, redactJson } from './redact.ts'
 import {
   CHANNELS,
   type Channel,
@@ -25,6 +25,7 @@ import {
   SENSITIVITIES,
   type StoredSensitivity,
 } from './scope.ts'
+import { allowedSensitivities, readChannel } from './privacy.ts'
 import { asOfParam, iso, timeInput, toDate } from './time.ts'
 import { chunkText, estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
@@ -123,6 +124,8 @@ export interface PreparedEvent {
   content: JsonObject
   refs: string[]
   meta: JsonObject
+  /** Secrets replaced before storing, by type (also in `meta.redactions`). */
+  redactions: RedactionCount[]
   createdAt: Date
   chunks: { id: string; text: string; tokens: number }[]
   artifact?: { id: string; content: string; bytes: number; sha256: string; mediaType: string }
@@ -138,6 +141,8 @@ export interface EventDraft {
   content: JsonObject
   refs: string[]
   createdAt: Date
+  /** Secrets already replaced upstream (e.g. in a turn's tool arguments), to be recorded with the event. */
+  redactions?: RedactionCount[]
 }
 
 /** Refuses a secret before anything is written. */
@@ -163,13 +168,13 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
   const id = newId('event')
   let content = toStoredJson(draft.content)
   let artifact: PreparedEvent['artifact']
-  let findings = 0
+  let redactions: RedactionCount[] = draft.redactions ?? []
 
   if (draft.kind === 'tool_result') {
     const normalised = await normaliseToolResult(content)
     content = normalised.content
     artifact = normalised.artifact
-    findings += normalised.findings
+    redactions = mergeRedactions(redactions, normalised.redactions)
   }
 
   const contentBytes = utf8Length(JSON.stringify(content))
@@ -184,7 +189,7 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
 
   const redacted = redactJson(content)
   content = redacted.value
-  findings += redacted.findings
+  redactions = mergeRedactions(redactions, redacted.redactions)
 
   const text = eventText(draft.kind, content)
   const chunks = chunkText(text).map((t) => ({ id: newId('chunk'), text: t, tokens: estimateTokens(t) }))
@@ -198,7 +203,8 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
     tags: draft.tags,
     content,
     refs: draft.refs,
-    meta: findings > 0 ? { redactions: findings } : {},
+    meta: redactionMeta(redactions),
+    redactions,
     createdAt: draft.createdAt,
     chunks,
     ...(artifact ? { artifact } : {}),
@@ -241,7 +247,15 @@ async function normaliseToolResult(raw: JsonObject) {
         mediaType: typeof rest.mediaType === 'string' ? rest.mediaType : 'text/plain',
       }
     : undefined
-  return { content, artifact, findings: findings.length }
+  return { content, artifact, redactions: countRedactions(findings) }
+}
+
+/**
+ * What an event's `meta` says about the secrets replaced before it was stored: their types
+ * and counts, never their values. Empty when nothing was replaced.
+ */
+export function redactionMeta(redactions: readonly RedactionCount[]): JsonObject {
+  return redactions.length > 0 ? { redactions: redactions.map((r) => ({ type: r.type, count: r.count })) } : {}
 }
 
 /** The longest prefix within `maxBytes` UTF-8 bytes, ending at a line break when there is one. */
@@ -425,11 +439,18 @@ const listInput = z
   .object({
     conversationId: identifier,
     tenantId: identifier.default('default'),
+    /** The channel the events will be shown in: events above its allowance are left out. */
+    channel: readChannel,
     kinds: z.array(z.enum(EVENT_KINDS)).min(1).optional(),
     asOf: timeInput.optional(),
     limit: z.number().int().min(1).max(10_000).default(1000),
   })
   .strict()
+
+const getOptions = z.object({ tenantId: identifier.default('default'), channel: readChannel }).strict()
+
+/** Options of the reads by id: the tenant the row must belong to, and the channel it will be shown in. */
+export type ReadByIdOptions = z.input<typeof getOptions>
 
 export interface Artifact {
   id: string
@@ -488,26 +509,31 @@ export function createEvents(ctx: EngineContext) {
 
     events: {
       /**
-       * One event by id.
+       * One event by id, of the tenant given (default 'default'). An event of another
+       * tenant, or above what `channel` may show, is NOT_FOUND.
        *
        * @example
-       * const event = await memory.events.get(eventId)
+       * const event = await memory.events.get(eventId, { tenantId: 'acme', channel: 'team' })
        */
-      async get(eventId: string): Promise<MemoryEvent> {
+      async get(eventId: string, options: ReadByIdOptions = {}): Promise<MemoryEvent> {
         parseInput(identifier, eventId, 'event id')
-        const { rows } = await ctx.db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events ev WHERE ev.id = $1`, [
-          eventId,
-        ])
+        const o = parseInput(getOptions, options, 'event read options')
+        const { rows } = await ctx.db.query<EventRow>(
+          `SELECT ${EVENT_COLUMNS} FROM events ev
+           WHERE ev.id = $1 AND ev.tenant_id = $2 AND ev.sensitivity = ANY($3::text[])`,
+          [eventId, o.tenantId, allowedSensitivities(o.channel)],
+        )
         const row = rows[0]
         if (!row) throw new MemoryError('NOT_FOUND', `No event ${eventId}`)
         return toEvent(row)
       },
 
       /**
-       * A conversation's events in the order they were recorded.
+       * A conversation's events in the order they were recorded, leaving out those above what
+       * `channel` (default 'private') may show.
        *
        * @example
-       * const events = await memory.events.list({ conversationId: 'c1', kinds: ['message'] })
+       * const events = await memory.events.list({ conversationId: 'c1', kinds: ['message'], channel: 'public' })
        */
       async list(input: z.input<typeof listInput>): Promise<MemoryEvent[]> {
         requireConversation(input, 'top')
@@ -517,9 +543,10 @@ export function createEvents(ctx: EngineContext) {
            WHERE ev.tenant_id = $1 AND ev.conversation_id = $2
              AND ($3::text[] IS NULL OR ev.kind = ANY($3))
              AND ($4::timestamptz IS NULL OR ev.created_at <= $4)
+             AND ev.sensitivity = ANY($6::text[])
            ORDER BY ev.created_at, ev.seq
            LIMIT $5`,
-          [i.tenantId, i.conversationId, i.kinds ?? null, asOfParam(i.asOf), i.limit],
+          [i.tenantId, i.conversationId, i.kinds ?? null, asOfParam(i.asOf), i.limit, allowedSensitivities(i.channel)],
         )
         return rows.map(toEvent)
       },
@@ -527,13 +554,15 @@ export function createEvents(ctx: EngineContext) {
 
     artifacts: {
       /**
-       * The full output of a tool result whose event keeps only an excerpt.
+       * The full output of a tool result whose event keeps only an excerpt. Like its event,
+       * it belongs to one tenant and is shown only in channels its event's sensitivity allows.
        *
        * @example
        * const { content } = await memory.artifacts.get(result.artifactId)
        */
-      async get(artifactId: string): Promise<Artifact> {
+      async get(artifactId: string, options: ReadByIdOptions = {}): Promise<Artifact> {
         parseInput(identifier, artifactId, 'artifact id')
+        const o = parseInput(getOptions, options, 'artifact read options')
         const { rows } = await ctx.db.query<{
           id: string
           event_id: string
@@ -543,7 +572,11 @@ export function createEvents(ctx: EngineContext) {
           sha256: string
           content: string
           created_at: Date
-        }>(`SELECT * FROM artifacts WHERE id = $1`, [artifactId])
+        }>(
+          `SELECT a.* FROM artifacts a JOIN events ev ON ev.id = a.event_id
+           WHERE a.id = $1 AND a.tenant_id = $2 AND ev.tenant_id = $2 AND ev.sensitivity = ANY($3::text[])`,
+          [artifactId, o.tenantId, allowedSensitivities(o.channel)],
+        )
         const row = rows[0]
         if (!row) throw new MemoryError('NOT_FOUND', `No artifact ${artifactId}`)
         return {

@@ -10,7 +10,7 @@ import { parseInput, z } from './validate.ts'
 const reason = storableText.pipe(z.string().max(1000)).optional()
 
 const forgetTarget = z.union([
-  z.object({ eventId: identifier, reason }).strict(),
+  z.object({ eventId: identifier, tenantId: identifier.default('default'), reason }).strict(),
   z.object({ conversationId: identifier, tenantId: identifier.default('default'), reason }).strict(),
   z
     .object({
@@ -71,7 +71,10 @@ export function createForget(ctx: EngineContext) {
         let conversation: { tenantId: string; conversationId: string } | null = null
         let wholeTenant: string | null = null
         if ('eventId' in t) {
-          await tx.query(`INSERT INTO forget_events SELECT id FROM events WHERE id = $1`, [t.eventId])
+          await tx.query(`INSERT INTO forget_events SELECT id FROM events WHERE id = $1 AND tenant_id = $2`, [
+            t.eventId,
+            t.tenantId,
+          ])
         } else if ('conversationId' in t) {
           conversation = { tenantId: t.tenantId, conversationId: t.conversationId }
           await tx.query(

@@ -139,6 +139,8 @@ export function toEdge(row: EdgeRow): Edge {
 }
 
 export interface EdgeQuery {
+  /** The tenant whose edges are read (default 'default'). */
+  tenantId?: string
   /** Only edges of this relation. */
   rel?: string
   /** See the graph as it was then. */
@@ -146,6 +148,8 @@ export interface EdgeQuery {
 }
 
 export interface WalkOptions {
+  /** The tenant whose graph is walked (default 'default'). */
+  tenantId?: string
   /** How many hops from the start (1–10). Default 2. */
   depth?: number
   /** Follow only these relations. */
@@ -169,9 +173,12 @@ export interface Walk {
   truncated: boolean
 }
 
-const edgeQuery = z.object({ rel: relationName.optional(), asOf: timeInput.optional() }).strict()
+const edgeQuery = z
+  .object({ tenantId: identifier.default('default'), rel: relationName.optional(), asOf: timeInput.optional() })
+  .strict()
 const walkOptions = z
   .object({
+    tenantId: identifier.default('default'),
     depth: z.number().int().min(1).max(10).default(2),
     rels: z.array(relationName).max(100).optional(),
     asOf: timeInput.optional(),
@@ -191,9 +198,9 @@ export function createGraph(ctx: EngineContext) {
     const { rows } = await ctx.db.query<EdgeRow>(
       `SELECT ${EDGE_COLUMNS}
        FROM edges e JOIN relations r ON r.id = e.rel
-       WHERE ${column} = $1 AND ($2::text IS NULL OR r.name = $2) AND ${edgeVisibleAt('$3')}
+       WHERE ${column} = $1 AND e.tenant_id = $4 AND ($2::text IS NULL OR r.name = $2) AND ${edgeVisibleAt('$3')}
        ORDER BY e.created_at, e.id`,
-      [id, query.rel ?? null, asOfParam(query.asOf)],
+      [id, query.rel ?? null, asOfParam(query.asOf), query.tenantId],
     )
     return rows.map(toEdge)
   }
@@ -243,11 +250,11 @@ export function createGraph(ctx: EngineContext) {
            FROM walk w
            CROSS JOIN LATERAL (
              SELECT e.dst AS node, e.id AS edge FROM edges e
-             WHERE e.src = w.node AND ${edgeVisibleAt('$2')}
+             WHERE e.src = w.node AND e.tenant_id = $6 AND ${edgeVisibleAt('$2')}
                AND ($3::text[] IS NULL OR e.rel IN (SELECT id FROM rel_filter))
              UNION ALL
              SELECT e.src, e.id FROM edges e
-             WHERE e.dst = w.node AND ${edgeVisibleAt('$2')}
+             WHERE e.dst = w.node AND e.tenant_id = $6 AND ${edgeVisibleAt('$2')}
                AND ($3::text[] IS NULL OR e.rel IN (SELECT id FROM rel_filter))
            ) n
            WHERE w.depth < $4 AND n.edge IS DISTINCT FROM w.via
@@ -267,7 +274,7 @@ export function createGraph(ctx: EngineContext) {
               WHERE e.id IN (SELECT via FROM walk WHERE via IS NOT NULL)
                 AND e.src IN (SELECT node FROM kept) AND e.dst IN (SELECT node FROM kept)
             ) x) AS edges`,
-        [id, asOfParam(o.asOf), o.rels ?? null, o.depth, o.limit],
+        [id, asOfParam(o.asOf), o.rels ?? null, o.depth, o.limit, o.tenantId],
       )
       const row = rows[0]
       if (!row) throw new MemoryError('INTERNAL', 'graph walk returned no row')
@@ -285,27 +292,31 @@ export function createGraph(ctx: EngineContext) {
      * @example
      * await memory.graph.tombstone(edgeId)
      */
-    async tombstone(edgeId: string, options: { at?: TimeInput } = {}): Promise<Edge> {
+    async tombstone(edgeId: string, options: { at?: TimeInput; tenantId?: string } = {}): Promise<Edge> {
       parseInput(identifier, edgeId, 'edge id')
-      const o = parseInput(z.object({ at: timeInput.optional() }).strict(), options, 'tombstone options')
+      const o = parseInput(
+        z.object({ at: timeInput.optional(), tenantId: identifier.default('default') }).strict(),
+        options,
+        'tombstone options',
+      )
       const at = o.at === undefined ? ctx.now() : toDate(o.at)
       const { rows } = await ctx.db.query<{ id: string; tombstoned_at: Date | null }>(
-        `UPDATE edges SET tombstoned_at = $2 WHERE id = $1 AND tombstoned_at IS NULL RETURNING id`,
-        [edgeId, at],
+        `UPDATE edges SET tombstoned_at = $2 WHERE id = $1 AND tenant_id = $3 AND tombstoned_at IS NULL RETURNING id`,
+        [edgeId, at, o.tenantId],
       )
       if (rows.length === 0) {
-        const existing = await getEdge(ctx, edgeId)
+        const existing = await getEdge(ctx, edgeId, o.tenantId)
         throw new MemoryError('CONFLICT', `Edge ${edgeId} was already tombstoned at ${existing.tombstonedAt}`)
       }
-      return getEdge(ctx, edgeId)
+      return getEdge(ctx, edgeId, o.tenantId)
     },
   }
 }
 
-async function getEdge(ctx: EngineContext, id: string): Promise<Edge> {
+async function getEdge(ctx: EngineContext, id: string, tenantId: string): Promise<Edge> {
   const { rows } = await ctx.db.query<EdgeRow>(
-    `SELECT ${EDGE_COLUMNS} FROM edges e JOIN relations r ON r.id = e.rel WHERE e.id = $1`,
-    [id],
+    `SELECT ${EDGE_COLUMNS} FROM edges e JOIN relations r ON r.id = e.rel WHERE e.id = $1 AND e.tenant_id = $2`,
+    [id, tenantId],
   )
   const row = rows[0]
   if (!row) throw new MemoryError('NOT_FOUND', `No edge ${id}`)

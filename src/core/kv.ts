@@ -1,5 +1,6 @@
 import type { EngineContext } from './engine.ts'
 import { newId } from './ids.ts'
+import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
 
 /** One revision of a policy entry (a decision, constraint or procedure). */
@@ -120,7 +121,8 @@ export function kvApi(ctx: EngineContext) {
 
   return {
     /**
-     * Writes a new revision of an entry.
+     * Writes a new revision of an entry. Secrets in the payload's strings are replaced by
+     * `[REDACTED:<type>]` before it is stored.
      *
      * @example
      * await memory.kv.put('repo:engram', 'constraints', 'no-network', { text: 'Never call the network' })
@@ -138,7 +140,9 @@ export function kvApi(ctx: EngineContext) {
         [scope, namespace, key, payload],
         'kv entry',
       )
-      return toEntry((await append(k[0], k[1], k[2], k[3], options, false)) as KvRow)
+      // Policy text is stored like any other: secrets in its strings are replaced first.
+      const { value } = redactUnknown(k[3])
+      return toEntry((await append(k[0], k[1], k[2], value, options, false)) as KvRow)
     },
 
     /**

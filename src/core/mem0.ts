@@ -1,5 +1,6 @@
 import { MemoryError } from './errors.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
+import { redact } from './redact.ts'
 import type {
   ForgetAllInput,
   MemoryHistoryRecord,
@@ -94,12 +95,12 @@ export interface Mem0Scope {
 export interface MemoryEngine {
   remember(input: RememberInput): Promise<RememberResult>
   memories: {
-    get(id: string): Promise<MemoryRecord | null>
+    get(id: string, options?: { tenantId?: string }): Promise<MemoryRecord | null>
     list(options?: MemoryListOptions): Promise<MemoryRecord[]>
     search(query: string, options?: MemorySearchOptions): Promise<MemoryHit[]>
-    update(id: string, changes: MemoryUpdate): Promise<MemoryRecord>
-    delete(id: string): Promise<{ id: string; deleted: true }>
-    history(id: string): Promise<MemoryHistoryRecord[]>
+    update(id: string, changes: MemoryUpdate, options?: { tenantId?: string }): Promise<MemoryRecord>
+    delete(id: string, options?: { tenantId?: string }): Promise<{ id: string; deleted: true }>
+    history(id: string, options?: { tenantId?: string }): Promise<MemoryHistoryRecord[]>
     forgetAll(input: ForgetAllInput): Promise<{ deleted: number }>
     reset(input: { confirm: true }): Promise<{ memories: number }>
   }
@@ -236,10 +237,10 @@ export class Memory {
     const meta = metadata === undefined ? {} : { metadata }
     if (r.action === 'created') return { id: r.id, event: 'ADD', memory: text, new_memory: text, ...meta }
     if (r.action === 'unchanged') {
-      const existing = await this.#engine.memories.get(r.id)
+      const existing = await this.#engine.memories.get(r.id, this.#tenant)
       return { id: r.id, event: 'NONE', memory: existing?.content ?? text }
     }
-    const old = r.supersededId ? await this.#engine.memories.get(r.supersededId) : null
+    const old = r.supersededId ? await this.#engine.memories.get(r.supersededId, this.#tenant) : null
     return {
       id: r.id,
       event: 'UPDATE',
@@ -251,8 +252,10 @@ export class Memory {
     }
   }
 
-  async #infer(llm: LLM, messages: ChatMessage[], o: z.output<typeof addOptions>): Promise<Mem0Event[]> {
+  async #infer(llm: LLM, said: ChatMessage[], o: z.output<typeof addOptions>): Promise<Mem0Event[]> {
     const scope = scopeOf(o)
+    // The model may run elsewhere: it never sees a secret the memory would not store.
+    const messages = said.map((m) => ({ ...m, content: redact(m.content).text }))
     let facts: string[]
     try {
       const answer = await llm.generate(
@@ -327,7 +330,7 @@ export class Memory {
         } else if (event === 'UPDATE') {
           const target = resolve(op.id)
           if (!target || !data) continue
-          await this.#engine.memories.update(target.id, { content: data })
+          await this.#engine.memories.update(target.id, { content: data }, this.#tenant)
           events.push({
             id: target.id,
             event: 'UPDATE',
@@ -338,7 +341,7 @@ export class Memory {
         } else if (event === 'DELETE') {
           const target = resolve(op.id)
           if (!target) continue
-          await this.#engine.memories.delete(target.id)
+          await this.#engine.memories.delete(target.id, this.#tenant)
           events.push({ id: target.id, event: 'DELETE', memory: target.content, old_memory: target.content })
         } else if (event === 'NONE') {
           const target = resolve(op.id) ?? existing[0]
@@ -370,7 +373,7 @@ export class Memory {
 
   /** One memory, or null when there is none (or it was deleted). */
   async get(id: string): Promise<Mem0Item | null> {
-    const m = await this.#engine.memories.get(id)
+    const m = await this.#engine.memories.get(id, this.#tenant)
     return m && m.status !== 'deleted' ? toItem(m) : null
   }
 
@@ -389,11 +392,11 @@ export class Memory {
 
   /** Overwrites a memory's text (new hash, new vector, an UPDATE in its history). */
   async update(id: string, text: string): Promise<void> {
-    await this.#engine.memories.update(id, { content: text })
+    await this.#engine.memories.update(id, { content: text }, this.#tenant)
   }
 
   async delete(id: string): Promise<void> {
-    await this.#engine.memories.delete(id)
+    await this.#engine.memories.delete(id, this.#tenant)
   }
 
   /** Deletes every memory of the scope. */
@@ -405,7 +408,7 @@ export class Memory {
 
   /** What happened to a memory, oldest first. */
   async history(id: string): Promise<Mem0History[]> {
-    const rows = await this.#engine.memories.history(id)
+    const rows = await this.#engine.memories.history(id, this.#tenant)
     return rows.map((h) => ({
       id: h.id,
       memory_id: h.memoryId,

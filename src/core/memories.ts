@@ -5,7 +5,11 @@ import { type JsonObject, missingReferences, writeEdges } from './entity-graph.t
 import { MemoryError } from './errors.ts'
 import { compileFilter, type FilterColumn } from './filters.ts'
 import { sha256Hex } from './hash.ts'
+import { refuseSecret } from './events.ts'
 import { newId } from './ids.ts'
+import { allowedSensitivities, readChannel } from './privacy.ts'
+import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
+import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
 import { parseInput, z } from './validate.ts'
 
 export const MEMORY_CATEGORIES = [
@@ -50,6 +54,8 @@ export interface MemoryRecord {
   agentId: string | null
   runId: string | null
   projectId: string | null
+  /** Which channels may show it (see `allowedSensitivities`). */
+  sensitivity: StoredSensitivity
   metadata: JsonObject
   hash: string
   status: MemoryStatus
@@ -94,6 +100,8 @@ export interface RememberResult {
   id: string
   action: 'created' | 'superseded' | 'unchanged'
   supersededId?: string
+  /** Secrets replaced before the memory was stored, by type; absent when there were none. */
+  redactions?: RedactionCount[]
 }
 
 const idField = z.string().min(1).max(200)
@@ -115,6 +123,8 @@ const rememberInput = z
     source: z.enum(MEMORY_SOURCES).default('inferred'),
     scope: z.enum(MEMORY_SCOPES).default('user'),
     confidence: z.number().min(0).max(1).optional(),
+    /** `secret` is refused: secrets are never stored. */
+    sensitivity: z.enum(SENSITIVITIES).default('none'),
     context: z.string().trim().min(1).max(200).optional(),
     relatedTo: z.array(z.string().min(1).max(1000)).max(100).optional(),
     derivedFrom: z.array(z.string().min(1).max(1000)).max(100).optional(),
@@ -139,6 +149,8 @@ const recallOptions = z.strictObject({
   tenantId: idField.default('default'),
   userId: idField.optional(),
   projectId: idField.optional(),
+  /** The channel the memories will be shown in: those above its allowance are left out. */
+  channel: readChannel,
 })
 export type RecallOptions = z.input<typeof recallOptions>
 
@@ -156,6 +168,7 @@ const selector = {
 
 const searchOptions = z.strictObject({
   ...selector,
+  channel: readChannel,
   limit: z.number().int().min(1).max(1000).default(100),
   /** Vector matches at or below this cosine similarity do not count (keyword matches still do). */
   minSimilarity: z.number().min(-1).max(1).default(0),
@@ -164,6 +177,7 @@ export type MemorySearchOptions = z.input<typeof searchOptions>
 
 const listOptions = z.strictObject({
   ...selector,
+  channel: readChannel,
   status: z.enum(['active', 'superseded', 'deleted', 'any']).default('active'),
   limit: z.number().int().min(1).max(10_000).default(100),
 })
@@ -174,9 +188,16 @@ const updateInput = z
     content: z.string().trim().min(1).max(MAX_CONTENT).optional(),
     category: z.enum(MEMORY_CATEGORIES).optional(),
     confidence: z.number().min(0).max(1).optional(),
+    sensitivity: z.enum(SENSITIVITIES).optional(),
     metadata: metadataSchema.optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'nothing to update' })
+
+const byIdOptions = z.strictObject({ tenantId: idField.default('default') })
+const getOptions = z.strictObject({ tenantId: idField.default('default'), channel: readChannel })
+/** Options of the reads and changes by id: the tenant the memory must belong to (default 'default'). */
+export type MemoryByIdOptions = z.input<typeof byIdOptions>
+export type MemoryGetOptions = z.input<typeof getOptions>
 export type MemoryUpdate = z.input<typeof updateInput>
 
 const forgetAllInput = z.strictObject({ ...selector, confirm: z.literal(true) })
@@ -231,6 +252,7 @@ export const MEMORY_FILTER_COLUMNS: Record<string, FilterColumn> = {
   runId: text('m.run_id'),
   project_id: text('m.project_id'),
   projectId: text('m.project_id'),
+  sensitivity: text('m.sensitivity'),
   confidence: num('m.confidence'),
   use_count: num('m.use_count'),
   useCount: num('m.use_count'),
@@ -243,7 +265,7 @@ export const MEMORY_FILTER_COLUMNS: Record<string, FilterColumn> = {
 }
 
 const COLUMNS = `m.id, m.content, m.category, m.source, m.confidence, m.scope, m.tenant_id, m.user_id,
-  m.agent_id, m.run_id, m.project_id, m.metadata, m.hash, m.status, m.superseded_by, m.use_count,
+  m.agent_id, m.run_id, m.project_id, m.sensitivity, m.metadata, m.hash, m.status, m.superseded_by, m.use_count,
   m.last_used_at, m.embed_model, m.created_at, m.updated_at,
   ARRAY(SELECT c.name FROM edges e
         JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
@@ -263,6 +285,7 @@ interface MemoryRow {
   agent_id: string | null
   run_id: string | null
   project_id: string | null
+  sensitivity: StoredSensitivity
   metadata: JsonObject
   hash: string
   status: MemoryStatus
@@ -288,6 +311,7 @@ function toRecord(r: MemoryRow): MemoryRecord {
     agentId: r.agent_id,
     runId: r.run_id,
     projectId: r.project_id,
+    sensitivity: r.sensitivity,
     metadata: r.metadata,
     hash: r.hash,
     status: r.status,
@@ -442,6 +466,22 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
   }))
 }
 
+/** Secrets in a memory's text and metadata are replaced before it is hashed, embedded or stored. */
+function redactMemory<T extends { content: string; metadata: Record<string, unknown> }>(
+  m: T,
+): { value: T; redactions: RedactionCount[] } {
+  const content = redact(m.content)
+  const metadata = redactUnknown(m.metadata)
+  return {
+    value: { ...m, content: content.text, metadata: metadata.value as Record<string, unknown> },
+    redactions: mergeRedactions(countRedactions(content.findings), metadata.redactions),
+  }
+}
+
+function redactionList(redactions: readonly RedactionCount[]): JsonObject[] {
+  return redactions.map((r) => ({ type: r.type, count: r.count }))
+}
+
 /**
  * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
  * delete, history, forgetAll, search, reset). Rows are mutable; every change is logged.
@@ -462,8 +502,11 @@ export function memoriesApi(ctx: EngineContext) {
     }
   }
 
-  async function getRow(q: Queryable, id: string): Promise<MemoryRow | undefined> {
-    const { rows } = await q.query<MemoryRow>(`SELECT ${COLUMNS} FROM memories m WHERE m.id = $1`, [id])
+  async function getRow(q: Queryable, id: string, tenantId: string): Promise<MemoryRow | undefined> {
+    const { rows } = await q.query<MemoryRow>(`SELECT ${COLUMNS} FROM memories m WHERE m.id = $1 AND m.tenant_id = $2`, [
+      id,
+      tenantId,
+    ])
     return rows[0]
   }
 
@@ -494,22 +537,29 @@ export function memoriesApi(ctx: EngineContext) {
    * // → { id: 'mem_…', action: 'created' }
    */
   async function remember(input: RememberInput): Promise<RememberResult> {
-    const m = parseInput(rememberInput, input, 'memory')
+    const parsed = parseInput(rememberInput, input, 'memory')
+    const { sensitivity } = parsed
+    refuseSecret(sensitivity)
+    const { value: m, redactions } = redactMemory(parsed)
     const hash = await memoryHash(m.content)
     const vector = await embedText(m.content)
     const at = ctx.now()
     const result = await db.transaction(async (tx): Promise<RememberResult & { oldContent?: string }> => {
       const p = new Params()
-      const exact = await tx.query<{ id: string }>(
-        `SELECT m.id FROM memories m
+      const exact = await tx.query<{ id: string; content: string; sensitivity: string }>(
+        `SELECT m.id, m.content, m.sensitivity FROM memories m
          WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.hash = ${p.add(hash)}
          ORDER BY m.id LIMIT 1`,
         p.values,
       )
-      if (exact.rows[0]) return { id: exact.rows[0].id, action: 'unchanged' }
+      const same = exact.rows[0]
+      if (same && same.sensitivity === sensitivity) return { id: same.id, action: 'unchanged' }
 
-      let near: { id: string; content: string; similarity: number } | undefined
-      if (vector && m.dedup === 'semantic') {
+      // The same text marked differently is restated: the new marking supersedes the old one.
+      let near: { id: string; content: string; similarity: number } | undefined = same
+        ? { id: same.id, content: same.content, similarity: 1 }
+        : undefined
+      if (!near && vector && m.dedup === 'semantic') {
         const q = new Params()
         const v = q.add(toVectorParam(vector.value))
         const { rows } = await tx.query<{ id: string; content: string; similarity: number }>(
@@ -525,8 +575,9 @@ export function memoriesApi(ctx: EngineContext) {
       const id = newId('memory')
       await tx.query(
         `INSERT INTO memories (id, tenant_id, user_id, agent_id, run_id, project_id, scope, category, source,
-                               confidence, content, hash, metadata, vector, embed_model, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $16)`,
+                               confidence, content, hash, metadata, vector, embed_model, created_at, updated_at,
+                               sensitivity)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $16, $17)`,
         [
           id,
           m.tenantId,
@@ -544,6 +595,7 @@ export function memoriesApi(ctx: EngineContext) {
           vector ? toVectorParam(vector.value) : null,
           vector?.model ?? null,
           at,
+          sensitivity,
         ],
       )
       const who = {
@@ -553,7 +605,14 @@ export function memoriesApi(ctx: EngineContext) {
         runId: m.runId ?? null,
       }
       const history: HistoryEntry[] = [
-        { memoryId: id, event: 'ADD', oldValue: null, newValue: m.content, ...who },
+        {
+          memoryId: id,
+          event: 'ADD',
+          oldValue: null,
+          newValue: m.content,
+          ...(redactions.length > 0 ? { changes: { redactions: redactionList(redactions) } } : {}),
+          ...who,
+        },
       ]
       const edges: {
         src: string
@@ -630,7 +689,7 @@ export function memoriesApi(ctx: EngineContext) {
     if (result.supersededId)
       emit('overwrite', { id: result.supersededId, scope: m.scope, runId: m.runId ?? null }, at)
     const { oldContent: _, ...out } = result
-    return out
+    return redactions.length > 0 && out.action !== 'unchanged' ? { ...out, redactions } : out
   }
 
   /**
@@ -656,6 +715,7 @@ export function memoriesApi(ctx: EngineContext) {
     ]
     if (o.scope) where.push(`m.scope = ${p.add(o.scope)}`)
     if (o.category) where.push(`m.category = ANY(${p.add([o.category].flat())}::text[])`)
+    where.push(`m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`)
     where.push(p.filter(o.filters))
     const at = ctx.now()
     const hits = await rankMemories(db, p, {
@@ -673,14 +733,17 @@ export function memoriesApi(ctx: EngineContext) {
 
   const memories = {
     /**
-     * One memory by id (also superseded or deleted ones, see `status`), or null.
+     * One memory by id (also superseded or deleted ones, see `status`), or null — also when
+     * it belongs to another tenant or is above what `channel` may show.
      *
      * @example
-     * const m = await memory.memories.get('mem_…')
+     * const m = await memory.memories.get('mem_…', { tenantId: 'acme' })
      */
-    async get(id: string): Promise<MemoryRecord | null> {
+    async get(id: string, options: MemoryGetOptions = {}): Promise<MemoryRecord | null> {
       const memoryId = parseInput(memoryIdSchema, id, 'memory id')
-      const row = await getRow(db, memoryId)
+      const o = parseInput(getOptions, options, 'memory read options')
+      const found = await getRow(db, memoryId, o.tenantId)
+      const row = found && allowedSensitivities(o.channel).includes(found.sensitivity) ? found : undefined
       emit('read', { id: memoryId, scope: row?.scope ?? null, runId: row?.run_id ?? null })
       return row ? toRecord(row) : null
     },
@@ -694,7 +757,7 @@ export function memoriesApi(ctx: EngineContext) {
     async list(options: MemoryListOptions = {}): Promise<MemoryRecord[]> {
       const o = parseInput(listOptions, options, 'list options')
       const p = new Params()
-      const where = selectWhere(p, o)
+      const where = `${selectWhere(p, o)} AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
       const status = o.status === 'any' ? 'true' : `m.status = ${p.add(o.status)}`
       const { rows } = await db.query<MemoryRow>(
         `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${status}
@@ -720,7 +783,8 @@ export function memoriesApi(ctx: EngineContext) {
       const o = parseInput(searchOptions, options, 'search options')
       const vector = await embedText(text)
       const p = new Params()
-      const where = `${selectWhere(p, o)} AND m.status = 'active'`
+      const where = `${selectWhere(p, o)} AND m.status = 'active'
+        AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
       const hits = await rankMemories(db, p, {
         where,
         text,
@@ -737,18 +801,33 @@ export function memoriesApi(ctx: EngineContext) {
 
     /**
      * Changes a memory in place: new text gets a new hash and vector. Logged as UPDATE.
+     * Secrets in new text or metadata are replaced first, as in `remember`.
      *
      * @example
      * await memory.memories.update('mem_…', { content: 'User prefers 2-space indents' })
      */
-    async update(id: string, changes: MemoryUpdate): Promise<MemoryRecord> {
+    async update(id: string, changes: MemoryUpdate, options: MemoryByIdOptions = {}): Promise<MemoryRecord> {
       const memoryId = parseInput(memoryIdSchema, id, 'memory id')
-      const u = parseInput(updateInput, changes, 'memory update')
+      const parsed = parseInput(updateInput, changes, 'memory update')
+      const { tenantId } = parseInput(byIdOptions, options, 'memory options')
+      if (parsed.sensitivity !== undefined) refuseSecret(parsed.sensitivity)
+      const sensitivity = parsed.sensitivity
+      const redactedContent = parsed.content === undefined ? undefined : redact(parsed.content)
+      const redactedMetadata = parsed.metadata === undefined ? undefined : redactUnknown(parsed.metadata)
+      const redactions = mergeRedactions(
+        countRedactions(redactedContent?.findings ?? []),
+        redactedMetadata?.redactions ?? [],
+      )
+      const u = {
+        ...parsed,
+        ...(redactedContent ? { content: redactedContent.text } : {}),
+        ...(redactedMetadata ? { metadata: redactedMetadata.value as Record<string, unknown> } : {}),
+      }
       const vector = u.content === undefined ? null : await embedText(u.content)
       const hash = u.content === undefined ? null : await memoryHash(u.content)
       const at = ctx.now()
       const row = await db.transaction(async (tx) => {
-        const old = await getRow(tx, memoryId)
+        const old = await getRow(tx, memoryId, tenantId)
         if (!old || old.status === 'deleted') {
           throw new MemoryError('NOT_FOUND', `No memory "${memoryId}"`, { details: { id: memoryId } })
         }
@@ -761,8 +840,9 @@ export function memoriesApi(ctx: EngineContext) {
              category = coalesce($6, category),
              confidence = coalesce($7, confidence),
              metadata = coalesce($8::jsonb, metadata),
-             updated_at = $9
-           WHERE id = $1`,
+             updated_at = $9,
+             sensitivity = coalesce($10, sensitivity)
+           WHERE id = $1 AND tenant_id = $11`,
           [
             memoryId,
             u.content ?? null,
@@ -773,6 +853,8 @@ export function memoriesApi(ctx: EngineContext) {
             u.confidence ?? null,
             u.metadata === undefined ? null : JSON.stringify(u.metadata),
             at,
+            sensitivity ?? null,
+            tenantId,
           ],
         )
         const other: JsonObject = {}
@@ -780,7 +862,9 @@ export function memoriesApi(ctx: EngineContext) {
           other.category = [old.category, u.category]
         if (u.confidence !== undefined && u.confidence !== old.confidence)
           other.confidence = [old.confidence, u.confidence]
-        if (u.metadata !== undefined) other.metadata = [old.metadata, u.metadata]
+        if (u.metadata !== undefined) other.metadata = [old.metadata, u.metadata as JsonObject]
+        if (sensitivity !== undefined && sensitivity !== old.sensitivity) other.sensitivity = [old.sensitivity, sensitivity]
+        if (redactions.length > 0) other.redactions = redactionList(redactions)
         await logHistory(
           tx,
           [
@@ -798,7 +882,7 @@ export function memoriesApi(ctx: EngineContext) {
           ],
           at,
         )
-        return (await getRow(tx, memoryId)) as MemoryRow
+        return (await getRow(tx, memoryId, tenantId)) as MemoryRow
       })
       emit('overwrite', { id: memoryId, scope: row.scope, runId: row.run_id }, at)
       return toRecord(row)
@@ -810,14 +894,16 @@ export function memoriesApi(ctx: EngineContext) {
      * @example
      * await memory.memories.delete('mem_…')
      */
-    async delete(id: string): Promise<{ id: string; deleted: true }> {
+    async delete(id: string, options: MemoryByIdOptions = {}): Promise<{ id: string; deleted: true }> {
       const memoryId = parseInput(memoryIdSchema, id, 'memory id')
+      const { tenantId } = parseInput(byIdOptions, options, 'memory options')
       const at = ctx.now()
       const row = await db.transaction(async (tx) => {
         const { rows } = await tx.query<MemoryRow>(
-          `UPDATE memories SET status = 'deleted', updated_at = $2 WHERE id = $1 AND status <> 'deleted'
+          `UPDATE memories SET status = 'deleted', updated_at = $2
+           WHERE id = $1 AND tenant_id = $3 AND status <> 'deleted'
            RETURNING *`,
-          [memoryId, at],
+          [memoryId, at, tenantId],
         )
         const r = rows[0]
         if (!r) throw new MemoryError('NOT_FOUND', `No memory "${memoryId}"`, { details: { id: memoryId } })
@@ -849,8 +935,9 @@ export function memoriesApi(ctx: EngineContext) {
      * @example
      * const trail = await memory.memories.history('mem_…') // ADD, UPDATE, DELETE …
      */
-    async history(id: string): Promise<MemoryHistoryRecord[]> {
+    async history(id: string, options: MemoryByIdOptions = {}): Promise<MemoryHistoryRecord[]> {
       const memoryId = parseInput(memoryIdSchema, id, 'memory id')
+      const { tenantId } = parseInput(byIdOptions, options, 'memory options')
       const { rows } = await db.query<{
         id: string
         memory_id: string
@@ -863,7 +950,10 @@ export function memoriesApi(ctx: EngineContext) {
         agent_id: string | null
         run_id: string | null
         created_at: Date
-      }>('SELECT * FROM memory_history WHERE memory_id = $1 ORDER BY created_at, id', [memoryId])
+      }>('SELECT * FROM memory_history WHERE memory_id = $1 AND tenant_id = $2 ORDER BY created_at, id', [
+        memoryId,
+        tenantId,
+      ])
       emit('read', { id: memoryId }, undefined, { history: rows.length })
       return rows.map((r) => ({
         id: r.id,

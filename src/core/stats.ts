@@ -1,4 +1,5 @@
 import type { EngineContext } from './engine.ts'
+import type { IndexStatus } from './indexer.ts'
 
 export interface Stats {
   /** Exact row count of every table, by table name. */
@@ -6,13 +7,15 @@ export interface Stats {
   /** Size of the database on disk (pg_database_size). */
   bytes: number
   schemaVersion: number
-  /** Chunks still waiting for the indexer to embed them. */
+  /** Chunks without a vector of the current model, still waiting for the indexer. */
   unembeddedChunks: number
+  /** The background indexer: pending and done rows for the current model. */
+  indexing: IndexStatus
   oldestEventAt: string | null
   newestEventAt: string | null
 }
 
-export function createStats(ctx: EngineContext) {
+export function createStats(ctx: EngineContext, indexing: () => Promise<IndexStatus>) {
   return {
     /**
      * Row counts, size and schema version — cheap enough for a status bar.
@@ -32,9 +35,11 @@ export function createStats(ctx: EngineContext) {
         `SELECT (SELECT jsonb_object_agg(table_name, n) FROM engram_table_counts()) AS counts,
                 pg_database_size(current_database())::float8 AS bytes,
                 (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
-                (SELECT count(*)::int FROM chunks WHERE embedding IS NULL) AS unembedded,
+                (SELECT count(*)::int FROM chunks
+                 WHERE embedding IS NULL OR embed_model IS DISTINCT FROM $1::text) AS unembedded,
                 (SELECT min(created_at) FROM events) AS oldest,
                 (SELECT max(created_at) FROM events) AS newest`,
+        [ctx.embedder?.id ?? null],
       )
       const row = rows[0]
       return {
@@ -44,6 +49,7 @@ export function createStats(ctx: EngineContext) {
         unembeddedChunks: row?.unembedded ?? 0,
         oldestEventAt: row?.oldest ? new Date(row.oldest).toISOString() : null,
         newestEventAt: row?.newest ? new Date(row.newest).toISOString() : null,
+        indexing: await indexing(),
       }
     },
   }

@@ -194,10 +194,10 @@ export interface ToolHost {
   remember(input: RememberInput): Promise<RememberResult>
   recall(query: string, options?: RecallOptions): Promise<MemoryHit[]>
   memories: {
-    get(id: string): Promise<MemoryRecord | null>
+    get(id: string, options?: { tenantId?: string }): Promise<MemoryRecord | null>
     list(options?: MemoryListOptions): Promise<MemoryRecord[]>
-    update(id: string, changes: MemoryUpdate): Promise<MemoryRecord>
-    delete(id: string): Promise<{ id: string; deleted: true }>
+    update(id: string, changes: MemoryUpdate, options?: { tenantId?: string }): Promise<MemoryRecord>
+    delete(id: string, options?: { tenantId?: string }): Promise<{ id: string; deleted: true }>
     forgetAll(input: ForgetAllInput): Promise<{ deleted: number }>
   }
 }
@@ -306,12 +306,13 @@ export async function callTool(
         })
       }
       const id = a.memory_id as string
-      const target = await host.memories.get(id)
+      const tenant = identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }
+      const target = await host.memories.get(id, tenant)
       if (!target || target.status === 'deleted' || !owned(target, identity)) {
         throw new MemoryError('NOT_FOUND', `No memory "${id}"`, { details: { id } })
       }
-      if (a.action === 'delete') return host.memories.delete(id)
-      return brief(await host.memories.update(id, a.updates ?? {}))
+      if (a.action === 'delete') return host.memories.delete(id, tenant)
+      return brief(await host.memories.update(id, a.updates ?? {}, tenant))
     }
     case 'record_event': {
       const a = parseInput(recordEvent, args, 'record_event arguments')
@@ -320,16 +321,18 @@ export async function callTool(
         'record',
       )({
         kind: a.kind,
-        conversationId: a.conversation_id,
+        scope: {
+          conversationId: a.conversation_id,
+          ...who(identity),
+          ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
+          ...(identity.runId === undefined ? {} : { runId: identity.runId }),
+        },
         actor: { type: a.actor_type ?? 'agent', id: a.actor_id ?? identity.agentId ?? 'agent' },
         content: { text: a.text },
         ...(a.channel ? { channel: a.channel } : {}),
         ...(a.sensitivity ? { sensitivity: a.sensitivity } : {}),
         ...(a.tags ? { tags: a.tags } : {}),
         ...(a.refs ? { refs: a.refs } : {}),
-        ...who(identity),
-        ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
-        ...(identity.runId === undefined ? {} : { runId: identity.runId }),
       })
     }
     case 'build_context': {

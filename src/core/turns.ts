@@ -1,13 +1,21 @@
 import { documentSight, type Observation, observeInTx, type PreparedSight, prepareSight } from './documents.ts'
 import type { EngineContext } from './engine.ts'
-import { type EventDraft, insertEvent, type PreparedEvent, prepareEvent, requireConversation, tag } from './events.ts'
+import {
+  type EventDraft,
+  insertEvent,
+  type PreparedEvent,
+  prepareEvent,
+  redactionMeta,
+  requireConversation,
+  tag,
+} from './events.ts'
 import { BUILTIN_RELATIONS, type EdgeWrite, insertEdges, relationName } from './graph.ts'
 import { type JsonObject, jsonObject, storableText, toStoredJson } from './json.ts'
 import { MAX_PROCEDURES_PER_TURN, MAX_TAGS } from './limits.ts'
 import { CHANNELS, identifier, SENSITIVITIES, turnScope } from './scope.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
-import { redactJson } from './redact.ts'
+import { mergeRedactions, type RedactionCount, redactJson } from './redact.ts'
 
 const speech = z.union([
   storableText,
@@ -148,12 +156,16 @@ export function createTurns(ctx: EngineContext) {
       })
 
       const procedures: PreparedProcedure[] = []
+      // Secrets in the arguments and documents of document procedures are recorded on the reply.
+      let replyRedactions: RedactionCount[] = []
       for (const [n, p] of i.procedures.entries()) {
-        const args = redactJson(toStoredJson(p.args ?? {})).value
+        const redactedArgs = redactJson(toStoredJson(p.args ?? {}))
+        const args = redactedArgs.value
         if (p.document) {
           const { effect, ...ref } = p.document
-          const sight = parseInput(documentSight, ref, `procedure ${n} document`)
-          procedures.push({ tool: p.tool, args, kind: 'document', effect, sight: await prepareSight(sight, ctx.workspace) })
+          const sight = await prepareSight(parseInput(documentSight, ref, `procedure ${n} document`), ctx.workspace)
+          replyRedactions = mergeRedactions(replyRedactions, redactedArgs.redactions, sight.redactions)
+          procedures.push({ tool: p.tool, args, kind: 'document', effect, sight })
           continue
         }
         const call = await prepareEvent({
@@ -161,6 +173,7 @@ export function createTurns(ctx: EngineContext) {
           kind: 'tool_call',
           actor: { type: 'agent', id: agent.actorId },
           content: { tool: p.tool, args },
+          redactions: redactedArgs.redactions,
         })
         const result =
           p.output === undefined
@@ -173,6 +186,10 @@ export function createTurns(ctx: EngineContext) {
                 refs: [call.id],
               })
         procedures.push({ tool: p.tool, args, kind: 'call', call, result })
+      }
+      if (replyRedactions.length > 0) {
+        agentEvent.redactions = mergeRedactions(agentEvent.redactions, replyRedactions)
+        agentEvent.meta = { ...agentEvent.meta, ...redactionMeta(agentEvent.redactions) }
       }
 
       return ctx.db.transaction(async (tx) => {

@@ -84,7 +84,14 @@ export async function createTransformersEmbedder(
   }
   const source = resolveSource(options)
   const requested = options.device ?? 'auto'
-  const device = requested === 'auto' ? chooseDevice(await detectEmbedEnvironment()) : requested
+  let device = requested === 'auto' ? chooseDevice(await detectEmbedEnvironment()) : requested
+  let fallbackReason: string | undefined
+  if (device === 'webgpu' && requested === 'webgpu' && detectRuntime() !== 'node' && !(await detectEmbedEnvironment()).webgpu) {
+    // In a browser a failed WebGPU session poisons Transformers.js's session queue for good
+    // (every later session rejects with the same error), so never try one without an adapter.
+    fallbackReason = 'the browser granted no WebGPU adapter'
+    device = 'wasm'
+  }
   throwIfAborted(options.signal, 'Loading the embedding model')
 
   let transformers: typeof TransformersJs
@@ -101,6 +108,7 @@ export async function createTransformersEmbedder(
   if (options.wasmPaths !== undefined && wasm) wasm.wasmPaths = options.wasmPaths
 
   const progress = progressReporter(options.onProgress)
+  const restoreFetch = progress && detectRuntime() !== 'node' ? fetchEachFileOnce(env) : () => {}
   const load = async (on: EmbedDevice) => {
     const extractor = await transformers.pipeline('feature-extraction', source.name, {
       dtype: quantized ? 'q8' : 'fp32',
@@ -123,7 +131,6 @@ export async function createTransformersEmbedder(
 
   let loaded: { extractor: FeatureExtractionPipeline; dims: number }
   let active = device
-  let fallbackReason: string | undefined
   try {
     try {
       loaded = await load(device)
@@ -136,6 +143,8 @@ export async function createTransformersEmbedder(
     }
   } catch (cause) {
     throw unavailable(source, active, cause)
+  } finally {
+    restoreFetch()
   }
   if (options.signal?.aborted) {
     await loaded.extractor.dispose()
@@ -179,6 +188,30 @@ export async function createTransformersEmbedder(
   }
 }
 
+/**
+ * While a model loads with progress reporting, Transformers.js fetches every file twice at
+ * once (first only to learn its size, never reading the body). Chromium then fails the
+ * second download of the large ONNX file with ERR_CACHE_WRITE_FAILURE. One request per
+ * URL, handed out as clones, avoids that and halves the traffic. Returns the undo.
+ */
+function fetchEachFileOnce(env: { fetch: (input: string | URL, init?: unknown) => Promise<unknown> }): () => void {
+  const original = env.fetch
+  const responses = new Map<string, Promise<unknown>>()
+  env.fetch = (input, init) => {
+    const key = String(input)
+    let response = responses.get(key)
+    if (!response) {
+      response = original(input, init)
+      responses.set(key, response)
+    }
+    return response.then((r) => (r instanceof Response ? r.clone() : r))
+  }
+  return () => {
+    env.fetch = original
+    responses.clear()
+  }
+}
+
 interface ModelSource {
   /** What Transformers.js is asked to load: a folder name under `localModelPath`, or a Hub id. */
   name: string
@@ -201,7 +234,7 @@ function resolveSource(options: TransformersEmbedderOptions): ModelSource {
       where: remote ? `the Hugging Face Hub (${options.modelId})` : `the Transformers.js cache (${options.modelId})`,
     }
   }
-  const folder = (options.modelPath ?? defaultModelPath()).replace(/[\\/]+$/, '')
+  const folder = sameOriginPath(options.modelPath ?? defaultModelPath()).replace(/[\\/]+$/, '')
   const cut = Math.max(folder.lastIndexOf('/'), folder.lastIndexOf('\\'))
   const name = folder.slice(cut + 1)
   return {
@@ -211,6 +244,18 @@ function resolveSource(options: TransformersEmbedderOptions): ModelSource {
     label: name,
     where: folder,
   }
+}
+
+/**
+ * A same-origin `http(s):` URL as a root-relative path. Transformers.js 4.3 checks that a
+ * local file exists only when the local model path is not a URL; given a URL it decides the
+ * tokenizer is missing and loads a pipeline that cannot tokenize.
+ */
+function sameOriginPath(folder: string): string {
+  const here = (globalThis as { location?: { origin?: string } }).location?.origin
+  if (!here || !/^https?:\/\//i.test(folder)) return folder
+  const url = new URL(folder)
+  return url.origin === here ? url.pathname : folder
 }
 
 /**

@@ -11,8 +11,13 @@ export interface OpenMemoryOptions {
   /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
   loadDataDir?: Blob
   now?: () => Date
-  /** Embeds memories for semantic dedup and recall; without one, both work on keywords only. */
-  embedder?: Embedder
+  /**
+   * Embeds chunks (in the background), memories and queries; without one, search, recall
+   * and dedup work on keywords only. May be a promise of a model still loading.
+   */
+  embedder?: Embedder | Promise<Embedder>
+  /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
+  indexing?: 'auto' | 'manual'
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
   /** Retrieval and ranking weights over `DEFAULT_SCORING`. */
@@ -53,6 +58,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       db: durableDb(pg),
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
+      ...(options.indexing ? { indexing: options.indexing } : {}),
       ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
       ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
       ...(options.tokenCounter === undefined ? {} : { tokenCounter: options.tokenCounter }),
@@ -63,6 +69,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     throw error
   }
   const close = async () => {
+    await engine.stopIndexing()
     if (!pg.closed) await pg.close()
   }
   return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
@@ -89,6 +96,13 @@ export type { ConversationGraph } from '../core/conversations.ts'
 export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/forget.ts'
 export type { Changes } from '../core/changes.ts'
 export type { Stats } from '../core/stats.ts'
+export type {
+  EngineErrorEvent,
+  IndexStatus,
+  IndexProgressListener,
+  EngineErrorListener,
+  WaitForIndexOptions,
+} from '../core/indexer.ts'
 export type { Workspace } from '../core/paths.ts'
 export {
   MAX_ARTIFACT_BYTES,
@@ -98,6 +112,9 @@ export {
   MAX_TOOL_EXCERPT_BYTES,
 } from '../core/limits.ts'
 export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
+export { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../core/privacy.ts'
+export { type RedactionCount, type RedactionFinding, type RedactionResult, redact } from '../core/redact.ts'
+export type { Channel, Sensitivity } from '../core/scope.ts'
 export type { FilterExpression } from '../core/filters.ts'
 export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
 export { FACT_EXTRACTION_PROMPT, Memory, type MemoryOptions, UPDATE_DECISION_PROMPT } from '../core/mem0.ts'
@@ -114,4 +131,3 @@ export {
   DEFAULT_SECTION_CAPS,
   type SectionName,
 } from '../core/context.ts'
-export { allowedSensitivities } from '../core/privacy.ts'

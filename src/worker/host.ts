@@ -1,9 +1,12 @@
 /// <reference lib="webworker" />
 import type { PGlite } from '@electric-sql/pglite'
 import { fromWire, toWire, type WireValue } from '../client/error-transfer.ts'
+import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
+import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
+import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import { registerMemory } from '../client/registry.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import {
@@ -23,7 +26,44 @@ export interface BootOptions {
   templateUrl?: string
   /** How document paths are identified (see `openMemory`). Default global. */
   workspace?: Workspace
+  /** The embedding model; default `{ kind: 'bundled' }`. */
+  embedder?: EmbedderBootOptions
 }
+
+/**
+ * `bundled`: the shipped all-MiniLM-L6-v2, loaded in the background after the database is
+ * open (boot never waits for it); `none`: keyword search only.
+ */
+export interface EmbedderBootOptions {
+  kind: 'bundled' | 'none'
+  /** int8 weights (default) or fp32. */
+  quantized?: boolean
+  /** `auto` (default): WebGPU when the browser grants an adapter, else WASM. */
+  device?: 'auto' | 'webgpu' | 'wasm'
+  /** The model folder's URL. Default: `models/all-MiniLM-L6-v2/` next to the worker script. */
+  modelPath?: string
+  /** Folder URL of onnxruntime-web's `.wasm`/`.mjs` files. Default: `ort/` next to the worker script. */
+  wasmPaths?: string
+}
+
+/** Where the embedding model stands in this worker. */
+export interface EmbedderInfo {
+  state: 'none' | 'loading' | 'ready' | 'unavailable'
+  model?: string
+  device?: 'webgpu' | 'wasm' | 'cpu'
+  /** Why WebGPU was abandoned for WASM, when it was. */
+  fallbackReason?: string
+  error?: string
+}
+
+/** What the worker tells the page without being asked. */
+export type HostEvent =
+  | { type: 'model'; progress: ModelLoadProgress }
+  | { type: 'embedder'; info: EmbedderInfo }
+  | { type: 'index'; status: IndexStatus }
+  | { type: 'error'; error: EngineErrorEvent }
+
+export type HostListener = (event: HostEvent) => void
 
 export type Role = 'leader' | 'follower' | 'private'
 
@@ -80,6 +120,18 @@ function resolvePath(engine: Engine, path: Path): (...args: unknown[]) => unknow
   return (target as (...args: unknown[]) => unknown).bind(owner)
 }
 
+/** A URL relative to the worker script; MODEL_UNAVAILABLE where the script has no folder (blob:). */
+function beside(path: string): string {
+  const here = self.location.href
+  if (!/^https?:/i.test(here)) {
+    throw new MemoryError(
+      'MODEL_UNAVAILABLE',
+      `The worker runs from ${here.split(':')[0]}: and cannot find the model beside itself; pass embedder.modelPath and embedder.wasmPaths.`,
+    )
+  }
+  return new URL(path, here).href
+}
+
 async function fetchTemplate(url: string): Promise<Blob> {
   const response = await fetch(url)
   if (!response.ok) throw new Error(`template ${url}: HTTP ${response.status}`)
@@ -108,6 +160,30 @@ export class MemoryHost {
   #abortWait = new AbortController()
   #closed = false
   #leaderReady: Promise<void> | undefined
+  #listener: HostListener | undefined
+  #embedder: Promise<TransformersEmbedder> | undefined
+  #embedderInfo: EmbedderInfo = { state: 'none' }
+
+  /** One page-side listener (a comlink proxy) for model, index and error events. */
+  listen(listener: HostListener): void {
+    this.#listener = listener
+  }
+
+  /** The embedding model's state: loading, ready (on which device), unavailable or none. */
+  embedderInfo(): EmbedderInfo {
+    return { ...this.#embedderInfo }
+  }
+
+  #emit(event: HostEvent): void {
+    const listener = this.#listener
+    if (!listener) return
+    try {
+      const result: unknown = listener(event)
+      if (result instanceof Promise) result.catch(() => {})
+    } catch {
+      // The page went away; the memory keeps working.
+    }
+  }
 
   async boot(options: BootOptions): Promise<BootInfo> {
     if (this.#options) throw new MemoryError('CONFLICT', 'This worker already hosts a memory; create a new worker.')
@@ -227,12 +303,54 @@ export class MemoryHost {
     } catch (error) {
       throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
     }
+    const embedder = this.#startEmbedder()
     this.#engine = await createEngine({
       db: durableDb(this.#pg),
       ...(options.workspace ? { workspace: options.workspace } : {}),
+      ...(embedder ? { embedder } : {}),
     })
+    this.#engine.onIndexProgress((status) => this.#emit({ type: 'index', status }))
+    this.#engine.onError((error) => this.#emit({ type: 'error', error }))
     if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
     return { created, fromTemplate: template !== undefined }
+  }
+
+  /**
+   * Starts loading the model without waiting for it: the engine works keyword-only until it
+   * is ready and reports a failure as a MODEL_UNAVAILABLE error event.
+   */
+  #startEmbedder(): Promise<Embedder> | undefined {
+    const options = this.#options?.embedder ?? { kind: 'bundled' }
+    if (options.kind === 'none') return undefined
+    this.#setEmbedderInfo({ state: 'loading' })
+    const loading = import('../embed/transformers-embedder.ts').then(({ createTransformersEmbedder }) =>
+      createTransformersEmbedder({
+        // A blob: worker has no folder to be next to: such apps pass both URLs.
+        modelPath: options.modelPath ?? beside('./models/all-MiniLM-L6-v2'),
+        wasmPaths: options.wasmPaths ?? beside('./ort/'),
+        quantized: options.quantized ?? true,
+        device: options.device ?? 'auto',
+        onProgress: (progress) => this.#emit({ type: 'model', progress }),
+      }),
+    )
+    this.#embedder = loading
+    loading.then(
+      (embedder) =>
+        this.#setEmbedderInfo({
+          state: 'ready',
+          model: embedder.id,
+          device: embedder.device,
+          ...(embedder.fallbackReason === undefined ? {} : { fallbackReason: embedder.fallbackReason }),
+        }),
+      (error: unknown) =>
+        this.#setEmbedderInfo({ state: 'unavailable', error: error instanceof Error ? error.message : String(error) }),
+    )
+    return loading
+  }
+
+  #setEmbedderInfo(info: EmbedderInfo): void {
+    this.#embedderInfo = info
+    this.#emit({ type: 'embedder', info })
   }
 
   async #lead(): Promise<{ created: boolean; fromTemplate: boolean }> {
@@ -315,9 +433,15 @@ export class MemoryHost {
   }
 
   async #closeDatabase(): Promise<void> {
+    const engine = this.#engine
     this.#engine = undefined
+    await engine?.stopIndexing()
     const pg = this.#pg
     this.#pg = undefined
     if (pg && !pg.closed) await pg.close()
+    const embedder = this.#embedder
+    this.#embedder = undefined
+    // A model still loading may take long; it is released whenever it is done.
+    void embedder?.then((e) => e.dispose()).catch(() => {})
   }
 }

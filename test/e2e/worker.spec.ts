@@ -56,5 +56,5 @@ test('a MemoryError thrown in the worker keeps its class, code and message on th
 
 test('the demo page starts its memory', async ({ page }) => {
   await page.goto('/')
-  await expect(page.getByRole('status')).toContainText('Memory ready: schema v')
+  await expect(page.getByRole('status')).toContainText('Memory ready in OPFS')
 })

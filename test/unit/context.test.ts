@@ -2,12 +2,10 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { ContextBundle } from '../../src/core/context.ts'
 import { createEngine } from '../../src/core/engine.ts'
-import { redact } from '../../src/core/redact.ts'
 import { estimateTokens } from '../../src/core/tokens.ts'
 import { DAY, testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
-import { indexAll } from '../support/index-all.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 const README = '# invoicer\n\nConverts supplier invoices (CSV) into ledger entries for the accounting team.\n'
@@ -51,7 +49,7 @@ describe('buildContext: acceptance scenarios', () => {
     const { turn, decision } = await onboard(memory)
     const events = await memory.events.list({ conversationId: 'onboard', tenantId: 't1' })
     expect(events.map((e) => e.kind).sort()).toEqual(['decision', 'message', 'message', 'tool_call', 'tool_result'])
-    const refs = await memory.graph.out(decision.eventId, 'REFERS_TO')
+    const refs = await memory.graph.out(decision.eventId, { rel: 'REFERS_TO', tenantId: 't1' })
     expect(refs).toHaveLength(turn.chunkIds.length)
 
     clock.advance(DAY)
@@ -215,23 +213,20 @@ describe('buildContext: acceptance scenarios', () => {
     expect((await memory.stats()).counts.events).toBe(0)
   })
 
-  // Needs the secret detector in redact(): until it recognises keys, this scenario is skipped.
-  it.runIf(redact('key AKIAIOSFODNN7EXAMPLE').findings.length > 0)(
-    'a key pasted into a message never reaches any bundle',
-    async () => {
+  it('a key pasted into a message never reaches any bundle', async () => {
       await using memory = await openTestMemory({ now: testClock().now })
       await memory.record({
         kind: 'message',
         scope: { ...scope, conversationId: 's' },
         actor: { type: 'human', id: 'ann' },
-        content: { text: 'use the aws key AKIAIOSFODNN7EXAMPLE for the deploy' },
+        content: { text: 'use the aws key AKIAQWERTYUIOPASDFGH for the deploy' },
       })
       for (const channel of ['private', 'team', 'agent', 'public'] as const) {
         const bundle = await memory.buildContext({ ...scope, query: 'aws key deploy', conversationId: 'n', channel })
-        expect(bundle.text).not.toContain('AKIAIOSFODNN7EXAMPLE')
+        expect(bundle.text).not.toContain('AKIAQWERTYUIOPASDFGH')
+        expect(bundle.text).toContain('[REDACTED:aws_access_key_id]')
       }
-    },
-  )
+  })
 
   it('the fast path skips retrieval and keeps the recent window within its cap', async () => {
     const clock = testClock()
@@ -280,10 +275,10 @@ describe('buildContext: acceptance scenarios', () => {
   it('derived vectors can be dropped and rebuilt: the bundle comes back identical', async () => {
     const embedder = createTestEmbedder()
     const clock = testClock()
-    await using t = await openTestEngine({ now: clock.now, embedder, workspace: { mode: 'local', root: '/repo' } })
+    await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual', workspace: { mode: 'local', root: '/repo' } })
     await onboard(t.engine as unknown as Memory, 'onboard')
     await t.engine.recordTurn({ conversationId: 'z', scope, user: 'how are ledger entries exported?', agent: 'As CSV.' })
-    await indexAll(t.db, embedder)
+    await t.engine.indexNow()
     const request = { ...scope, query: 'what does the project convert?', conversationId: 'n' }
     const before = await t.engine.buildContext(request)
     expect(section(before, 'retrieved_evidence').items[0]?.explain?.vector).not.toBeNull()
@@ -293,7 +288,7 @@ describe('buildContext: acceptance scenarios', () => {
     expect(section(cold, 'retrieved_evidence').items.map((i) => i.id)).toContain(section(before, 'retrieved_evidence').items[0]?.id)
     expect(section(cold, 'retrieved_evidence').items.every((i) => i.explain?.vector === null)).toBe(true)
 
-    await indexAll(t.db, embedder)
+    await t.engine.indexNow()
     expect(await t.engine.buildContext(request)).toEqual(before)
   })
 

@@ -22,7 +22,7 @@ describe('record', () => {
     expect(r.chunkIds).toHaveLength(1)
     expect(r.createdAt).toBe('2025-02-09T10:00:00.000Z')
 
-    const event = await memory.events.get(r.eventId)
+    const event = await memory.events.get(r.eventId, { tenantId: 't1' })
     expect(event).toMatchObject({
       kind: 'message',
       scope,
@@ -64,7 +64,7 @@ describe('record', () => {
       content: { tool: 'fs.read_file', path: 'src/big.ts', output, lineRange: [101, 5100] },
     })
     expect(r.artifactId).toMatch(/^art_/)
-    const event = await memory.events.get(r.eventId)
+    const event = await memory.events.get(r.eventId, { tenantId: 't1' })
     const c = event.content
     expect(c.truncated).toBe(true)
     expect(c.artifactId).toBe(r.artifactId)
@@ -78,7 +78,7 @@ describe('record', () => {
     expect(c.lineRange).toEqual([101, 100 + excerptLines])
     expect(c.totalLines).toBe(5000)
 
-    const artifact = await memory.artifacts.get(r.artifactId as string)
+    const artifact = await memory.artifacts.get(r.artifactId as string, { tenantId: 't1' })
     expect(artifact.content).toBe(output)
     expect(artifact.bytes).toBe(output.length)
     expect(artifact.eventId).toBe(r.eventId)
@@ -94,7 +94,7 @@ describe('record', () => {
       content: { tool: 'read_file', path: 'README.md', output: '# App\n\nConverts invoices.\n' },
     })
     expect(r.artifactId).toBeUndefined()
-    const { content } = await memory.events.get(r.eventId)
+    const { content } = await memory.events.get(r.eventId, { tenantId: 't1' })
     expect(content).toEqual({
       tool: 'read_file',
       path: 'README.md',

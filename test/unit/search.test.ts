@@ -3,7 +3,6 @@ import { MemoryError } from '../../src/core/errors.ts'
 import { testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
-import { indexAll } from '../support/index-all.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 const say = (conversationId: string, text: string, extra: Record<string, unknown> = {}) => ({
@@ -16,7 +15,7 @@ const say = (conversationId: string, text: string, extra: Record<string, unknown
 
 describe('search', () => {
   it('finds events by keywords before anything is embedded, with the keyword part explained', async () => {
-    await using memory = await openTestMemory({ now: testClock().now, embedder: createTestEmbedder() })
+    await using memory = await openTestMemory({ now: testClock().now, embedder: createTestEmbedder(), indexing: 'manual' })
     await memory.record(say('c1', 'The login page throws a null pointer when the password is empty'))
     await memory.record(say('c2', 'Lunch is at noon on Fridays'))
     const hits = await memory.search('login password bug')
@@ -39,11 +38,11 @@ describe('search', () => {
         'plan the team offsite': [0, 0, 1],
       },
     })
-    await using t = await openTestEngine({ now: testClock().now, embedder })
+    await using t = await openTestEngine({ now: testClock().now, embedder, indexing: 'manual' })
     const { engine } = t
     const login = await engine.record(say('c1', 'fix the login bug'))
     await engine.record(say('c1', 'plan the team offsite'))
-    expect(await indexAll(t.db, embedder)).toBe(2)
+    expect((await engine.indexNow()).done).toBe(2)
 
     const byVector = await engine.search('resolve the authentication issue', { mode: 'vector', limit: 1 })
     expect(byVector.map((h) => h.eventId)).toEqual([login.eventId])
@@ -62,7 +61,7 @@ describe('search', () => {
 
   it('keeps a filtered nearest-neighbour search complete when few rows match among many', async () => {
     const embedder = createTestEmbedder()
-    await using t = await openTestEngine({ now: testClock().now, embedder })
+    await using t = await openTestEngine({ now: testClock().now, embedder, indexing: 'manual' })
     const { engine, db } = t
     // 400 rows of one user, 4 of another, all about the same thing: an HNSW scan that stopped
     // at ef_search candidates would see almost none of the second user's rows.
@@ -78,7 +77,7 @@ describe('search', () => {
       SELECT 'chk_' || substr(id, 5), id, 0, content ->> 'text', 10, tenant_id, user_id, conversation_id, kind, channel, sensitivity, created_at
       FROM events;
     `)
-    await indexAll(db, embedder)
+    await engine.indexNow()
     // The table is small: make the planner take the HNSW index as it would on a large one.
     await db.exec('ANALYZE chunks; SET enable_seqscan = off; SET enable_sort = off')
     const hits = await engine.search('release pipeline deploy notes', {

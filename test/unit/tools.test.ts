@@ -191,12 +191,10 @@ describe('agent tools', () => {
     expect(recorded).toEqual([
       {
         kind: 'decision',
-        conversationId: 'c1',
+        scope: { conversationId: 'c1', userId: 'alice', agentId: 'coder' },
         actor: { type: 'agent', id: 'coder' },
         content: { text: 'use PGlite' },
         tags: ['db'],
-        userId: 'alice',
-        agentId: 'coder',
       },
     ])
     const hasBuild = typeof (memory as unknown as Record<string, unknown>).buildContext === 'function'
@@ -224,5 +222,22 @@ describe('agent tools', () => {
       expect(MEMORY_GUIDELINES).toContain(c)
     }
     expect(MEMORY_GUIDELINES).toMatch(/Never save/)
+  })
+
+  it('record_event writes a real event in the caller\'s scope', async () => {
+    await using memory = await openTestMemory()
+    const result = (await memory.callTool(
+      'record_event',
+      { kind: 'decision', conversation_id: 'c9', text: 'Use PGlite for storage', tags: ['db'] },
+      { userId: 'alice', agentId: 'coder' },
+    )) as { eventId: string }
+    const event = await memory.events.get(result.eventId)
+    expect(event).toMatchObject({
+      kind: 'decision',
+      scope: { conversationId: 'c9', userId: 'alice', agentId: 'coder', tenantId: 'default' },
+      actor: { type: 'agent', id: 'coder' },
+      content: { text: 'Use PGlite for storage' },
+      tags: ['db'],
+    })
   })
 })

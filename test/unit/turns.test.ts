@@ -74,25 +74,25 @@ describe('recordTurn', () => {
     expect(events[3]?.content).toMatchObject({ tool: 'list_root', excerptText: 'README.md\npackage.json\nsrc/\n' })
     expect(events[3]?.refs).toEqual([events[2]?.id])
 
-    const fromUser = await memory.graph.out(turn.userEventId)
+    const fromUser = await memory.graph.out(turn.userEventId, { tenantId: 't1' })
     expect(fromUser.map((e) => [e.rel, e.dst])).toEqual([['MESSAGE', turn.agentEventId]])
-    const fromReply = await memory.graph.out(turn.agentEventId)
+    const fromReply = await memory.graph.out(turn.agentEventId, { tenantId: 't1' })
     expect(fromReply.map((e) => [e.rel, e.dst, e.props, e.turnIndex, e.conversationId])).toEqual([
       ['list_root', turn.toolEventIds[0], { args: {} }, 0, 'onboard'],
       ['read_file', turn.procedures[1]?.versionId, { args: { path: 'README.md' }, effect: 'read' }, 0, 'onboard'],
       ['read_file', turn.procedures[2]?.versionId, { args: { path: 'package.json' }, effect: 'read' }, 0, 'onboard'],
     ])
     expect(fromReply.map((e) => e.id)).toEqual(turn.procedures.map((p) => p.edgeId))
-    expect((await memory.graph.out(turn.toolEventIds[0] as string, 'RESULT')).map((e) => e.dst)).toEqual([
+    expect((await memory.graph.out(turn.toolEventIds[0] as string, 'RESULT', { tenantId: 't1' })).map((e) => e.dst)).toEqual([
       turn.toolEventIds[1],
     ])
-    const refsOut = await memory.graph.out(decision.eventId, 'REFERS_TO')
+    const refsOut = await memory.graph.out(decision.eventId, 'REFERS_TO', { tenantId: 't1' })
     expect(refsOut.map((e) => e.dst)).toEqual([
       turn.agentEventId,
       turn.procedures[1]?.versionId,
       turn.procedures[2]?.versionId,
     ])
-    const readme = await memory.documents.version(turn.procedures[1]?.versionId as string)
+    const readme = await memory.documents.version(turn.procedures[1]?.versionId as string, { tenantId: 't1' })
     expect(readme).toMatchObject({ content: README, version: 1, provenance: 'initial', eventId: turn.agentEventId })
   })
 

@@ -1,6 +1,7 @@
 import type { Db } from '../db.ts'
 import { base } from './0001-base.ts'
 import { memories } from './0002-memories.ts'
+import { privacy } from './0003-privacy.ts'
 
 export interface Migration {
   version: number
@@ -12,6 +13,7 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'base', sql: base },
   { version: 2, name: 'memories', sql: memories },
+  { version: 3, name: 'privacy', sql: privacy },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0

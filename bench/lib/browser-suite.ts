@@ -1,0 +1,252 @@
+/**
+ * The browser side of `npm run bench`: the built harness (dist/demo) served on 127.0.0.1 by
+ * `vite preview`, driven in headless Chromium through Playwright's launcher (not its test
+ * runner). Every timing is taken inside the page with performance.now().
+ */
+import { createReadStream, existsSync, statSync } from 'node:fs'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { extname, join, normalize, resolve } from 'node:path'
+import { type Browser, type BrowserContext, chromium, type Page } from '@playwright/test'
+import { type PreviewServer, preview } from 'vite'
+import type { RecordTurnInput } from '../../src/core/turns.ts'
+import { embeddingSentences, makeTurns, sessionShape } from './data.ts'
+import { latency, type Metric, median } from './metrics.ts'
+import type { SuiteOptions, SuiteOutput } from './node-suite.ts'
+
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  // A software (SwiftShader) WebGPU adapter, so the WebGPU path can run without a GPU.
+  '--enable-unsafe-webgpu',
+]
+
+const MIME: Record<string, string> = {
+  '.json': 'application/json',
+  '.onnx': 'application/octet-stream',
+  '.wasm': 'application/wasm',
+  '.mjs': 'text/javascript',
+  '.js': 'text/javascript',
+}
+
+/** Serves one folder read-only under a URL prefix (the model and onnxruntime-web's files). */
+function staticFolder(root: string) {
+  return (req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    const path = normalize(decodeURIComponent((req.url ?? '/').split('?')[0] ?? '/'))
+    const file = join(root, path)
+    if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) return next()
+    res.setHeader('Content-Type', MIME[extname(file)] ?? 'application/octet-stream')
+    res.setHeader('Content-Length', statSync(file).size)
+    createReadStream(file).pipe(res)
+  }
+}
+
+async function startServer(): Promise<PreviewServer> {
+  if (!existsSync('dist/demo/harness.html')) throw new Error('dist/demo/harness.html is missing: run `npm run build` first')
+  const models = resolve('models')
+  const ort = resolve('node_modules/onnxruntime-web/dist')
+  return preview({
+    logLevel: 'warn',
+    preview: { host: '127.0.0.1', port: 4300 + Math.floor(Math.random() * 600), strictPort: false, open: false },
+    plugins: [
+      {
+        name: 'engram-bench-static',
+        configurePreviewServer(server) {
+          server.middlewares.use('/__bench/models', staticFolder(models))
+          server.middlewares.use('/__bench/ort', staticFolder(ort))
+        },
+      },
+    ],
+  })
+}
+
+async function openHarness(context: BrowserContext, origin: string): Promise<Page> {
+  const page = await context.newPage()
+  page.on('pageerror', (error) => console.error(`page error: ${error.message}`))
+  page.on('response', (response) => {
+    if (response.status() >= 400 || process.env.BENCH_DEBUG) console.error(`HTTP ${response.status()} ${response.url()}`)
+  })
+  page.on('console', (message) => {
+    // Chromium asks for /favicon.ico, which the harness does not have.
+    if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) {
+      console.error(`console: ${message.text()} (${message.location().url})`)
+    }
+  })
+  await page.goto(`${origin}/harness.html`)
+  await page.waitForFunction(() => window.engramHarnessReady === true)
+  return page
+}
+
+/** recordTurn latency in the worker, durable on the given storage, measured on the page. */
+async function recordTurnLatencies(page: Page, turns: RecordTurnInput[], warmup: number, storage: 'opfs' | 'idb') {
+  // Passed as JSON: Playwright's argument types cannot unfold the turn schema's type.
+  return page.evaluate(
+    async ({ json, warmup, storage }) => {
+      const memory = await window.engram.createMemory({
+        name: `bench-turns-${storage}`,
+        storage,
+        workspace: { mode: 'local', root: '/bench/repo' },
+      })
+      const turns = JSON.parse(json) as Parameters<typeof memory.recordTurn>[0][]
+      const timings: number[] = []
+      try {
+        for (const [i, turn] of turns.entries()) {
+          const t0 = performance.now()
+          await memory.recordTurn(turn)
+          if (i >= warmup) timings.push(performance.now() - t0)
+        }
+      } finally {
+        await memory.close()
+      }
+      return timings
+    },
+    { json: JSON.stringify(turns), warmup, storage },
+  )
+}
+
+/** Worker creation → first answer (createMemory + ping). */
+async function coldStart(page: Page, name: string, storage: 'opfs' | 'idb') {
+  return page.evaluate(
+    async ({ name, storage }) => {
+      const t0 = performance.now()
+      const memory = await window.engram.createMemory({ name, storage })
+      await memory.ping()
+      const ms = performance.now() - t0
+      const info = await memory.ready
+      await memory.close()
+      return { ms, created: info.created, fromTemplate: info.fromTemplate }
+    },
+    { name, storage },
+  )
+}
+
+async function embedRate(page: Page, device: 'wasm' | 'webgpu', sentences: string[], passes: number, warm: boolean) {
+  return page.evaluate(
+    async ({ device, sentences, passes, warm }) => {
+      const model = await window.engramEmbed.createTransformersEmbedder({
+        // A path, not a full URL: Transformers.js 4.3 does not look for the tokenizer files
+        // of a local model given as an http(s) URL.
+        modelPath: '/__bench/models/all-MiniLM-L6-v2',
+        wasmPaths: `${origin}/__bench/ort/`,
+        device,
+        quantized: true,
+        batchSize: 32,
+      })
+      try {
+        // Loading already ran the model once; one more batch warms the kernels for this batch size.
+        if (warm) await model.embed(sentences.slice(0, 32))
+        const rates: number[] = []
+        for (let pass = 0; pass < passes; pass++) {
+          const t0 = performance.now()
+          await model.embed(sentences)
+          rates.push(sentences.length / ((performance.now() - t0) / 1000))
+        }
+        return { rates, device: model.device, id: model.id, fallbackReason: model.fallbackReason ?? null }
+      } finally {
+        await model.dispose()
+      }
+    },
+    { device, sentences, passes, warm },
+  )
+}
+
+export const BROWSER_METRICS = [
+  'record_turn_ms',
+  'cold_start_new_ms',
+  'cold_start_existing_ms',
+  'embed_wasm_per_s',
+  'embed_webgpu_per_s',
+]
+
+export async function chromiumVersion(): Promise<string> {
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })
+  const version = browser.version()
+  await browser.close()
+  return version
+}
+
+export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number; webgpuSentences: number }): Promise<SuiteOutput> {
+  const out: SuiteOutput = { metrics: {}, skipped: {} }
+  if (!BROWSER_METRICS.some(options.wants)) return out
+  const server = await startServer()
+  const origin = (server.resolvedUrls?.local[0] ?? '').replace(/\/$/, '')
+  if (!origin) throw new Error('vite preview did not report a URL')
+  let browser: Browser | undefined
+  try {
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })
+    options.log(`Chromium ${browser.version()} on ${origin}`)
+
+    if (options.wants('record_turn_ms')) {
+      options.log('Chromium: recordTurn in the worker (OPFS)')
+      const context = await browser.newContext()
+      const page = await openHarness(context, origin)
+      const turns = makeTurns(sessionShape(4 * (options.warmup + options.ops)), 4242)
+      const timings = await recordTurnLatencies(page, turns, options.warmup, 'opfs')
+      out.metrics.record_turn_ms = latency(timings, 'recordTurn with 3 procedures, worker, OPFS, acknowledged after the flush; timed on the page')
+      await context.close()
+    }
+
+    if (options.wants('cold_start_new_ms') || options.wants('cold_start_existing_ms')) {
+      for (const storage of ['opfs', 'idb'] as const) {
+        options.log(`Chromium: cold starts (${storage})`)
+        const fresh: number[] = []
+        const existing: number[] = []
+        for (let run = 0; run < options.coldRuns; run++) {
+          // A new context has empty storage; the page is reloaded so each start spawns a new worker.
+          const context = await browser.newContext()
+          let page = await openHarness(context, origin)
+          const first = await coldStart(page, `bench-cold-${run}`, storage)
+          if (!first.created) throw new Error('cold start: the new memory already existed')
+          if (!first.fromTemplate) throw new Error('cold start: the new memory did not start from the bundled template')
+          fresh.push(first.ms)
+          await page.close()
+          page = await openHarness(context, origin)
+          const again = await coldStart(page, `bench-cold-${run}`, storage)
+          if (again.created) throw new Error('cold start: the existing memory was created again')
+          existing.push(again.ms)
+          await context.close()
+        }
+        const suffix = storage === 'opfs' ? '' : '_idb'
+        const what = `createMemory({ storage: '${storage}' }) + ping, timed on the page; a fresh page for each start`
+        out.metrics[`cold_start_new${suffix}_ms`] = latency(fresh, `${what}; new memory from the bundled template`)
+        out.metrics[`cold_start_existing${suffix}_ms`] = latency(existing, what)
+      }
+    }
+
+    const sentences = embeddingSentences(options.embedSentences, 17)
+    for (const device of ['wasm', 'webgpu'] as const) {
+      const name = `embed_${device}_per_s`
+      if (!options.wants(name)) continue
+      options.log(`Chromium: embedding throughput (${device})`)
+      const context = await browser.newContext()
+      const page = await openHarness(context, origin)
+      try {
+        // Software WebGPU (SwiftShader) manages well under one sentence per second here: a
+        // small sample, one pass, so the whole run stays within minutes.
+        const sample = device === 'webgpu' ? sentences.slice(0, options.webgpuSentences) : sentences
+        const passes = device === 'webgpu' ? 1 : options.embedPasses
+        const result = await embedRate(page, device, sample, passes, device === 'wasm')
+        if (result.device !== device) {
+          out.skipped[name] = `not available: ${device} fell back to ${result.device} (${result.fallbackReason ?? 'no reason given'})`
+        } else {
+          const metric: Metric = median(
+            result.rates,
+            'per_s',
+            `${result.id} on the page, ${device}${device === 'webgpu' ? ' (SwiftShader, software)' : ', single thread (no cross-origin isolation)'}, ${sample.length} sentences, batches of 32`,
+          )
+          out.metrics[name] = metric
+        }
+      } finally {
+        await context.close()
+      }
+    }
+  } finally {
+    await browser?.close()
+    await new Promise<void>((done) => server.httpServer.close(() => done()))
+  }
+  return out
+}

@@ -1,0 +1,445 @@
+import type { Db, QueryOptions } from './db.ts'
+import type { Embedder } from './embedder.ts'
+import type { EngineContext } from './engine.ts'
+import { type ErrorCode, MemoryError } from './errors.ts'
+import { parseInput, z } from './validate.ts'
+import { lookupVectorOid, vectorQueryOptions } from '../embed/vectors.ts'
+
+/** Rows embedded per model call and per write transaction. */
+export const INDEX_BATCH_SIZE = 32
+
+/** Where the background indexer stands. */
+export interface IndexStatus {
+  /** Chunks and active memories without a vector of the current model (all of them when there is no model). */
+  pending: number
+  /** Chunks and active memories whose vector is of the current model. */
+  done: number
+  /** The current embedder's id; vectors of any other model are ignored and re-embedded. */
+  model: string | null
+  /**
+   * `loading`: the embedder is still starting; `ready`: it can embed; `unavailable`: it
+   * failed to load (keyword search only); `none`: the memory has no embedder.
+   */
+  embedder: 'loading' | 'ready' | 'unavailable' | 'none'
+  /** A batch is being embedded or written right now. */
+  running: boolean
+  /** The last failure, cleared by the next batch that succeeds. */
+  lastError?: { code: ErrorCode; message: string }
+}
+
+/**
+ * Something went wrong away from any call that could throw it: the embedding model failed
+ * to load (`MODEL_UNAVAILABLE`) or a background batch failed. The memory keeps working.
+ */
+export interface EngineErrorEvent {
+  code: ErrorCode
+  message: string
+  details?: Record<string, unknown>
+  /** ISO time of the failure. */
+  at: string
+}
+
+export type IndexProgressListener = (status: IndexStatus) => void
+export type EngineErrorListener = (error: EngineErrorEvent) => void
+
+export interface IndexerOptions {
+  /** A ready embedder, or one still loading; a rejected promise leaves the memory keyword-only. */
+  embedder?: Embedder | Promise<Embedder> | undefined
+  /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
+  mode?: 'auto' | 'manual'
+  batchSize?: number
+}
+
+const waitOptions = z.strictObject({
+  timeoutMs: z.number().int().min(1).optional(),
+  signal: z.custom<AbortSignal>((v) => typeof AbortSignal !== 'undefined' && v instanceof AbortSignal).optional(),
+})
+export type WaitForIndexOptions = z.input<typeof waitOptions>
+
+const embedInput = z.array(z.string().max(100_000)).min(1).max(1024)
+
+interface PendingRow {
+  kind: 'memory' | 'chunk'
+  id: string
+  text: string
+  hash: string | null
+}
+
+/** Yields to the event loop so a query that arrived during a batch runs before the next one. */
+function macrotask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0))
+}
+
+function toMemoryError(error: unknown, code: ErrorCode, what: string): MemoryError {
+  if (error instanceof MemoryError) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new MemoryError(code, `${what}: ${message}`, { cause: error })
+}
+
+function callListener<T>(listener: (value: T) => void, value: T): void {
+  try {
+    // Across a worker boundary a listener is a proxy returning a promise; a closed page rejects it.
+    const result: unknown = listener(value)
+    if (result instanceof Promise) result.catch(() => {})
+  } catch {
+    // A broken observer must not stop the indexer.
+  }
+}
+
+/**
+ * The background indexer: embeds chunks and active memories that lack a vector of the
+ * current model, one batch per macrotask, so writes never wait for vectors and a query
+ * waits at most one batch. Vectors travel to PGlite in pgvector's binary format.
+ */
+export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) {
+  const db: Db = ctx.db
+  const mode = options.mode ?? 'auto'
+  const batchSize = options.batchSize ?? INDEX_BATCH_SIZE
+  const progressListeners = new Set<IndexProgressListener>()
+  const errorListeners = new Set<EngineErrorListener>()
+
+  let embedderState: IndexStatus['embedder'] = options.embedder === undefined ? 'none' : 'loading'
+  let lastError: MemoryError | undefined
+  let vectorOptions: QueryOptions | undefined
+  let stopped = false
+  let dirty = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  /** The run in progress; every run ends resolved, with the error it stopped on, if any. */
+  let current: Promise<MemoryError | undefined> | undefined
+
+  const settled: Promise<void> = (async () => {
+    const given = options.embedder
+    if (given === undefined) return
+    try {
+      const embedder = await given
+      ctx.embedder = embedder
+      embedderState = 'ready'
+    } catch (cause) {
+      embedderState = 'unavailable'
+      fail(toMemoryError(cause, 'MODEL_UNAVAILABLE', 'The embedding model could not be loaded'))
+      return
+    }
+    if (mode === 'auto') nudge()
+  })()
+
+  function fail(error: MemoryError): void {
+    lastError = error
+    const event: EngineErrorEvent = {
+      code: error.code,
+      message: error.message,
+      ...(error.details ? { details: error.details } : {}),
+      at: ctx.now().toISOString(),
+    }
+    for (const listener of errorListeners) callListener(listener, event)
+  }
+
+  async function status(running = current !== undefined): Promise<IndexStatus> {
+    const model = ctx.embedder?.id ?? null
+    const { rows } = await db.query<{ done: number; pending: number }>(
+      `SELECT (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL AND embed_model = $1::text)
+            + (SELECT count(*) FROM memories
+               WHERE status = 'active' AND vector IS NOT NULL AND embed_model = $1::text) AS done,
+              (SELECT count(*) FROM chunks WHERE embedding IS NULL OR embed_model IS DISTINCT FROM $1::text)
+            + (SELECT count(*) FROM memories
+               WHERE status = 'active' AND (vector IS NULL OR embed_model IS DISTINCT FROM $1::text)) AS pending`,
+      [model],
+    )
+    return {
+      pending: Number(rows[0]?.pending ?? 0),
+      done: Number(rows[0]?.done ?? 0),
+      model,
+      embedder: embedderState,
+      running,
+      ...(lastError ? { lastError: { code: lastError.code, message: lastError.message } } : {}),
+    }
+  }
+
+  async function publish(running: boolean): Promise<void> {
+    if (progressListeners.size === 0) return
+    const s = await status(running)
+    for (const listener of progressListeners) callListener(listener, s)
+  }
+
+  /** Embeds and stores one batch; returns how many rows it took (0: nothing left). */
+  async function indexBatch(embedder: Embedder): Promise<number> {
+    const model = embedder.id
+    // Memories first: they are few, and recall and dedup lean on their vectors.
+    const { rows } = await db.query<PendingRow>(
+      `SELECT kind, id, text, hash FROM (
+         (SELECT 'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at
+          FROM memories m
+          WHERE m.status = 'active' AND (m.vector IS NULL OR m.embed_model IS DISTINCT FROM $1::text)
+          ORDER BY m.created_at, m.id LIMIT $2)
+         UNION ALL
+         (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
+          FROM chunks c
+          WHERE c.embedding IS NULL OR c.embed_model IS DISTINCT FROM $1::text
+          ORDER BY c.created_at, c.id LIMIT $2)
+       ) pending
+       ORDER BY rank, created_at, id
+       LIMIT $2`,
+      [model, batchSize],
+    )
+    if (rows.length === 0) return 0
+    const vectors = await embedder.embed(rows.map((r) => r.text))
+    if (vectors.length !== rows.length || vectors.some((v) => v.length !== embedder.dims)) {
+      throw new MemoryError(
+        'MODEL_UNAVAILABLE',
+        `The embedder "${model}" returned ${vectors.length} vectors of ${vectors[0]?.length ?? 0} dimensions ` +
+          `for ${rows.length} texts; expected ${embedder.dims} dimensions each.`,
+      )
+    }
+    if (stopped) return 0
+    vectorOptions ??= vectorQueryOptions(await lookupVectorOid(db))
+    const opts = vectorOptions
+    await db.transaction(async (tx) => {
+      for (const [i, row] of rows.entries()) {
+        // A memory edited meanwhile keeps the vector its edit gave it (the hash tells).
+        if (row.kind === 'memory') {
+          await tx.query(
+            `UPDATE memories SET vector = $1::vector, embed_model = $2 WHERE id = $3 AND hash = $4`,
+            [vectors[i], model, row.id, row.hash],
+            opts,
+          )
+        } else {
+          await tx.query(`UPDATE chunks SET embedding = $1::vector, embed_model = $2 WHERE id = $3`, [
+            vectors[i],
+            model,
+            row.id,
+          ], opts)
+        }
+      }
+    })
+    return rows.length
+  }
+
+  /** Batches until nothing is left and no write came in meanwhile. */
+  async function run(): Promise<MemoryError | undefined> {
+    const embedder = ctx.embedder
+    if (!embedder) return undefined
+    try {
+      await publish(true)
+      for (;;) {
+        dirty = false
+        const n = await indexBatch(embedder)
+        if (stopped) return undefined
+        if (n > 0 && lastError && embedderState === 'ready') lastError = undefined
+        if (n === 0 && !dirty) return undefined
+        if (progressListeners.size > 0) {
+          const s = await status(true)
+          // The last batch is announced by the end of the run (running: false).
+          if (s.pending > 0 || dirty) for (const listener of progressListeners) callListener(listener, s)
+        }
+        await macrotask()
+        if (stopped) return undefined
+      }
+    } catch (cause) {
+      if (stopped) return undefined
+      const error = toMemoryError(cause, 'MODEL_UNAVAILABLE', `Indexing with "${embedder.id}" failed`)
+      fail(error)
+      return error
+    }
+  }
+
+  /** Starts a run unless one is going; resolves when the run (the current or a new one) ends. */
+  function start(): Promise<MemoryError | undefined> {
+    if (current) return current
+    const running = run().finally(() => {
+      current = undefined
+      if (!stopped) void publish(false).catch(() => {})
+      // A write that landed after the last batch was picked starts the next run.
+      if (dirty && !stopped && mode === 'auto') nudge()
+    })
+    current = running
+    return running
+  }
+
+  /** Cheap: a flag and at most one timer; no query until the timer fires. */
+  function nudge(): void {
+    dirty = true
+    if (mode !== 'auto' || stopped || !ctx.embedder || current || timer) return
+    timer = setTimeout(() => {
+      timer = undefined
+      void start()
+    }, 0)
+  }
+
+  async function waitUntilIdle(signal: AbortSignal | undefined): Promise<MemoryError | undefined> {
+    await settled
+    if (!ctx.embedder) {
+      throw (
+        lastError ??
+        new MemoryError('MODEL_UNAVAILABLE', 'This memory has no embedder: search is keyword-only and nothing is indexed.')
+      )
+    }
+    for (;;) {
+      if (signal?.aborted) throw new MemoryError('ABORTED', 'Waiting for the index was cancelled', { cause: signal.reason })
+      if (timer) {
+        clearTimeout(timer)
+        timer = undefined
+      }
+      const error = await (current ?? start())
+      if (error) return error
+      const s = await status(false)
+      if (s.pending === 0 || stopped) return undefined
+    }
+  }
+
+  return {
+    /** Called after every write; see `nudge`. */
+    nudge,
+
+    /** Stops the background indexer and waits for the batch in flight (before closing the database). */
+    async stop(): Promise<void> {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      timer = undefined
+      await current
+    },
+
+    api: {
+      /**
+       * Where background indexing stands: rows pending and done for the current model.
+       *
+       * @example
+       * const { pending, done, model } = await memory.indexing()
+       */
+      indexing(): Promise<IndexStatus> {
+        return status()
+      },
+
+      /**
+       * Resolves once every chunk and active memory has a vector of the current model.
+       * Rejects with `MODEL_UNAVAILABLE` when there is no working embedder, `ABORTED` on
+       * `signal`, `TIMEOUT` after `timeoutMs`. Meant for tests and benchmarks.
+       *
+       * @example
+       * await memory.record(event)
+       * await memory.waitForIndex({ timeoutMs: 30_000 })
+       */
+      async waitForIndex(options: WaitForIndexOptions = {}): Promise<IndexStatus> {
+        const o = parseInput(waitOptions, options, 'waitForIndex options')
+        let timeout: ReturnType<typeof setTimeout> | undefined
+        const limits: Promise<never>[] = []
+        if (o.timeoutMs !== undefined) {
+          const ms = o.timeoutMs
+          limits.push(
+            new Promise<never>((_, reject) => {
+              timeout = setTimeout(
+                () => reject(new MemoryError('TIMEOUT', `The index was not complete within ${ms} ms.`)),
+                ms,
+              )
+            }),
+          )
+        }
+        const signal = o.signal
+        let onAbort: (() => void) | undefined
+        if (signal) {
+          limits.push(
+            new Promise<never>((_, reject) => {
+              onAbort = () =>
+                reject(new MemoryError('ABORTED', 'Waiting for the index was cancelled', { cause: signal.reason }))
+              if (signal.aborted) onAbort()
+              else signal.addEventListener('abort', onAbort, { once: true })
+            }),
+          )
+        }
+        try {
+          const error = await Promise.race([waitUntilIdle(signal), ...limits])
+          if (error) throw error
+          return await status()
+        } finally {
+          if (timeout) clearTimeout(timeout)
+          if (signal && onAbort) signal.removeEventListener('abort', onAbort)
+        }
+      },
+
+      /**
+       * Indexes everything pending now, in batches, and resolves with the status. The way to
+       * index a memory opened with `indexing: 'manual'`.
+       *
+       * @example
+       * const { pending } = await memory.indexNow() // 0
+       */
+      async indexNow(): Promise<IndexStatus> {
+        const error = await waitUntilIdle(undefined)
+        if (error) throw error
+        return status()
+      },
+
+      /**
+       * Drops every vector (chunks and memories) and embeds everything again in the
+       * background, e.g. after a model change. Meanwhile search is keyword-only.
+       *
+       * @example
+       * await memory.rebuildIndex()
+       * await memory.waitForIndex()
+       */
+      async rebuildIndex(): Promise<{ chunks: number; memories: number }> {
+        const cleared = await db.transaction(async (tx) => {
+          const chunks = await tx.query(
+            `UPDATE chunks SET embedding = NULL, embed_model = NULL WHERE embedding IS NOT NULL OR embed_model IS NOT NULL`,
+          )
+          const memories = await tx.query(
+            `UPDATE memories SET vector = NULL, embed_model = NULL WHERE vector IS NOT NULL OR embed_model IS NOT NULL`,
+          )
+          return { chunks: chunks.affectedRows ?? 0, memories: memories.affectedRows ?? 0 }
+        })
+        nudge()
+        return cleared
+      },
+
+      /**
+       * Embeds texts with the memory's model (the vectors search compares against).
+       *
+       * @example
+       * const [v] = await memory.embed(['fix the login bug']) // Float32Array(384)
+       */
+      async embed(texts: string[]): Promise<Float32Array[]> {
+        const input = parseInput(embedInput, texts, 'texts to embed')
+        await settled
+        const embedder = ctx.embedder
+        if (!embedder) {
+          throw lastError ?? new MemoryError('MODEL_UNAVAILABLE', 'This memory has no embedder.')
+        }
+        try {
+          return await embedder.embed(input)
+        } catch (cause) {
+          throw toMemoryError(cause, 'MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed`)
+        }
+      },
+
+      /**
+       * Calls `listener` with the status when indexing starts, after each batch, and when it
+       * stops. Returns the unsubscribe function. Across the worker boundary, pass a
+       * `comlink.proxy` (the browser client's `memory.onIndexProgress` does).
+       *
+       * @example
+       * const stop = memory.onIndexProgress(({ pending, done }) => bar.update(done, pending + done))
+       */
+      onIndexProgress(listener: IndexProgressListener): () => void {
+        progressListeners.add(listener)
+        return () => {
+          progressListeners.delete(listener)
+        }
+      },
+
+      /**
+       * Calls `listener` for failures that happen in the background: the model failing to
+       * load (`MODEL_UNAVAILABLE`; the memory then works with keyword search only) or a
+       * batch failing. Returns the unsubscribe function.
+       *
+       * @example
+       * memory.onError((e) => console.warn(e.code, e.message))
+       */
+      onError(listener: EngineErrorListener): () => void {
+        errorListeners.add(listener)
+        return () => {
+          errorListeners.delete(listener)
+        }
+      },
+    },
+  }
+}
+
+export type Indexer = ReturnType<typeof createIndexer>

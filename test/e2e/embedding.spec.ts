@@ -1,0 +1,181 @@
+import { type Browser, expect, type Page, test } from '@playwright/test'
+import { cosineSimilarity } from '../../src/embed/embedder.ts'
+import { createTransformersEmbedder } from '../../src/embed/transformers-embedder.ts'
+import { openHarness } from './support.ts'
+
+const SENTENCES = [
+  'This is an example sentence',
+  'fix the login bug',
+  'resolve authentication issue',
+  'The build failed because of a missing semicolon in main.ts',
+]
+
+interface Outcome {
+  info: { state: string; model?: string; device?: string; fallbackReason?: string }
+  vectors: number[][]
+  stages: string[]
+  indexed: { pending: number; done: number; model: string | null }
+  indexEvents: number
+}
+
+/** Opens a memory with the bundled model, embeds SENTENCES and indexes one message, all in the worker. */
+function embedInWorker(page: Page, device: 'auto' | 'webgpu' | 'wasm'): Promise<Outcome> {
+  return page.evaluate(
+    async ({ sentences, device }) => {
+      const stages: string[] = []
+      let indexEvents = 0
+      const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'bundled', device } })
+      memory.onProgress((p) => stages.push(`${p.stage}:${p.file}`))
+      memory.onIndexProgress(() => indexEvents++)
+      try {
+        await memory.record({
+          kind: 'message',
+          scope: { conversationId: 'c1' },
+          actor: { type: 'human', id: 'u1' },
+          content: { text: 'the login page throws after the upgrade' },
+        })
+        const indexed = await memory.waitForIndex({ timeoutMs: 45_000 })
+        const vectors = await memory.embed(sentences)
+        return {
+          info: await memory.embedderInfo(),
+          vectors: vectors.map((v) => Array.from(v)),
+          stages,
+          indexed: { pending: indexed.pending, done: indexed.done, model: indexed.model },
+          indexEvents,
+        }
+      } finally {
+        await memory.close()
+      }
+    },
+    { sentences: SENTENCES, device },
+  )
+}
+
+let reference: number[][]
+
+test.beforeAll(async () => {
+  // The same int8 model through onnxruntime in Node: the values the browser must reproduce.
+  const node = await createTransformersEmbedder()
+  try {
+    reference = (await node.embed(SENTENCES)).map((v) => Array.from(v))
+  } finally {
+    await node.dispose()
+  }
+})
+
+function expectClose(actual: number[][], expected: number[][], maxDiff: number, minCosine: number) {
+  expect(actual).toHaveLength(expected.length)
+  for (const [i, vector] of actual.entries()) {
+    const want = expected[i]!
+    expect(vector).toHaveLength(384)
+    const worst = Math.max(...vector.map((x, j) => Math.abs(x - want[j]!)))
+    expect(worst, `sentence ${i}: largest component difference`).toBeLessThan(maxDiff)
+    expect(cosineSimilarity(Float32Array.from(vector), Float32Array.from(want))).toBeGreaterThan(minCosine)
+  }
+}
+
+test('the worker embeds with WASM, indexes in the background, and every request stays on 127.0.0.1', async ({
+  page,
+  context,
+  baseURL,
+}) => {
+  expect(baseURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+  const requests: string[] = []
+  context.on('request', (request) => requests.push(request.url()))
+  await openHarness(page)
+  const outcome = await embedInWorker(page, 'auto')
+
+  expect(outcome.info).toEqual({ state: 'ready', model: 'all-MiniLM-L6-v2/q8', device: 'wasm' })
+  expect(outcome.indexed).toEqual({ pending: 0, done: 1, model: 'all-MiniLM-L6-v2/q8' })
+  expect(outcome.indexEvents).toBeGreaterThan(0)
+  expect(outcome.stages).toContain('done:onnx/model_quantized.onnx')
+  expectClose(outcome.vectors, reference, 5e-3, 0.999)
+  const [, login, auth] = outcome.vectors.map((v) => Float32Array.from(v))
+  expect(cosineSimilarity(login!, auth!)).toBeCloseTo(0.588, 1)
+
+  const foreign = requests.filter((url) => !url.startsWith(`${baseURL}/`) && !/^(blob|data):/.test(url))
+  expect(foreign).toEqual([])
+  expect(requests.some((url) => url.endsWith('/assets/ort/ort-wasm-simd-threaded.asyncify.wasm'))).toBe(true)
+  expect(requests.some((url) => url.endsWith('/assets/models/all-MiniLM-L6-v2/onnx/model_quantized.onnx'))).toBe(true)
+})
+
+test('WebGPU that cannot start falls back to WASM with the reason', async ({ page }) => {
+  await openHarness(page)
+  // Without --enable-unsafe-webgpu this Chromium grants no adapter.
+  const outcome = await embedInWorker(page, 'webgpu')
+  expect(outcome.info).toMatchObject({ state: 'ready', device: 'wasm' })
+  expect(outcome.info.fallbackReason).toEqual(expect.any(String))
+  expectClose(outcome.vectors, reference, 5e-3, 0.999)
+})
+
+test('a model that cannot load is a MODEL_UNAVAILABLE event, and the memory keeps working on keywords', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({
+      storage: 'memory',
+      embedder: { kind: 'bundled', modelPath: new URL('/no-such-model', location.href).href },
+    })
+    const errors: string[] = []
+    memory.onError((e) => errors.push(e.code))
+    try {
+      const written = await memory.record({
+        kind: 'message',
+        scope: { conversationId: 'c1' },
+        actor: { type: 'human', id: 'u1' },
+        content: { text: 'the login page throws after the upgrade' },
+      })
+      let waited = 'resolved'
+      try {
+        await memory.waitForIndex({ timeoutMs: 30_000 })
+      } catch (error) {
+        waited = (error as { code: string }).code
+      }
+      const remembered = await memory.remember({ content: 'Login uses SSO', category: 'fact' })
+      const hits = await memory.recall('SSO login')
+      return {
+        chunks: written.chunkIds.length,
+        waited,
+        errors,
+        info: (await memory.embedderInfo()).state,
+        recalled: hits.map((h) => h.id === remembered.id),
+        status: await memory.indexing(),
+      }
+    } finally {
+      await memory.close()
+    }
+  })
+  expect(outcome).toMatchObject({
+    chunks: 1,
+    waited: 'MODEL_UNAVAILABLE',
+    errors: ['MODEL_UNAVAILABLE'],
+    info: 'unavailable',
+    recalled: [true],
+    status: { embedder: 'unavailable', pending: 2, done: 0, running: false },
+  })
+})
+
+test.describe('with WebGPU enabled (SwiftShader)', () => {
+  let browser: Browser
+  test.beforeAll(async ({ playwright, launchOptions }) => {
+    // The configured Chromium and flags, plus a software (SwiftShader) WebGPU adapter.
+    browser = await playwright.chromium.launch({
+      ...launchOptions,
+      args: [...(launchOptions.args ?? []), '--enable-unsafe-webgpu'],
+    })
+  })
+  test.afterAll(async () => {
+    await browser?.close()
+  })
+
+  test('the worker picks WebGPU and its vectors agree with WASM', async ({ baseURL }) => {
+    const page = await browser.newPage(baseURL ? { baseURL } : {})
+    await openHarness(page)
+    const outcome = await embedInWorker(page, 'auto')
+    expect(outcome.info).toEqual({ state: 'ready', model: 'all-MiniLM-L6-v2/q8', device: 'webgpu' })
+    expect(outcome.indexed).toEqual({ pending: 0, done: 1, model: 'all-MiniLM-L6-v2/q8' })
+    expectClose(outcome.vectors, reference, 1e-2, 0.999)
+    await page.close()
+  })
+})

@@ -1,0 +1,290 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Queryable } from '../../src/core/db.ts'
+import type { Embedder } from '../../src/core/embedder.ts'
+import { createEngine } from '../../src/core/engine.ts'
+import { MemoryError } from '../../src/core/errors.ts'
+import type { EngineErrorEvent, IndexStatus } from '../../src/core/indexer.ts'
+import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
+import { createTransformersEmbedder, type TransformersEmbedder } from '../../src/embed/transformers-embedder.ts'
+import { lookupVectorOid, vectorQueryOptions } from '../../src/embed/vectors.ts'
+import { openTestEngine } from '../support/engine.ts'
+
+const scope = { conversationId: 'c1', userId: 'u1' }
+const human = { type: 'human', id: 'u1' } as const
+
+function message(text: string) {
+  return { kind: 'message', scope, actor: human, content: { text } } as const
+}
+
+function deferred<T>() {
+  let resolve!: (value: T) => void
+  let reject!: (error: unknown) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+/** Wraps an embedder so each call waits for `release()`; `started` resolves on the first call. */
+function gated(inner: Embedder) {
+  const gate = deferred<void>()
+  const started = deferred<void>()
+  let calls = 0
+  const embedder: Embedder = {
+    id: inner.id,
+    dims: inner.dims,
+    async embed(texts) {
+      calls++
+      started.resolve()
+      await gate.promise
+      return inner.embed(texts)
+    },
+  }
+  return { embedder, started: started.promise, release: () => gate.resolve(), calls: () => calls }
+}
+
+async function chunkModels(db: Queryable) {
+  const { rows } = await db.query<{ embed_model: string | null; n: number }>(
+    `SELECT embed_model, count(*)::int AS n FROM chunks GROUP BY embed_model ORDER BY embed_model NULLS FIRST`,
+  )
+  return rows.map((r) => [r.embed_model, r.n])
+}
+
+describe('background indexing', () => {
+  it('a write returns before its chunks are embedded, and waitForIndex sees them all embedded with the model id', async () => {
+    const gate = gated(createHashEmbedder())
+    await using t = await openTestEngine({ embedder: gate.embedder })
+    const first = await t.engine.record(message('the login page throws after the upgrade'))
+    const second = await t.engine.record(message('users cannot sign in with SSO'))
+    expect(first.chunkIds).toHaveLength(1)
+    expect(second.chunkIds).toHaveLength(1)
+
+    await gate.started
+    const during = await t.engine.indexing()
+    expect(during).toEqual({ pending: 2, done: 0, model: 'hash/384', embedder: 'ready', running: true })
+
+    gate.release()
+    const after = await t.engine.waitForIndex({ timeoutMs: 10_000 })
+    expect(after).toEqual({ pending: 0, done: 2, model: 'hash/384', embedder: 'ready', running: false })
+    expect(await chunkModels(t.db)).toEqual([['hash/384', 2]])
+    expect((await t.engine.stats()).indexing).toEqual(after)
+    expect((await t.engine.stats()).unembeddedChunks).toBe(0)
+  })
+
+  it('stores exactly the vector the embedder returned, sent in binary', async () => {
+    const embedder = createHashEmbedder()
+    await using t = await openTestEngine({ embedder })
+    await t.engine.record(message('binary vectors keep every float32 bit'))
+    await t.engine.waitForIndex()
+    const options = vectorQueryOptions(await lookupVectorOid(t.db))
+    const { rows } = await (t.db as Queryable).query<{ embedding: Float32Array }>('SELECT embedding FROM chunks', [], options)
+    const [expected] = await embedder.embed(['binary vectors keep every float32 bit'])
+    expect(Array.from(rows[0]!.embedding)).toEqual(Array.from(expected!))
+  })
+
+  it('in manual mode nothing is embedded until indexNow, which embeds in batches of 32', async () => {
+    const embedder = createHashEmbedder()
+    let calls = 0
+    const counting: Embedder = { ...embedder, embed: (texts) => (calls++, embedder.embed(texts)) }
+    await using t = await openTestEngine({ embedder: counting, indexing: 'manual' })
+    for (let i = 0; i < 70; i++) await t.engine.record(message(`note number ${i} about the release`))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await t.engine.indexing()).toMatchObject({ pending: 70, done: 0, running: false })
+    expect(calls).toBe(0)
+
+    const progress: IndexStatus[] = []
+    const stop = t.engine.onIndexProgress((s) => progress.push(s))
+    expect(await t.engine.indexNow()).toMatchObject({ pending: 0, done: 70 })
+    stop()
+    expect(calls).toBe(3)
+    expect(progress.map((p) => [p.pending, p.running])).toEqual([
+      [70, true],
+      [38, true],
+      [6, true],
+      [0, false],
+    ])
+  })
+
+  it('a query issued while a long indexing run is under way completes before the run ends', async () => {
+    const inner = createHashEmbedder()
+    const log: string[] = []
+    let batch = 0
+    const firstBatch = deferred<void>()
+    const slow: Embedder = {
+      id: inner.id,
+      dims: inner.dims,
+      async embed(texts) {
+        const n = ++batch
+        log.push(`batch ${n} start`)
+        firstBatch.resolve()
+        await new Promise((resolve) => setTimeout(resolve, 15))
+        log.push(`batch ${n} end`)
+        return inner.embed(texts)
+      },
+    }
+    await using t = await openTestEngine({ embedder: slow, indexing: 'manual' })
+    for (let i = 0; i < 160; i++) await t.engine.record(message(`log line ${i} from the nightly build`))
+
+    const run = t.engine.indexNow().then(() => log.push('indexing done'))
+    await firstBatch.promise
+    const events = await t.engine.events.list({ conversationId: 'c1', limit: 5 })
+    log.push('query done')
+    await run
+
+    expect(events).toHaveLength(5)
+    expect(batch).toBe(5)
+    // The query waited for at most the batch in flight.
+    expect(log.indexOf('query done')).toBeLessThan(log.indexOf('batch 2 start'))
+    expect(log.at(-1)).toBe('indexing done')
+  })
+
+  it('memories embed on write when the model is ready, and in the background when it was still loading', async () => {
+    const loading = deferred<Embedder>()
+    await using t = await openTestEngine({ embedder: loading.promise })
+    const early = await t.engine.remember({ content: 'User prefers tabs over spaces', category: 'preference' })
+    expect(await t.engine.indexing()).toMatchObject({ embedder: 'loading', model: null, pending: 1 })
+
+    loading.resolve(createHashEmbedder())
+    await t.engine.waitForIndex()
+    const late = await t.engine.remember({ content: 'The API is deployed on Fridays', category: 'fact' })
+    const { rows } = await t.db.query<{ id: string; embed_model: string | null }>(
+      'SELECT id, embed_model FROM memories ORDER BY id',
+    )
+    expect(rows).toEqual([
+      { id: early.id, embed_model: 'hash/384' },
+      { id: late.id, embed_model: 'hash/384' },
+    ])
+    expect(await t.engine.indexing()).toMatchObject({ pending: 0, done: 2 })
+  })
+})
+
+describe('model identity', () => {
+  it('opening the memory with another model counts every row as pending and re-embeds it', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder() })
+    await t.engine.record(message('deploy the staging environment'))
+    await t.engine.record(message('rotate the signing keys'))
+    await t.engine.remember({ content: 'Staging deploys need approval', category: 'constraint' })
+    await t.engine.waitForIndex()
+    await t.engine.stopIndexing()
+
+    const other = createHashEmbedder({ dims: 256 })
+    const reopened = await createEngine({ db: t.db, embedder: other, indexing: 'manual' })
+    expect(await reopened.indexing()).toEqual({
+      pending: 3,
+      done: 0,
+      model: 'hash/256',
+      embedder: 'ready',
+      running: false,
+    })
+    expect((await reopened.stats()).unembeddedChunks).toBe(2)
+    await reopened.indexNow()
+    expect(await chunkModels(t.db)).toEqual([['hash/256', 2]])
+    const { rows } = await t.db.query<{ embed_model: string; dims: number }>(
+      'SELECT embed_model, vector_dims(vector) AS dims FROM memories',
+    )
+    expect(rows).toEqual([{ embed_model: 'hash/256', dims: 256 }])
+    await reopened.stopIndexing()
+  })
+
+  it('rebuildIndex clears every vector and embeds everything again', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    await t.engine.record(message('first'))
+    await t.engine.record(message('second'))
+    await t.engine.remember({ content: 'A memory', category: 'fact' })
+    await t.engine.indexNow()
+    expect(await t.engine.rebuildIndex()).toEqual({ chunks: 2, memories: 1 })
+    expect(await t.engine.indexing()).toMatchObject({ pending: 3, done: 0 })
+    expect(await t.engine.indexNow()).toMatchObject({ pending: 0, done: 3 })
+  })
+})
+
+describe('when the model cannot be loaded', () => {
+  it('reports MODEL_UNAVAILABLE once and keeps working on keywords', async () => {
+    const loading = deferred<Embedder>()
+    await using t = await openTestEngine({ embedder: loading.promise })
+    const errors: EngineErrorEvent[] = []
+    t.engine.onError((e) => errors.push(e))
+    createTransformersEmbedder({ modelPath: '/nonexistent/engram-model' }).then(loading.resolve, loading.reject)
+
+    await expect(t.engine.waitForIndex()).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
+    expect(errors.map((e) => e.code)).toEqual(['MODEL_UNAVAILABLE'])
+    expect(errors[0]!.message).toContain('/nonexistent/engram-model')
+
+    const written = await t.engine.record(message('the login page throws after the upgrade'))
+    expect(written.chunkIds).toHaveLength(1)
+    const remembered = await t.engine.remember({ content: 'Login uses SSO', category: 'fact' })
+    expect(remembered.action).toBe('created')
+    const hits = await t.engine.recall('SSO login')
+    expect(hits.map((h) => [h.id, h.scores.vector])).toEqual([[remembered.id, null]])
+    const { rows } = await t.db.query<{ id: string }>(
+      `SELECT id FROM chunks WHERE tsv @@ websearch_to_tsquery('english', 'login upgrade')`,
+    )
+    expect(rows.map((r) => r.id)).toEqual(written.chunkIds)
+
+    const status = await t.engine.indexing()
+    expect(status).toMatchObject({ embedder: 'unavailable', model: null, running: false, pending: 2, done: 0 })
+    expect(status.lastError?.code).toBe('MODEL_UNAVAILABLE')
+    await expect(t.engine.embed(['anything'])).rejects.toBeInstanceOf(MemoryError)
+    expect(errors).toHaveLength(1)
+  })
+
+  it('a memory without an embedder says so instead of waiting forever', async () => {
+    await using t = await openTestEngine()
+    expect(await t.engine.indexing()).toEqual({ pending: 0, done: 0, model: null, embedder: 'none', running: false })
+    await expect(t.engine.waitForIndex()).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
+  })
+
+  it('waitForIndex gives up with TIMEOUT or ABORTED', async () => {
+    const gate = gated(createHashEmbedder())
+    await using t = await openTestEngine({ embedder: gate.embedder })
+    await t.engine.record(message('waiting on a stuck model'))
+    await expect(t.engine.waitForIndex({ timeoutMs: 30 })).rejects.toMatchObject({ code: 'TIMEOUT' })
+    const controller = new AbortController()
+    const waiting = t.engine.waitForIndex({ signal: controller.signal })
+    controller.abort()
+    await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' })
+    gate.release()
+    await t.engine.waitForIndex()
+  })
+})
+
+describe('with the bundled MiniLM model', () => {
+  let model: TransformersEmbedder
+  beforeAll(async () => {
+    model = await createTransformersEmbedder()
+  })
+  afterAll(async () => {
+    await model?.dispose()
+  })
+
+  it('finds a paraphrase that shares no keyword with the query by vector similarity', async () => {
+    await using t = await openTestEngine({ embedder: model })
+    const paraphrase = await t.engine.record(message('resolve authentication issue'))
+    await t.engine.record(message('buy groceries'))
+    await t.engine.record(message('The mitochondria is the powerhouse of the cell'))
+    expect(await t.engine.waitForIndex({ timeoutMs: 30_000 })).toMatchObject({
+      pending: 0,
+      done: 3,
+      model: 'all-MiniLM-L6-v2/q8',
+    })
+
+    const query = 'fix the login bug'
+    const keyword = await t.db.query(`SELECT id FROM chunks WHERE tsv @@ websearch_to_tsquery('english', $1)`, [
+      query,
+    ])
+    expect(keyword.rows).toEqual([])
+
+    const [vector] = await t.engine.embed([query])
+    const options = vectorQueryOptions(await lookupVectorOid(t.db))
+    const { rows } = await (t.db as Queryable).query<{ id: string; similarity: number }>(
+      `SELECT id, 1 - (embedding <=> $1::vector) AS similarity FROM chunks
+       WHERE embed_model = $2 ORDER BY embedding <=> $1::vector, id`,
+      [vector, model.id],
+      options,
+    )
+    expect(rows[0]!.id).toBe(paraphrase.chunkIds[0])
+    expect(rows[0]!.similarity).toBeCloseTo(0.588, 1)
+    expect(rows[1]!.similarity).toBeLessThan(0.2)
+  })
+})
