@@ -20,7 +20,11 @@ export interface Scoring {
   fusion: 'rrf' | 'weighted'
   /** Reciprocal-rank constant: a hit at rank r counts 1 / (rrfK + r). */
   rrfK: number
-  /** Weight of the vector ranking in fusion. */
+  /**
+   * Weight of the vector ranking in fusion. Below the keyword weight by default: with the
+   * bundled MiniLM model, keyword ranking alone finds more of what was asked for in
+   * conversation recall, and a light vector vote adds what keywords miss.
+   */
   vector: number
   /** Weight of the keyword ranking in fusion. */
   keyword: number
@@ -57,7 +61,7 @@ export interface Scoring {
 export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
   fusion: 'rrf',
   rrfK: 60,
-  vector: 1,
+  vector: 0.3,
   keyword: 1,
   neighbour: 0.5,
   bm25K1: 1.2,

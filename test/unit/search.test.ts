@@ -25,7 +25,7 @@ describe('search', () => {
     expect(hit?.explain.vector).toBeNull()
     expect(hit?.explain.keyword?.rank).toBe(1)
     expect(hit?.explain.keyword?.score).toBeGreaterThan(0)
-    expect(hit?.explain.fused).toBeCloseTo(0.5, 6) // rank 1 of one list out of two
+    expect(hit?.explain.fused).toBeCloseTo(1 / 1.3, 6) // rank 1 of the keyword list (weight 1 of 1.3)
     expect(hit?.actor).toEqual({ type: 'human', id: 'ann' })
     expect(hit?.conversationId).toBe('c1')
   })
