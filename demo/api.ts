@@ -1,66 +1,25 @@
-import { type Memory, MemoryError } from '../src/index.ts'
+import {
+  type BuildContextInput,
+  type ContextBundle,
+  type Memory,
+  MemoryError,
+  type SearchHit,
+} from '../src/index.ts'
 
 /**
  * Parts of the memory API the demo uses where this build may not have them yet (retrieval,
  * export/import, indexing progress). The page calls them and reads "The memory API has no …"
  * as "not in this build".
  */
-export interface ScoreExplain {
-  vector: { rank: number; distance: number; similarity: number } | null
-  keyword: { rank: number; score: number } | null
-  fused: number
-  recency: number
-  staleness: number
-  familiarity: number
-  importance: number
-  final: number
-}
-
-export interface SearchHit {
-  chunkId: string
-  eventId: string
-  kind: string
-  conversationId: string
-  turnIndex: number | null
-  actor: unknown
-  text: string
-  createdAt: string
-  score: number
-  explain: Partial<ScoreExplain>
-}
-
-export interface ContextItem {
-  id: string
-  kind: string
-  text: string
-  tokens: number
-  score: number
-  explain?: Partial<ScoreExplain> | Record<string, unknown>
-  source?: unknown
-}
-
-export interface ContextSection {
-  name: string
-  capTokens: number
-  usedTokens: number
-  items: ContextItem[]
-}
-
-export interface ContextBundle {
-  budgetTokens: number
-  tokenUsedEst: number
-  sections: ContextSection[]
-  omissions?: unknown
-  provenance?: unknown
-  text: string
-}
-
-export interface BuildContextInput {
-  query: string
-  conversationId?: string
-  channel?: 'private' | 'public' | 'team' | 'agent'
-  maxTokens?: number
-}
+// The library's own shapes, so the demo cannot drift from the engine.
+export type {
+  BuildContextInput,
+  ContextBundle,
+  ContextItem,
+  ContextSection,
+  SearchExplain as ScoreExplain,
+  SearchHit,
+} from '../src/index.ts'
 
 interface OptionalApi {
   search(query: string, options?: Record<string, unknown>): Promise<SearchHit[] | { hits: SearchHit[] }>

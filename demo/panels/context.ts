@@ -100,7 +100,7 @@ export function contextPanel(store: Store, root: HTMLElement) {
       } else {
         body.push(el('p', { className: 'notice', text: 'buildContext is not in this build yet: showing search hits.' }))
         const items = hits.value.map((h) => {
-          evidence.push({ id: h.eventId, kind: h.kind, text: h.text, tokens: 0, score: h.score, explain: h.explain })
+          evidence.push({ id: h.eventId, kind: h.kind, text: h.text, tokens: 0, score: h.score, explain: h.explain, source: { eventId: h.eventId, chunkId: h.chunkId } })
           return el('li', { className: `item ${h.kind}`, attrs: { 'data-id': h.chunkId, 'data-event': h.eventId } },
             el('div', { className: 'meta', text: `${h.kind} · ${h.conversationId}${h.turnIndex === null ? '' : ` turn ${h.turnIndex + 1}`} · score ${fmt(h.score, 3)}` }),
             el('div', { className: 'text', text: h.text }),
