@@ -9,6 +9,7 @@ import { createEvents } from './events.ts'
 import { createForget } from './forget.ts'
 import { createGraph } from './graph.ts'
 import { createIndexer } from './indexer.ts'
+import { createStatistics, MIN_REFRESH_ROWS } from './statistics.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
 import { normalizeWorkspace, type Workspace } from './paths.ts'
@@ -39,6 +40,11 @@ export interface EngineOptions {
    * when `indexNow()` is called (tests that want control).
    */
   indexing?: 'auto' | 'manual'
+  /**
+   * `auto` (default): the query planner's statistics are refreshed in the background once
+   * writes have changed a tenth of the memory; `manual`: only on `refreshStatistics()`.
+   */
+  statistics?: 'auto' | 'manual'
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
   /**
@@ -66,6 +72,10 @@ export interface EngineContext {
   tokenCounter: ((text: string) => number) | null
   /** Tells the background indexer that rows may need vectors: a flag and a timer, no query. */
   wrote: () => void
+  /** Tells the planner-statistics keeper how many rows a write changed (no query). */
+  changed: (rows: number) => void
+  /** Awaited by planned reads (search, context): refreshes stale planner statistics first. */
+  beforeRead: () => Promise<void>
 }
 
 export interface PingResult {
@@ -96,17 +106,29 @@ export async function createEngine(options: EngineOptions) {
     scoring: resolveScoring(DEFAULT_SCORING, options.scoring),
     tokenCounter: options.tokenCounter ?? null,
     wrote: () => {},
+    changed: () => {},
+    beforeRead: () => Promise.resolve(),
   }
   const schemaVersion = await migrate(ctx.db)
   if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
+  // A failed background refresh only leaves older statistics; the next writes retry it.
+  const statistics = createStatistics(ctx.db, { mode: options.statistics ?? 'auto' })
+  await statistics.start()
+  ctx.changed = statistics.changed
+  ctx.beforeRead = statistics.beforeRead
   const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto' })
   ctx.wrote = indexer.nudge
+  /** After a write: the indexer looks for rows without vectors; statistics count `rows`. */
+  const wrote = (rows: number) => () => {
+    indexer.nudge()
+    statistics.changed(rows)
+  }
   const curated = memoriesApi(ctx)
   // Memories embed on write (the near-duplicate check needs the vector); the indexer fills
   // in those written while the model was loading or under another model.
-  const { remember } = nudging({ remember: curated.remember }, ['remember'], indexer.nudge)
+  const { remember } = nudging({ remember: curated.remember }, ['remember'], wrote(1))
   const { recall } = curated
-  const memories = nudging(curated.memories, ['update'], indexer.nudge)
+  const memories = nudging(curated.memories, ['update'], wrote(1))
 
   // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
   const log = withMemoryErrors({
@@ -114,13 +136,15 @@ export async function createEngine(options: EngineOptions) {
     workspace(): Promise<Workspace> {
       return Promise.resolve({ ...ctx.workspace })
     },
-    ...nudging(createEvents(ctx), ['record'], indexer.nudge),
-    ...nudging(createTurns(ctx), ['recordTurn'], indexer.nudge),
-    ...nudging(createDocuments(ctx), ['observeDocument'], indexer.nudge),
-    ...createForget(ctx),
+    ...nudging(createEvents(ctx), ['record'], wrote(1)),
+    // A turn is a few events, their chunks and edges.
+    ...nudging(createTurns(ctx), ['recordTurn'], wrote(4)),
+    ...nudging(createDocuments(ctx), ['observeDocument'], wrote(2)),
+    ...nudging(createForget(ctx), ['forget'], wrote(MIN_REFRESH_ROWS)),
     ...createChanges(ctx),
     ...createStats(ctx, () => indexer.api.indexing()),
-    ...nudging(createPortable(ctx, schemaVersion, rebuildMissingChunks), ['importFile'], indexer.nudge),
+    // An import can replace everything: the statistics are refreshed after it.
+    ...nudging(createPortable(ctx, schemaVersion, rebuildMissingChunks), ['importFile'], wrote(Number.MAX_SAFE_INTEGER)),
     ...createSearch(ctx),
     ...createContext(ctx),
   })
@@ -144,9 +168,17 @@ export async function createEngine(options: EngineOptions) {
     graph: { ...entityGraphApi(ctx), ...conversationGraph },
     telemetry: telemetryApi(ctx.telemetry),
     ...indexer.api,
-    /** Stops background indexing and waits for the batch in flight; call before closing the database. */
-    stopIndexing(): Promise<void> {
-      return indexer.stop()
+    /**
+     * Refreshes the query planner's statistics now (one `ANALYZE`) and waits for it. The
+     * engine does this by itself after enough writes; call it after a bulk load when the
+     * next reads must be fast at once.
+     */
+    refreshStatistics(): Promise<void> {
+      return statistics.refresh()
+    },
+    /** Stops background work (indexing, statistics) and waits for what is in flight; call before closing the database. */
+    async stopIndexing(): Promise<void> {
+      await Promise.all([indexer.stop(), statistics.stop()])
     },
     /**
      * Runs an agent's tool call (see `openAITools()` / `anthropicTools()`) for `identity`.

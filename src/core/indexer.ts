@@ -210,6 +210,8 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
         }
       }
     })
+    // New vectors change what the planner should expect of the vector filters.
+    ctx.changed(rows.length)
     return rows.length
   }
 

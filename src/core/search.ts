@@ -18,6 +18,8 @@ export type SearchMode = (typeof SEARCH_MODES)[number]
 export const MAX_SEARCH_LIMIT = 200
 /** The most chunks a search ranks from each of its two lists. */
 export const MAX_CANDIDATES = 2000
+/** The most query terms the keyword list looks up (the rarest are kept). */
+export const MAX_QUERY_TERMS = 24
 
 export const searchOptions = z
   .object({
@@ -163,8 +165,20 @@ interface HitRow {
   pool_size: number | string
 }
 
+/** The keyword statistics a search ranks with (read in the search's transaction). */
+export interface KeywordStats {
+  /** The query's terms found in the pool, rarest first, with their document frequencies. */
+  terms: { lexeme: string; df: number }[]
+  /** Chunks in the tenant at the sensitivities the reader may see. */
+  chunks: number
+  /** Their average number of distinct terms. */
+  avgLength: number
+}
+
 export interface SearchPlan {
   text: string
+  /** Filled by `runSearch` before the statement is built; absent → no keyword list. */
+  keyword?: KeywordStats
   options: z.output<typeof searchOptions>
   scoring: Scoring
   vector: { value: Float32Array; model: string; dims: number } | null
@@ -208,6 +222,8 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       AND (${asOf}::timestamptz IS NULL OR c.created_at <= ${asOf})
       AND ${filter}`
 
+  // The filter DSL reads the event's meta, content and tags; without it chunks suffice.
+  const from = o.filters === undefined ? 'chunks c' : 'chunks c JOIN events e ON e.id = c.source_id'
   const keywordOn = o.mode !== 'vector'
   const vectorOn = o.mode !== 'keyword' && plan.vector !== null
   const candidates = `${p.add(plan.candidates)}::int`
@@ -241,53 +257,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       JOIN chunks c ON c.source_id = e.id AND c.ord = 0
       WHERE ${pred}`
 
-  const keywordParams = () => ({
-    query: `${p.add(plan.text)}::text`,
-    k1: `${p.add(s.bm25K1)}::float8`,
-    b: `${p.add(s.bm25B)}::float8`,
-    actorMatch: `${p.add(s.actorMatch)}::float8`,
-  })
-  const { query, k1, b, actorMatch } = keywordOn ? keywordParams() : { query: '', k1: '', b: '', actorMatch: '' }
-  const keyword = keywordOn
-    ? `terms AS (
-      SELECT coalesce(array_agg(DISTINCT t.lexeme ORDER BY t.lexeme), '{}') AS lex
-      FROM unnest(to_tsvector('english', ${query})) t
-    ), tq AS (
-      SELECT (SELECT string_agg('''' || replace(replace(l, '\\', '\\\\'), '''', '''''') || '''', ' | ')
-              FROM unnest(lex) l)::tsquery AS q
-      FROM terms
-    ), kw_chunks AS MATERIALIZED (
-      SELECT c.id, c.source_id, c.tsv, greatest(length(c.tsv), 1)::float8 AS dl, e.actor_id
-      FROM chunks c JOIN events e ON e.id = c.source_id
-      WHERE c.tsv @@ (SELECT q FROM tq) AND ${pred}
-    ), kw_tf AS (
-      SELECT k.id, k.source_id, k.dl, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-      FROM kw_chunks k CROSS JOIN LATERAL unnest(k.tsv) u
-      WHERE u.lexeme = ANY(ARRAY(SELECT unnest(lex) FROM terms))
-    ), kw_df AS (
-      SELECT lexeme, count(*)::float8 AS df FROM kw_tf GROUP BY lexeme
-    ), kw_stats AS (
-      SELECT greatest((SELECT count(*) FROM chunks WHERE tenant_id = ${tenant}), 1)::float8 AS n,
-             coalesce((SELECT avg(dl) FROM kw_chunks), 1) AS avgdl
-    ), kw_chunk AS (
-      SELECT t.id, t.source_id,
-             sum(ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (${k1} + 1)
-                 / (t.tf + ${k1} * (1 - ${b} + ${b} * t.dl / st.avgdl))) AS score
-      FROM kw_tf t JOIN kw_df d USING (lexeme) CROSS JOIN kw_stats st
-      GROUP BY t.id, t.source_id
-    ), kw_event AS MATERIALIZED (
-      SELECT DISTINCT ON (k.source_id) k.source_id AS event_id, k.id AS chunk_id,
-             k.score * (1 + CASE WHEN to_tsvector('english', kc.actor_id) @@ (SELECT q FROM tq)
-                                 THEN ${actorMatch} ELSE 0 END) AS score
-      FROM kw_chunk k JOIN kw_chunks kc ON kc.id = k.id
-      ORDER BY k.source_id, k.score DESC, k.id
-    ), ${neighbours('kw_nb', 'kw_event')}, kw_ranked AS (
-      SELECT event_id, sum(score)::float8 AS score, row_number() OVER (ORDER BY sum(score) DESC, event_id) AS rnk
-      FROM (${spread('kw_event', 'kw_nb')}) x
-      GROUP BY event_id
-      ORDER BY rnk LIMIT ${candidates}
-    )`
-    : `kw_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS score WHERE false),
+  const keyword = keywordOn ? keywordCtes(plan, p, pred, from, candidates, neighbours, spread) : `kw_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS score WHERE false),
     kw_ranked AS (SELECT NULL::text AS event_id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false)`
 
   let vector = `vec_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS dist WHERE false),
@@ -299,7 +269,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     const model = p.add(plan.vector.model)
     vector = `vec_knn AS MATERIALIZED (
       SELECT c.id, c.source_id, (c.embedding::vector(${d})) <=> ${v}::vector(${d}) AS dist
-      FROM chunks c JOIN events e ON e.id = c.source_id
+      FROM ${from}
       WHERE vector_dims(c.embedding) = ${d} AND c.embed_model = ${model} AND ${pred}
       ORDER BY (c.embedding::vector(${d})) <=> ${v}::vector(${d})
       LIMIT ${candidates}
@@ -399,6 +369,104 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   return { sql, params: p.values }
 }
 
+/** A lexeme as a tsquery operand: quoted, so no lexeme is read as an operator. */
+function tsqueryTerm(lexeme: string): string {
+  return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`
+}
+
+/**
+ * The keyword list: BM25 over the chunks that hold the query's terms. Candidates are found
+ * through the GIN index, per term and at most `candidates` per term (the newest, when a term
+ * is in more chunks than that), plus the newest chunks that hold every term; each candidate is
+ * then scored exactly. A term in fewer chunks than `candidates` therefore brings in all of
+ * them, and the work per search is bounded however large the memory grows. Document
+ * frequencies and the average chunk length come from `term_stats` / `chunk_stats` for the
+ * sensitivities the reader may see.
+ */
+function keywordCtes(
+  plan: SearchPlan,
+  p: Params,
+  pred: string,
+  from: string,
+  candidates: string,
+  neighbours: (name: string, from: string) => string,
+  spread: (from: string, nbs: string) => string,
+): string {
+  const stats = plan.keyword ?? { terms: [], chunks: 0, avgLength: 1 }
+  const s = plan.scoring
+  const terms = stats.terms.slice(0, MAX_QUERY_TERMS)
+  const ranked = `${neighbours('kw_nb', 'kw_event')}, kw_ranked AS (
+      SELECT event_id, sum(score)::float8 AS score, row_number() OVER (ORDER BY sum(score) DESC, event_id) AS rnk
+      FROM (${spread('kw_event', 'kw_nb')}) x
+      GROUP BY event_id
+      ORDER BY rnk LIMIT ${candidates}
+    )`
+  if (terms.length === 0) {
+    // No term of the query is in the pool: an empty list, same shape (and parameters) as a full one.
+    return `kw_event AS MATERIALIZED (
+      SELECT c.source_id AS event_id, c.id AS chunk_id, NULL::float8 AS score FROM ${from} WHERE false AND ${pred}
+    ), ${ranked}`
+  }
+  const branch = (query: string) => `(SELECT c.id FROM ${from}
+        WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred}
+        ORDER BY c.created_at DESC, c.id LIMIT ${candidates})`
+  const branches = terms.map((t) => branch(tsqueryTerm(t.lexeme)))
+  if (terms.length > 1) branches.push(branch(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & ')))
+  const any = `${p.add(terms.map((t) => tsqueryTerm(t.lexeme)).join(' | '))}::tsquery`
+  const lexemes = p.add(terms.map((t) => t.lexeme))
+  const dfs = p.add(terms.map((t) => t.df))
+  const n = `${p.add(Math.max(stats.chunks, 1))}::float8`
+  const avgdl = `${p.add(stats.avgLength > 0 ? stats.avgLength : 1)}::float8`
+  const k1 = `${p.add(s.bm25K1)}::float8`
+  const b = `${p.add(s.bm25B)}::float8`
+  const actorMatch = `${p.add(s.actorMatch)}::float8`
+  return `kw_terms AS (
+      SELECT * FROM unnest(${lexemes}::text[], ${dfs}::float8[]) AS t(lexeme, df)
+    ), kw_chunks AS MATERIALIZED (
+      SELECT c.id, c.source_id, c.tsv, greatest(length(c.tsv), 1)::float8 AS dl
+      FROM chunks c
+      WHERE c.id IN (${branches.join(' UNION ALL ')})
+    ), kw_chunk AS (
+      SELECT k.id, k.source_id,
+             sum(ln(1 + (${n} - t.df + 0.5) / (t.df + 0.5)) * tf.tf * (${k1} + 1)
+                 / (tf.tf + ${k1} * (1 - ${b} + ${b} * k.dl / ${avgdl}))) AS score
+      FROM kw_chunks k
+      CROSS JOIN LATERAL unnest(k.tsv) u
+      JOIN kw_terms t ON t.lexeme = u.lexeme
+      CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) tf
+      GROUP BY k.id, k.source_id
+    ), kw_event AS MATERIALIZED (
+      SELECT DISTINCT ON (k.source_id) k.source_id AS event_id, k.id AS chunk_id,
+             k.score * (1 + CASE WHEN to_tsvector('english', e.actor_id) @@ ${any}
+                                 THEN ${actorMatch} ELSE 0 END) AS score
+      FROM kw_chunk k JOIN events e ON e.id = k.source_id
+      ORDER BY k.source_id, k.score DESC, k.id
+    ), ${ranked}`
+}
+
+/** Reads the keyword statistics for a query's terms: their document frequencies, the pool's size. */
+async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordStats> {
+  const allowed = allowedSensitivities(plan.options.channel)
+  const { rows } = await db.query<{ lexeme: string | null; df: number; chunks: number; lexemes: number }>(
+    `WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector('english', $1)) t),
+          corpus AS (SELECT coalesce(sum(chunks), 0)::float8 AS chunks, coalesce(sum(lexemes), 0)::float8 AS lexemes
+                     FROM chunk_stats WHERE tenant_id = $2 AND sensitivity = ANY($3::text[]))
+     SELECT q.lexeme,
+            coalesce((SELECT sum(s.df) FROM term_stats s
+                      WHERE s.tenant_id = $2 AND s.lexeme = q.lexeme AND s.sensitivity = ANY($3::text[])), 0)::float8 AS df,
+            corpus.chunks, corpus.lexemes
+     FROM corpus LEFT JOIN q ON true`,
+    [plan.text, plan.options.scope.tenantId, allowed],
+  )
+  const chunks = Number(rows[0]?.chunks ?? 0)
+  const terms = rows
+    .filter((r): r is typeof r & { lexeme: string } => r.lexeme !== null && Number(r.df) > 0)
+    .map((r) => ({ lexeme: r.lexeme, df: Number(r.df) }))
+    // Rarest first: when a long query is cut to MAX_QUERY_TERMS, the telling terms stay.
+    .sort((x, y) => x.df - y.df || (x.lexeme < y.lexeme ? -1 : 1))
+  return { terms, chunks, avgLength: chunks > 0 ? Number(rows[0]?.lexemes ?? 0) / chunks : 1 }
+}
+
 function toHit(r: HitRow): SearchHit {
   const distance = r.v_distance === null ? null : Number(r.v_distance)
   return {
@@ -434,8 +502,9 @@ export async function runSearch(db: Db, plan: SearchPlan): Promise<SearchHit[]> 
 
 /** `runSearch`, also saying how many events were ranked before the cut. */
 export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
-  const { sql, params } = searchStatement(plan)
   const rows = await db.transaction(async (tx) => {
+    const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
+    const { sql, params } = searchStatement(planned)
     if (plan.vector) {
       // A filtered HNSW scan stops at ef_search rows unless it may keep scanning.
       await tx.exec(`SET LOCAL hnsw.iterative_scan = relaxed_order;
@@ -465,6 +534,7 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   if (o.mode === 'vector' && !ctx.embedder) {
     throw new MemoryError('MODEL_UNAVAILABLE', 'Vector search needs an embedder; this memory has none')
   }
+  await ctx.beforeRead()
   const embedder = o.mode === 'keyword' ? null : ctx.embedder
   const vector = embedder
     ? { value: await embedQuery(embedder, text), model: embedder.id, dims: embedder.dims }
@@ -502,3 +572,6 @@ export function createSearch(ctx: EngineContext) {
 }
 
 export type { Channel }
+
+/** @internal */
+export const keywordStatsForTest = keywordStats

@@ -2,6 +2,7 @@ import type { Db } from '../db.ts'
 import { base } from './0001-base.ts'
 import { memories } from './0002-memories.ts'
 import { privacy } from './0003-privacy.ts'
+import { keywordStats } from './0004-keyword-stats.ts'
 
 export interface Migration {
   version: number
@@ -14,6 +15,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'base', sql: base },
   { version: 2, name: 'memories', sql: memories },
   { version: 3, name: 'privacy', sql: privacy },
+  { version: 4, name: 'keyword-stats', sql: keywordStats },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0

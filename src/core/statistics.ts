@@ -1,0 +1,149 @@
+import type { Db } from './db.ts'
+
+/**
+ * The tables whose planner statistics search, context and graph reads depend on. Postgres
+ * picks join orders and indexes from these (row counts, common values, null fractions).
+ */
+export const ANALYZED_TABLES = [
+  'events',
+  'chunks',
+  'edges',
+  'doc_versions',
+  'documents',
+  'memories',
+  'relations',
+  'memory_contexts',
+  'kv',
+  'nodes',
+] as const
+
+/** Rows changed before a refresh is considered, however small the memory. */
+export const MIN_REFRESH_ROWS = 500
+/** …and the share of the memory's chunks that must have changed since the last refresh. */
+const CHANGED_SHARE = 0.1
+
+export interface StatisticsOptions {
+  /** 'auto' refreshes in the background after writes; 'manual' only on `refreshStatistics()`. */
+  mode: 'auto' | 'manual'
+  /** Reports a failed background refresh (it is retried after the next writes). */
+  onError?: (error: unknown) => void
+}
+
+/**
+ * Keeps the query planner's statistics current. PGlite runs no autovacuum daemon, so a table
+ * is analysed only when someone asks: without statistics the planner takes a scope filter that
+ * matches every row for a selective one and walks thousands of rows in nested loops.
+ *
+ * Writes report how many rows they changed (`changed(n)`, no query); once the changes reach
+ * a tenth of the memory (and at least 500 rows) one `ANALYZE` of the engine's tables runs on
+ * the next macrotask, off the write's path. A memory opened from files that were never
+ * analysed (an older build, a fresh import) is analysed once shortly after opening.
+ */
+export function createStatistics(db: Db, options: StatisticsOptions) {
+  let pending = 0
+  /** Chunks at the last refresh; null until known. */
+  let baseline: number | null = null
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let running: Promise<void> | undefined
+  let stopped = false
+
+  const tables = async (): Promise<string[]> => {
+    const { rows } = await db.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_class c
+       WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND c.relname = ANY($1::text[])`,
+      [ANALYZED_TABLES],
+    )
+    return rows.map((r) => r.name)
+  }
+
+  async function refresh(): Promise<void> {
+    if (running) return running
+    const changedBefore = pending
+    running = (async () => {
+      const names = await tables()
+      // One statement, so a concurrent search waits for all of it or none.
+      await db.exec(`ANALYZE ${names.map((n) => `"${n}"`).join(', ')}`)
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = 'chunks'::regclass`,
+      )
+      baseline = rows[0]?.n ?? 0
+      pending = Math.max(0, pending - changedBefore)
+    })().finally(() => {
+      running = undefined
+    })
+    return running
+  }
+
+  function due(): boolean {
+    if (baseline === null) return pending > 0
+    return pending >= Math.max(MIN_REFRESH_ROWS, baseline * CHANGED_SHARE)
+  }
+
+  function schedule(): void {
+    if (options.mode !== 'auto' || stopped || timer || running) return
+    timer = setTimeout(() => {
+      timer = undefined
+      if (stopped) return
+      refresh().then(
+        () => {
+          if (due()) schedule()
+        },
+        (error: unknown) => options.onError?.(error),
+      )
+    }, 0)
+  }
+
+  /** Reads what the files say: chunks never analysed while rows exist → refresh soon. */
+  async function start(): Promise<void> {
+    const { rows } = await db.query<{ tuples: number; pages: number }>(
+      `SELECT reltuples::float8 AS tuples, relpages::int AS pages FROM pg_class WHERE oid = 'chunks'::regclass`,
+    )
+    const row = rows[0]
+    if (!row) return
+    if (row.tuples >= 0) {
+      baseline = row.tuples
+      return
+    }
+    const { rows: any } = await db.query<{ some: boolean }>('SELECT EXISTS (SELECT 1 FROM chunks) AS some')
+    if (any[0]?.some) {
+      pending = Number.MAX_SAFE_INTEGER / 2
+      schedule()
+    } else {
+      baseline = 0
+    }
+  }
+
+  return {
+    start,
+    /** Called by writes with the rows they changed; cheap (no query). */
+    changed(rows: number): void {
+      if (!(rows > 0)) return
+      pending += rows
+      if (due()) schedule()
+    },
+    /** Refreshes now and waits for it (after a bulk load, before measuring). */
+    refresh,
+    /**
+     * Before a read that leans on the planner (search, context): refreshes first when a
+     * refresh is due but its timer has not had a turn (writes in a tight loop never yield to
+     * timers), so the read is planned on current statistics.
+     */
+    async beforeRead(): Promise<void> {
+      if (options.mode !== 'auto' || stopped) return
+      if (running) return running.catch(() => {})
+      if (!due()) return
+      if (timer) clearTimeout(timer)
+      timer = undefined
+      await refresh().catch((error: unknown) => options.onError?.(error))
+    },
+    /** Cancels a scheduled refresh and waits for one in flight (before closing the database). */
+    async stop(): Promise<void> {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      timer = undefined
+      await running?.catch(() => {})
+    },
+  }
+}
+
+export type Statistics = ReturnType<typeof createStatistics>
