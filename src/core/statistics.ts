@@ -116,7 +116,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
   return {
     start,
     /** Called by writes with the rows they changed; cheap (no query). */
-    changed(rows: number): void {
+    changed: (rows: number): void => {
       if (!(rows > 0)) return
       pending += rows
       if (due()) schedule()
@@ -128,7 +128,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
      * refresh is due but its timer has not had a turn (writes in a tight loop never yield to
      * timers), so the read is planned on current statistics.
      */
-    async beforeRead(): Promise<void> {
+    beforeRead: async (): Promise<void> => {
       if (options.mode !== 'auto' || stopped) return
       if (running) return running.catch(() => {})
       if (!due()) return
