@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest'
+import { createEngine } from '../../src/core/engine.ts'
+import { steppingClock } from '../support/clock.ts'
+import { openTestEngine } from '../support/engine.ts'
+import { openTestDb } from '../support/memory.ts'
+
+const say = (conversationId: string, text: string, extra: Record<string, unknown> = {}) => ({
+  kind: 'message' as const,
+  scope: { conversationId, userId: 'ann' },
+  actor: { type: 'human' as const, id: 'ann' },
+  content: { text },
+  ...extra,
+})
+
+interface Queryable {
+  query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>
+}
+
+/** The keyword statistics as kept by the triggers, and as counted afresh from the chunks. */
+async function statsAgree(db: Queryable): Promise<void> {
+  const kept = await db.query(`SELECT tenant_id, lexeme, sensitivity, df FROM term_stats ORDER BY 1, 2, 3`)
+  const counted = await db.query(
+    `SELECT c.tenant_id, u.lexeme, c.sensitivity, count(*)::int AS df
+     FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+  )
+  expect(kept.rows).toEqual(counted.rows)
+  const keptTotals = await db.query(`SELECT tenant_id, sensitivity, chunks::int, lexemes::int FROM chunk_stats ORDER BY 1, 2`)
+  const countedTotals = await db.query(
+    `SELECT tenant_id, sensitivity, count(*)::int AS chunks, sum(length(tsv))::int AS lexemes
+     FROM chunks GROUP BY 1, 2 ORDER BY 1, 2`,
+  )
+  expect(keptTotals.rows).toEqual(countedTotals.rows)
+}
+
+describe('keyword statistics', () => {
+  it('follow every write, forget and import, per tenant and sensitivity', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
+    const { db, engine } = t
+    await engine.record(say('c1', 'The login page fails when the password is empty'))
+    await engine.record(say('c1', 'Password rules: twelve characters', { sensitivity: 'high' }))
+    await engine.record({ ...say('c2', 'Deploy the login fix on Friday'), scope: { tenantId: 'acme', conversationId: 'c2' } })
+    await engine.recordTurn({
+      conversationId: 'c3',
+      user: 'Why is the login slow?',
+      agent: 'The session cache misses on every login.',
+      procedures: [{ tool: 'run_tests', args: { filter: 'login' }, output: 'PASS login.test.ts' }],
+    })
+    await statsAgree(db)
+    expect((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM term_stats`)).rows[0]?.n).toBeGreaterThan(10)
+
+    await engine.forget({ conversationId: 'c1' })
+    await statsAgree(db)
+
+    const file = await engine.exportFile()
+    await engine.importFile(file, { mode: 'replace' })
+    await statsAgree(db)
+    await engine.importFile(file, { mode: 'merge' })
+    await statsAgree(db)
+  })
+
+  it('are built for the chunks already there when a memory is migrated', async () => {
+    const db = await openTestDb()
+    try {
+      const engine = await createEngine({ db, indexing: 'manual' })
+      await engine.record(say('c1', 'Rotate the signing keys every quarter'))
+      await engine.stopIndexing()
+      // As a memory from before the statistics existed: empty tables, then the backfill again.
+      await db.exec(`DELETE FROM term_stats; DELETE FROM chunk_stats`)
+      const { keywordStats } = await import('../../src/core/schema/0004-keyword-stats.ts')
+      const backfill = keywordStats.slice(keywordStats.indexOf('INSERT INTO term_stats (tenant_id'))
+      await db.exec(backfill)
+      await statsAgree(db)
+    } finally {
+      await db.close()
+    }
+  })
+
+  it("refuse a change to a chunk's text, tenant or sensitivity", async () => {
+    await using t = await openTestEngine({ indexing: 'manual' })
+    await t.engine.record(say('c1', 'Rotate the signing keys every quarter'))
+    await expect(t.db.query(`UPDATE chunks SET text = 'something else'`)).rejects.toThrow(/fixed/)
+    await expect(t.db.query(`UPDATE chunks SET sensitivity = 'high'`)).rejects.toThrow(/fixed/)
+    await expect(t.db.query(`UPDATE chunks SET tenant_id = 'other'`)).rejects.toThrow(/fixed/)
+    await statsAgree(t.db)
+  })
+
+  it("give a reader the same scores whatever chunks it may not see hold", async () => {
+    const visible = ['The invoice export times out for large customers', 'Customers ask for invoice PDFs', 'The cache is warm']
+    const scores = async (withHidden: boolean) => {
+      await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
+      for (const text of visible) await t.engine.record(say('c1', text))
+      if (withHidden) {
+        for (let i = 0; i < 20; i++) await t.engine.record(say('c2', `invoice ${i} for the board`, { sensitivity: 'high' }))
+      }
+      const hits = await t.engine.search('invoice export', { channel: 'public', mode: 'keyword' })
+      return hits.map((h) => [h.text, h.explain.keyword?.score])
+    }
+    const alone = await scores(false)
+    expect(alone.length).toBeGreaterThanOrEqual(2)
+    expect(await scores(true)).toEqual(alone)
+  })
+})
+
+describe('keyword candidates', () => {
+  it('a rare term finds its chunk however many chunks hold the common one', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
+    const { engine } = t
+    await engine.record(say('old', 'The flaky migration test fails on Mondays'))
+    // 250 newer chunks with the common term: more than the 200 a term brings in on its own.
+    for (let i = 0; i < 250; i++) await engine.record(say(`c${i % 5}`, `The test run ${i} passed`))
+    const hits = await engine.search('flaky test', { mode: 'keyword', limit: 5 })
+    expect(hits[0]?.text).toBe('The flaky migration test fails on Mondays')
+    // The common term alone still finds chunks, newest first among equals.
+    const common = await engine.search('test', { mode: 'keyword', limit: 3 })
+    expect(common).toHaveLength(3)
+    expect(common.every((h) => h.explain.keyword !== null)).toBe(true)
+    // A chunk holding every term of the query is found even when each term is common.
+    await engine.record(say('old2', 'unrelated words only'))
+    const both = await engine.search('test passed', { mode: 'keyword', limit: 1 })
+    expect(both[0]?.text).toMatch(/^The test run \d+ passed$/)
+  })
+
+  it('a query of words no chunk holds, or of stop words only, finds nothing by keywords', async () => {
+    await using t = await openTestEngine({ indexing: 'manual' })
+    await t.engine.record(say('c1', 'Rotate the signing keys every quarter'))
+    expect(await t.engine.search('zebra', { mode: 'keyword' })).toEqual([])
+    expect(await t.engine.search('the and of', { mode: 'keyword' })).toEqual([])
+  })
+})
+
+describe('planner statistics', () => {
+  const analysed = async (db: Queryable) =>
+    (await db.query<{ n: number }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'chunks'::regclass`)).rows[0]?.n ?? -1
+
+  it('are refreshed once writes have changed enough of the memory, before the next search at the latest', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
+    expect(await analysed(t.db)).toBeLessThan(0)
+    for (let i = 0; i < 130; i++) {
+      await t.engine.recordTurn({ conversationId: `c${i % 7}`, user: `question ${i}`, agent: `answer ${i}` })
+    }
+    await t.engine.search('question')
+    expect(await analysed(t.db)).toBeGreaterThanOrEqual(260)
+  })
+
+  it("in 'manual' mode wait for refreshStatistics()", async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', statistics: 'manual' })
+    for (let i = 0; i < 130; i++) {
+      await t.engine.recordTurn({ conversationId: `c${i % 7}`, user: `question ${i}`, agent: `answer ${i}` })
+    }
+    await t.engine.search('question')
+    expect(await analysed(t.db)).toBeLessThan(0)
+    await t.engine.refreshStatistics()
+    expect(await analysed(t.db)).toBeGreaterThanOrEqual(260)
+  })
+
+  it('a memory opened from files never analysed is analysed soon after opening', async () => {
+    const db = await openTestDb()
+    try {
+      const first = await createEngine({ db, indexing: 'manual', statistics: 'manual' })
+      for (let i = 0; i < 20; i++) await first.record(say('c1', `note ${i}`))
+      await first.stopIndexing()
+      expect(await analysed(db)).toBeLessThan(0)
+      const second = await createEngine({ db, indexing: 'manual' })
+      await second.search('note')
+      expect(await analysed(db)).toBe(20)
+      await second.stopIndexing()
+    } finally {
+      await db.close()
+    }
+  })
+})
