@@ -18,8 +18,6 @@ export type SearchMode = (typeof SEARCH_MODES)[number]
 export const MAX_SEARCH_LIMIT = 200
 /** The most chunks a search ranks from each of its two lists. */
 export const MAX_CANDIDATES = 2000
-/** The events at the head of each list whose neighbouring turns share their score. */
-export const NEIGHBOUR_SOURCES = 100
 /** The most query terms the keyword list looks up (the rarest are kept). */
 export const MAX_QUERY_TERMS = 24
 
@@ -230,14 +228,12 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const vectorOn = o.mode !== 'keyword' && plan.vector !== null
   const candidates = `${p.add(plan.candidates)}::int`
   const neighbour = `${p.add(s.neighbour)}::float8`
-  // Only the best of each list lend to their neighbours: a share of a weak score moves nothing.
-  const sources = `${p.add(NEIGHBOUR_SOURCES)}::int`
 
   // Spreads a per-event score to the events just before and after it in its conversation
   // (by time, then insertion order), keeping only neighbours the reader may see.
   const neighbours = (name: string, from: string) => `${name} AS MATERIALIZED (
       SELECT nb.id, ${neighbour} * f.score AS score
-      FROM (SELECT * FROM ${from} ORDER BY score DESC, event_id LIMIT ${sources}) f
+      FROM ${from} f
       JOIN events e0 ON e0.id = f.event_id
       CROSS JOIN LATERAL (
         (SELECT x.id FROM events x
