@@ -50,6 +50,12 @@ const SECTION_TITLES: Record<SectionName, string> = {
 
 /** The most events `buildContext` retrieves by search before packing. */
 export const MAX_RETRIEVED = 200
+/**
+ * The fewest tokens a retrieved turn takes once rendered (its header line, question and
+ * reply): the evidence section's cap over this is the most hits that could fit, so search
+ * asks for no more than that (at least 20, at most MAX_RETRIEVED).
+ */
+export const MIN_TOKENS_PER_HIT = 50
 /** The most other conversations' turns one document of the current conversation brings in. */
 export const DOCUMENT_FAN_OUT = 5
 /** Search score given to a past turn found only because it touched a document the current conversation touches. */
@@ -268,9 +274,9 @@ export function createContext(ctx: EngineContext) {
     return lines.join('\n')
   }
 
-  async function retrieved(i: Input, now: Date, omissions: ContextOmission[]) {
+  async function retrieved(i: Input, now: Date, omissions: ContextOmission[], evidenceCap: number) {
     const plan = await planSearch(ctx, i.query, {
-      limit: MAX_RETRIEVED,
+      limit: Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidenceCap / MIN_TOKENS_PER_HIT))),
       scope: {
         tenantId: i.tenantId,
         ...(i.userId ? { userId: i.userId } : {}),
@@ -618,7 +624,7 @@ export function createContext(ctx: EngineContext) {
           [i.query],
         ),
       ])
-      const evidence = i.retrieval ? await retrieved(i, now, omissions) : { candidates: [], poolSize: 0, scored: 0 }
+      const evidence = i.retrieval ? await retrieved(i, now, omissions, cap.retrieved_evidence) : { candidates: [], poolSize: 0, scored: 0 }
       if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
 
       const candidatesBySection: Record<SectionName, Candidate[]> = {

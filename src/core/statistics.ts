@@ -35,8 +35,9 @@ export interface StatisticsOptions {
  * matches every row for a selective one and walks thousands of rows in nested loops.
  *
  * Writes report how many rows they changed (`changed(n)`, no query); once the changes reach
- * a tenth of the memory (and at least 500 rows) one `ANALYZE` of the engine's tables runs on
- * the next macrotask, off the write's path. A memory opened from files that were never
+ * a tenth of the memory (and at least 500 rows) one `ANALYZE` of the engine's tables, then a
+ * `CHECKPOINT` (PGlite has no checkpointer either, so the write-ahead log would only grow), runs
+ * on the next macrotask, off the write's path. A memory opened from files that were never
  * analysed (an older build, a fresh import) is analysed once shortly after opening.
  */
 export function createStatistics(db: Db, options: StatisticsOptions) {
@@ -63,6 +64,8 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       const names = await tables()
       // One statement, so a concurrent search waits for all of it or none.
       await db.exec(`ANALYZE ${names.map((n) => `"${n}"`).join(', ')}`)
+      // No checkpointer runs in PGlite: without this the write-ahead log only grows.
+      await db.exec('CHECKPOINT')
       const { rows } = await db.query<{ n: number }>(
         `SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = 'chunks'::regclass`,
       )

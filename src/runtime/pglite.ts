@@ -9,12 +9,22 @@ export interface OpenPGliteOptions {
   loadDataDir?: Blob
 }
 
+/**
+ * Write-ahead log bounds. PGlite runs Postgres in single-user mode, with no checkpointer: WAL
+ * segments pile up (160 MB after 1,000 turns and their vectors) until a `CHECKPOINT`, and
+ * the data directory — what OPFS or IndexedDB stores and a boot reads — carries them all.
+ * The engine checkpoints after each statistics refresh; these bounds make that checkpoint
+ * recycle the old segments down to a few.
+ */
+export const WAL_SETTINGS = ['max_wal_size=64MB', 'min_wal_size=32MB'] as const
+
 /** PGlite with the extensions Engram needs, in Node or in a worker. */
 export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
   return PGlite.create({
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
     extensions: { vector },
+    startParams: [...PGlite.defaultStartParams, ...WAL_SETTINGS.flatMap((s) => ['-c', s])],
   })
 }
 

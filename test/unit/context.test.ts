@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { ContextBundle } from '../../src/core/context.ts'
+import { type ContextBundle, MAX_RETRIEVED, MIN_TOKENS_PER_HIT } from '../../src/core/context.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { estimateTokens } from '../../src/core/tokens.ts'
 import { DAY, testClock } from '../support/clock.ts'
@@ -264,12 +264,15 @@ describe('buildContext: acceptance scenarios', () => {
     }
     const bundle = await memory.buildContext({ ...scope, query: 'invoice parsing currency', conversationId: 'new', maxTokens: 3000 })
     expect(bundle.provenance.poolSize).toBe(260)
-    expect(bundle.provenance.scored).toBe(200)
     const evidence = section(bundle, 'retrieved_evidence')
+    // Search is asked for as many hits as could fit the section: its cap over the smallest turn.
+    const asked = Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidence.capTokens / MIN_TOKENS_PER_HIT)))
+    expect(asked).toBe(26)
+    expect(bundle.provenance.scored).toBe(asked)
     expect(evidence.items.length).toBeGreaterThan(0)
     expect(evidence.usedTokens).toBeLessThanOrEqual(evidence.capTokens)
     expect(bundle.tokenUsedEst).toBeLessThanOrEqual(3000)
-    expect(bundle.omissions.filter((o) => o.reason === 'over_section_cap').length).toBe(200 - evidence.items.length)
+    expect(bundle.omissions.filter((o) => o.reason === 'over_section_cap').length).toBe(asked - evidence.items.length)
   })
 
   it('derived vectors can be dropped and rebuilt: the bundle comes back identical', async () => {

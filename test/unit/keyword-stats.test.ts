@@ -140,6 +140,10 @@ describe('planner statistics', () => {
     }
     await t.engine.search('question')
     expect(await analysed(t.db)).toBeGreaterThanOrEqual(260)
+    // …and the write-ahead log is checkpointed with them, so it does not grow without end.
+    const wal = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_ls_waldir()`)
+    expect(wal.rows[0]?.n).toBeLessThanOrEqual(4)
+    expect((await t.db.query<{ max_wal_size: string }>(`SHOW max_wal_size`)).rows[0]?.max_wal_size).toBe('64MB')
   })
 
   it("in 'manual' mode wait for refreshStatistics()", async () => {
