@@ -545,7 +545,8 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
     scoring,
     vector,
     now: o.asOf === undefined ? ctx.now() : toDate(o.asOf),
-    candidates: Math.min(MAX_CANDIDATES, Math.max(200, o.limit * 10)),
+    // Each list is ranked three times as deep as the hits asked for, and never shallower than 200.
+    candidates: Math.min(MAX_CANDIDATES, Math.max(200, o.limit * 3)),
   }
 }
 
