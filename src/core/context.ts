@@ -216,7 +216,7 @@ export function createContext(ctx: EngineContext) {
          SELECT h.id AS hit_id,
                 coalesce((SELECT m.src FROM edges m WHERE m.dst = h.id AND m.rel = (SELECT id FROM msg)
                           AND m.tenant_id = $2 ORDER BY m.id LIMIT 1),
-                         CASE WHEN EXISTS (SELECT 1 FROM edges m WHERE m.src = h.id AND m.rel = (SELECT id FROM msg))
+                         CASE WHEN (SELECT 1 FROM edges m WHERE m.src = h.id AND m.rel = (SELECT id FROM msg) LIMIT 1) = 1
                               THEN h.id END) AS user_event_id
          FROM hit h
        ), turn2 AS (
@@ -225,8 +225,11 @@ export function createContext(ctx: EngineContext) {
                           ORDER BY m.id LIMIT 1), t.hit_id) AS reply_event_id
          FROM turn t
        )
-       SELECT t.hit_id, t.user_event_id, u.content ->> 'text' AS user_text, t.reply_event_id,
-              CASE WHEN t.user_event_id IS NULL THEN NULL ELSE r.content ->> 'text' END AS reply_text,
+       SELECT t.hit_id, t.user_event_id,
+              (SELECT u.content ->> 'text' FROM events u WHERE u.id = t.user_event_id) AS user_text,
+              t.reply_event_id,
+              CASE WHEN t.user_event_id IS NULL THEN NULL
+                   ELSE (SELECT r.content ->> 'text' FROM events r WHERE r.id = t.reply_event_id) END AS reply_text,
               (SELECT jsonb_agg(jsonb_build_object(
                         'tool', rel.name, 'args', coalesce(p.props -> 'args', '{}'::jsonb), 'version_id', v.id,
                         'key', d.canonical_key, 'version', v.version,
@@ -239,11 +242,10 @@ export function createContext(ctx: EngineContext) {
                LEFT JOIN documents d ON d.id = v.document_id
                WHERE t.user_event_id IS NOT NULL AND p.src = t.reply_event_id AND ${edgeVisibleAt('$3', 'p')}
               ) AS procedures,
-              CASE WHEN (h.content ->> 'truncated')::boolean THEN h.content ->> 'artifactId' END AS truncated_artifact
-       FROM turn2 t
-       JOIN events h ON h.id = t.hit_id
-       LEFT JOIN events u ON u.id = t.user_event_id
-       LEFT JOIN events r ON r.id = t.reply_event_id`,
+              (SELECT CASE WHEN (h.content ->> 'truncated')::boolean THEN h.content ->> 'artifactId' END
+               FROM events h WHERE h.id = t.hit_id) AS truncated_artifact
+       -- One index lookup per hit (scalar subqueries): a hash join would read every event.
+       FROM turn2 t`,
       [eventIds, tenantId, asOf],
     )
     return new Map(rows.map((r) => [r.hit_id, r]))
