@@ -56,6 +56,11 @@ describe('keyword statistics', () => {
     await statsAgree(db)
     await engine.importFile(file, { mode: 'merge' })
     await statsAgree(db)
+    // Import gathers GIN entries in the pending list, then merges it and turns it off again.
+    const gin = await db.query<{ options: string[] | null }>(`SELECT reloptions AS options FROM pg_class WHERE relname = 'chunks_tsv'`)
+    expect(gin.rows[0]?.options).toEqual(['fastupdate=off'])
+    const found = await engine.search('login', { mode: 'keyword' })
+    expect(found.length).toBeGreaterThan(0)
   })
 
   it('are built for the chunks already there when a memory is migrated', async () => {
