@@ -455,8 +455,7 @@ export function createPortable(
           }
           // Rebuilding every chunk and then writing its vector puts each chunk's terms into the
           // GIN index twice (an UPDATE of the vector is not a heap-only update). Gathered in the
-          // index's pending list and merged once instead (39 s → 27 s for 10,000 events in a
-          // scratch run; the standard `npm run bench` import_ms did not move measurably).
+          // index's pending list and merged once instead.
           await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = on)`)
           await rebuildDerived(tx)
           for (let i = 0; i < vectors.length; i += BATCH_ROWS) {
