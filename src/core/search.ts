@@ -574,5 +574,3 @@ export function createSearch(ctx: EngineContext) {
 
 export type { Channel }
 
-/** @internal */
-export const keywordStatsForTest = keywordStats

@@ -98,8 +98,8 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
 
   /** Reads what the files say: chunks never analysed while rows exist → refresh soon. */
   async function start(): Promise<void> {
-    const { rows } = await db.query<{ tuples: number; pages: number }>(
-      `SELECT reltuples::float8 AS tuples, relpages::int AS pages FROM pg_class WHERE oid = 'chunks'::regclass`,
+    const { rows } = await db.query<{ tuples: number }>(
+      `SELECT reltuples::float8 AS tuples FROM pg_class WHERE oid = 'chunks'::regclass`,
     )
     const row = rows[0]
     if (!row) return

@@ -3,14 +3,7 @@ import { createEngine } from '../../src/core/engine.ts'
 import { steppingClock } from '../support/clock.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestDb } from '../support/memory.ts'
-
-const say = (conversationId: string, text: string, extra: Record<string, unknown> = {}) => ({
-  kind: 'message' as const,
-  scope: { conversationId, userId: 'ann' },
-  actor: { type: 'human' as const, id: 'ann' },
-  content: { text },
-  ...extra,
-})
+import { say } from '../support/events.ts'
 
 interface Queryable {
   query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>

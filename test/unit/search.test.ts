@@ -4,14 +4,7 @@ import { testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
-
-const say = (conversationId: string, text: string, extra: Record<string, unknown> = {}) => ({
-  kind: 'message' as const,
-  scope: { conversationId, userId: 'ann' },
-  actor: { type: 'human' as const, id: 'ann' },
-  content: { text },
-  ...extra,
-})
+import { say } from '../support/events.ts'
 
 describe('search', () => {
   it('finds events by keywords before anything is embedded, with the keyword part explained', async () => {
