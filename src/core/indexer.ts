@@ -2,6 +2,7 @@ import type { Db, QueryOptions } from './db.ts'
 import type { Embedder } from './embedder.ts'
 import type { EngineContext } from './engine.ts'
 import { type ErrorCode, MemoryError } from './errors.ts'
+import { BULK_VECTOR_ROWS, buildVectorIndexes, dropVectorIndexes } from './search.ts'
 import { parseInput, z } from './validate.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../embed/vectors.ts'
 
@@ -215,18 +216,40 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     return rows.length
   }
 
+  /**
+   * After a full first batch: when at least `BULK_VECTOR_ROWS` chunks wait and no fewer are
+   * already indexed, the HNSW index is dropped now and built once at the end of the run.
+   */
+  async function startBulk(model: string): Promise<string[]> {
+    const { rows } = await db.query<{ pending: number; indexed: number }>(
+      `SELECT (SELECT count(*) FROM chunks WHERE embedding IS NULL OR embed_model IS DISTINCT FROM $1::text)::int AS pending,
+              (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL)::int AS indexed`,
+      [model],
+    )
+    const pending = rows[0]?.pending ?? 0
+    if (pending < BULK_VECTOR_ROWS || pending < (rows[0]?.indexed ?? 0)) return []
+    return dropVectorIndexes(db)
+  }
+
   /** Batches until nothing is left and no write came in meanwhile. */
   async function run(): Promise<MemoryError | undefined> {
     const embedder = ctx.embedder
     if (!embedder) return undefined
+    let dropped: string[] | undefined
     try {
       await publish(true)
       for (;;) {
         dirty = false
         const n = await indexBatch(embedder)
         if (stopped) return undefined
+        if (dropped === undefined && n > 0) dropped = n === batchSize ? await startBulk(embedder.id) : []
         if (n > 0 && lastError && embedderState === 'ready') lastError = undefined
-        if (n === 0 && !dirty) return undefined
+        if (n === 0 && !dirty) {
+          const definitions = dropped ?? []
+          dropped = undefined
+          if (definitions.length > 0) await db.transaction((tx) => buildVectorIndexes(tx, definitions))
+          return undefined
+        }
         if (progressListeners.size > 0) {
           const s = await status(true)
           // The last batch is announced by the end of the run (running: false).
@@ -240,6 +263,15 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       const error = toMemoryError(cause, 'MODEL_UNAVAILABLE', `Indexing with "${embedder.id}" failed`)
       fail(error)
       return error
+    } finally {
+      // Stopped or failed halfway through a bulk run: build what is there now. (A stop
+      // before closing leaves it to the next open, which creates a missing index.)
+      if (dropped && dropped.length > 0 && !stopped) {
+        const definitions = dropped
+        await db.transaction((tx) => buildVectorIndexes(tx, definitions)).catch((cause: unknown) => {
+          fail(toMemoryError(cause, 'MODEL_UNAVAILABLE', 'Building the vector index failed'))
+        })
+      }
     }
   }
 

@@ -2,6 +2,7 @@ import type { EngineContext } from './engine.ts'
 import type { Queryable } from './db.ts'
 import { MemoryError } from './errors.ts'
 import { sha256Hex } from './hash.ts'
+import { BULK_VECTOR_ROWS, buildVectorIndexes, dropVectorIndexes } from './search.ts'
 import { parseInput, z } from './validate.ts'
 
 /**
@@ -458,6 +459,15 @@ export function createPortable(
           // index's pending list and merged once instead.
           await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = on)`)
           await rebuildDerived(tx)
+          // Many vectors: build the HNSW index once instead of inserting them one by one.
+          let dropped: string[] = []
+          if (vectors.length >= BULK_VECTOR_ROWS) {
+            const { rows: counts } = await tx.query<{ open: number; indexed: number }>(
+              `SELECT count(*) FILTER (WHERE embedding IS NULL)::int AS open, count(embedding)::int AS indexed FROM chunks`,
+            )
+            const incoming = Math.min(vectors.length, counts[0]?.open ?? 0)
+            if (incoming >= BULK_VECTOR_ROWS && incoming >= (counts[0]?.indexed ?? 0)) dropped = await dropVectorIndexes(tx)
+          }
           for (let i = 0; i < vectors.length; i += BATCH_ROWS) {
             const batch = vectors.slice(i, i + BATCH_ROWS).map((v) => ({ ...v, v: vectorFromBase64(v.v) }))
             const result = await tx.query(
@@ -471,6 +481,7 @@ export function createPortable(
           // Searches must not scan a pending list: merge it and write straight to the index again.
           await tx.query(`SELECT gin_clean_pending_list('chunks_tsv'::regclass)`)
           await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = off)`)
+          await buildVectorIndexes(tx, dropped)
         })
       } catch (error) {
         if (error instanceof MemoryError) throw error

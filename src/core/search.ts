@@ -142,6 +142,40 @@ export async function ensureVectorIndex(db: Queryable, dims: number): Promise<vo
   )
 }
 
+/**
+ * Vectors written in one go from which the HNSW index is dropped and built again afterwards:
+ * a build is about 4× faster than inserting the same vectors one by one (10,000 vectors:
+ * 10,000 vectors: 14 s against 62 s, `N=10000 node bench/run.mjs bench/vector-bulk.ts`), and the gap grows with size.
+ */
+export const BULK_VECTOR_ROWS = 1000
+
+/** Memory an index build may use; the graph of 100,000 384-d vectors fits (the WASM heap is 2 GiB). */
+const INDEX_BUILD_MEMORY = '512MB'
+
+/**
+ * Drops the chunks' HNSW indexes before a bulk vector write and returns their definitions
+ * for `buildVectorIndexes`. Meanwhile vector search is exact (a scan), never wrong. An
+ * engine opened on a memory whose build never happened creates the index again.
+ */
+export async function dropVectorIndexes(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ name: string; definition: string }>(
+    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+     WHERE schemaname = current_schema() AND tablename = 'chunks' AND indexdef LIKE '% USING hnsw %'
+     ORDER BY indexname`,
+  )
+  for (const r of rows) await db.exec(`DROP INDEX IF EXISTS "${r.name.replaceAll('"', '""')}"`)
+  return rows.map((r) => r.definition)
+}
+
+/** Builds indexes dropped by `dropVectorIndexes`, inside the caller's transaction. */
+export async function buildVectorIndexes(tx: Queryable, definitions: readonly string[]): Promise<void> {
+  if (definitions.length === 0) return
+  await tx.exec(`SET LOCAL maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`)
+  for (const definition of definitions) {
+    await tx.exec(definition.replace(/^CREATE INDEX /, 'CREATE INDEX IF NOT EXISTS '))
+  }
+}
+
 interface HitRow {
   event_id: string
   chunk_id: string

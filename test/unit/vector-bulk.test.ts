@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest'
+import type { Queryable } from '../../src/core/db.ts'
+import type { Embedder } from '../../src/core/embedder.ts'
+import { createEngine, type Engine } from '../../src/core/engine.ts'
+import { BULK_VECTOR_ROWS } from '../../src/core/search.ts'
+import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
+import { openTestEngine } from '../support/engine.ts'
+
+const INDEX = 'chunks_embedding_hnsw_384'
+
+/** A distinct text per number: its own token and eight words drawn from 397. */
+const TEXT = `(SELECT 'n' || g || ' ' || string_agg('w' || ((g * 7919 + i * g * 104729 + i * 31) % 397), ' ') FROM generate_series(1, 8) i)`
+
+/** `n` message events with one chunk each, written in two statements (the write path is not under test). */
+async function seedChunks(db: Queryable, n: number, from = 0) {
+  await db.query(
+    `INSERT INTO events (id, kind, conversation_id, actor_type, actor_id, content, created_at)
+     SELECT 'ev' || g, 'message', 'c' || (g % 7), 'human', 'u1', jsonb_build_object('text', ${TEXT}),
+            timestamptz '2026-01-01' + g * interval '1 minute'
+     FROM generate_series($1::int, $2::int) g`,
+    [from, from + n - 1],
+  )
+  await db.query(
+    `INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, conversation_id, kind, channel, sensitivity, created_at)
+     SELECT 'ch' || g, 'ev' || g, 0, ${TEXT}, 5, 'default', 'c' || (g % 7), 'message', 'private', 'none',
+            timestamptz '2026-01-01' + g * interval '1 minute'
+     FROM generate_series($1::int, $2::int) g`,
+    [from, from + n - 1],
+  )
+}
+
+async function indexOid(db: Queryable): Promise<number | null> {
+  const { rows } = await db.query<{ oid: number }>(`SELECT to_regclass($1)::oid::int AS oid`, [INDEX])
+  return rows[0]?.oid ?? null
+}
+
+/** The hash embedder, noting after each call whether the HNSW index existed meanwhile. */
+function watching(at: { db?: Queryable }) {
+  const inner = createHashEmbedder()
+  const seen: boolean[] = []
+  const embedder: Embedder = {
+    id: inner.id,
+    dims: inner.dims,
+    async embed(texts) {
+      if (!at.db) throw new Error('no database to watch')
+      seen.push((await indexOid(at.db)) !== null)
+      return inner.embed(texts)
+    },
+  }
+  return { embedder, seen }
+}
+
+/** The planner's plan for the vector query search runs, with scans that avoid the index priced out. */
+async function vectorPlan(db: Queryable): Promise<string> {
+  const [probe] = await createHashEmbedder().embed(['n5 w1 w2'])
+  await db.exec('SET enable_seqscan = off')
+  try {
+    const { rows } = await db.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN SELECT id FROM chunks WHERE vector_dims(embedding) = 384
+       ORDER BY embedding::vector(384) <=> $1::vector(384) LIMIT 5`,
+      [`[${[...probe!].join(',')}]`],
+    )
+    return rows.map((r) => r['QUERY PLAN']).join('\n')
+  } finally {
+    await db.exec('RESET enable_seqscan')
+  }
+}
+
+/** The rebuilt index serves search: a chunk's own text is its nearest neighbour (vector rank 1, distance 0). */
+async function expectOwnNeighbour(engine: Engine, db: Queryable) {
+  const { rows } = await db.query<{ text: string }>(`SELECT text FROM chunks WHERE source_id = 'ev517'`)
+  const hits = await engine.search(rows[0]?.text ?? '', { mode: 'vector', limit: 10 })
+  const own = hits.find((h) => h.eventId === 'ev517')
+  expect(own?.explain.vector?.rank).toBe(1)
+  expect(own?.explain.vector?.distance).toBeCloseTo(0, 5)
+}
+
+describe('bulk vector index builds', () => {
+  it(`a fill of ≥ ${BULK_VECTOR_ROWS} vectors drops the HNSW index after the first batch and builds it once at the end`, async () => {
+    const at: { db?: Queryable } = {}
+    const watch = watching(at)
+    await using t = await openTestEngine({ embedder: watch.embedder, indexing: 'manual' })
+    at.db = t.db
+    const before = await indexOid(t.db)
+    expect(before).not.toBeNull()
+    await seedChunks(t.db, BULK_VECTOR_ROWS + 100)
+
+    const status = await t.engine.indexNow()
+    expect(status.pending).toBe(0)
+    expect(watch.seen[0]).toBe(true)
+    expect(watch.seen.slice(1).every((present) => !present)).toBe(true)
+    const after = await indexOid(t.db)
+    expect(after).not.toBeNull()
+    expect(after).not.toBe(before)
+    expect(await vectorPlan(t.db)).toContain(INDEX)
+    await expectOwnNeighbour(t.engine, t.db)
+  })
+
+  it('a small fill, or one smaller than what is already indexed, inserts into the index as it goes', async () => {
+    const at: { db?: Queryable } = {}
+    const watch = watching(at)
+    await using t = await openTestEngine({ embedder: watch.embedder, indexing: 'manual' })
+    at.db = t.db
+    const before = await indexOid(t.db)
+    await seedChunks(t.db, 100)
+    await t.engine.indexNow()
+    expect(watch.seen.every(Boolean)).toBe(true)
+    expect(await indexOid(t.db)).toBe(before)
+  })
+
+  it('an engine opened where a bulk build never finished creates the index again', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    await t.db.exec(`DROP INDEX ${INDEX}`)
+    await t.engine.stopIndexing()
+    await createEngine({ db: t.db, embedder: createHashEmbedder(), indexing: 'manual' })
+    expect(await indexOid(t.db)).not.toBeNull()
+  })
+
+  it(`an import restoring ≥ ${BULK_VECTOR_ROWS} vectors builds the index once, in its transaction; a small one inserts`, async () => {
+    await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    await seedChunks(source.db, BULK_VECTOR_ROWS + 50)
+    await source.engine.indexNow()
+    const file = await source.engine.exportFile()
+
+    await using target = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    const before = await indexOid(target.db)
+    const report = await target.engine.importFile(file, { mode: 'replace' })
+    expect(report.vectorsRestored).toBe(BULK_VECTOR_ROWS + 50)
+    const after = await indexOid(target.db)
+    expect(after).not.toBeNull()
+    expect(after).not.toBe(before)
+    expect(await vectorPlan(target.db)).toContain(INDEX)
+    expect((await target.engine.indexing()).pending).toBe(0)
+    await expectOwnNeighbour(target.engine, target.db)
+
+    // Merging the same file again restores nothing new: the index is left alone.
+    const again = await target.engine.importFile(file)
+    expect(again.vectorsRestored).toBe(0)
+    expect(await indexOid(target.db)).toBe(after)
+  })
+
+  it('a failed import leaves the index as it was (the drop is undone with the transaction)', async () => {
+    await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    await seedChunks(source.db, BULK_VECTOR_ROWS + 50)
+    await source.engine.indexNow()
+    const file = await source.engine.exportFile()
+
+    await using target = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    const before = await indexOid(target.db)
+    // A trigger that fails the import's last step (the index build runs after every row).
+    await target.db.exec(`CREATE FUNCTION fail_build() RETURNS event_trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'no index builds today'; END $$;
+      CREATE EVENT TRIGGER no_builds ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION fail_build()`)
+    await expect(target.engine.importFile(file, { mode: 'replace' })).rejects.toThrow()
+    await target.db.exec('DROP EVENT TRIGGER no_builds')
+    expect(await indexOid(target.db)).toBe(before)
+    const { rows } = await target.db.query<{ n: number }>('SELECT count(*)::int AS n FROM chunks')
+    expect(rows[0]?.n).toBe(0)
+  })
+})
