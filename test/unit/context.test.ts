@@ -228,6 +228,35 @@ describe('buildContext: acceptance scenarios', () => {
       }
   })
 
+  it('the fast sections (tasks, decisions, handoff notes) can each be read by an index of their own events', async () => {
+    await using t = await openTestEngine({ now: testClock().now })
+    const at = { ...scope, conversationId: 's1' }
+    const agent = { type: 'agent', id: 'coder' } as const
+    await t.engine.record({ kind: 'task_update', scope: at, actor: agent, content: { taskId: 'T1', status: 'open', text: 'Parse EUR invoices' } })
+    await t.engine.record({ kind: 'decision', scope: at, actor: agent, content: { decision: 'Amounts are stored in cents' } })
+    await t.engine.record({ kind: 'message', scope: at, actor: agent, tags: ['handoff'], content: { text: 'Parser half done', to: 'reviewer' } })
+    const scans = async () => {
+      await t.db.query('SELECT pg_stat_force_next_flush()')
+      const { rows } = await t.db.query<{ name: string; scans: number }>(
+        `SELECT indexrelname AS name, idx_scan::int AS scans FROM pg_stat_user_indexes
+         WHERE indexrelname IN ('events_task_updates', 'events_decisions', 'events_handoffs') ORDER BY 1`,
+      )
+      return Object.fromEntries(rows.map((r) => [r.name, r.scans]))
+    }
+    const before = await scans()
+    // In a memory this small a scan is cheaper; priced out, the planner shows the index fits the query.
+    await t.db.exec('SET enable_seqscan = off')
+    const bundle = await t.engine.buildContext({ ...scope, agentId: 'reviewer', query: 'continue', conversationId: 's2', retrieval: false })
+    await t.db.exec('RESET enable_seqscan')
+    const after = await scans()
+    for (const name of ['events_decisions', 'events_handoffs', 'events_task_updates']) {
+      expect(after[name], name).toBeGreaterThan(before[name] ?? 0)
+    }
+    expect(section(bundle, 'task_state').items).toHaveLength(1)
+    expect(section(bundle, 'decision_ledger').items).toHaveLength(1)
+    expect(section(bundle, 'handoff_packet').items).toHaveLength(1)
+  })
+
   it('the fast path skips retrieval and keeps the recent window within its cap', async () => {
     const clock = testClock()
     await using memory = await openTestMemory({ now: clock.now })

@@ -1,0 +1,11 @@
+/**
+ * The context bundle's fast sections (open tasks, decisions, handoff notes) read a few kinds
+ * of event out of every event; without an index each read scanned the whole log (about 30 ms
+ * apiece at 100,000 events). Partial indexes hold only those rows, so the write path pays
+ * nothing for the events that are none of them.
+ */
+export const sectionIndexes = `
+CREATE INDEX events_task_updates ON events (tenant_id, created_at) WHERE kind = 'task_update';
+CREATE INDEX events_decisions ON events (tenant_id, created_at) WHERE kind = 'decision';
+CREATE INDEX events_handoffs ON events (tenant_id, created_at) WHERE 'handoff' = ANY(tags);
+`
