@@ -66,6 +66,14 @@ interface PendingRow {
   hash: string | null
 }
 
+/**
+ * Chunks with a vector of another model than `$1` (all of them when `$1` is null), written so
+ * the `chunks_embed_model` index can find them: a scan of every chunk per batch would make
+ * indexing slower the larger the memory.
+ */
+const otherModel = (c = 'chunks') =>
+  `${c}.embedding IS NOT NULL AND ($1::text IS NULL OR ${c}.embed_model < $1::text OR ${c}.embed_model > $1::text OR ${c}.embed_model IS NULL)`
+
 /** Yields to the event loop so a query that arrived during a batch runs before the next one. */
 function macrotask(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0))
@@ -136,13 +144,21 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
 
   async function status(running = current !== undefined): Promise<IndexStatus> {
     const model = ctx.embedder?.id ?? null
+    // Chunks are counted by what waits (two index scans) against the kept total: the cost
+    // follows the backlog, not the size of the memory.
     const { rows } = await db.query<{ done: number; pending: number }>(
-      `SELECT (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL AND embed_model = $1::text)
+      `WITH waiting AS (
+         SELECT (SELECT count(*) FROM chunks WHERE embedding IS NULL)
+              + (SELECT count(*) FROM chunks WHERE ${otherModel()}) AS chunks,
+                (SELECT coalesce(sum(chunks), 0) FROM chunk_stats) AS total
+       )
+       SELECT w.total - w.chunks
             + (SELECT count(*) FROM memories
                WHERE status = 'active' AND vector IS NOT NULL AND embed_model = $1::text) AS done,
-              (SELECT count(*) FROM chunks WHERE embedding IS NULL OR embed_model IS DISTINCT FROM $1::text)
+              w.chunks
             + (SELECT count(*) FROM memories
-               WHERE status = 'active' AND (vector IS NULL OR embed_model IS DISTINCT FROM $1::text)) AS pending`,
+               WHERE status = 'active' AND (vector IS NULL OR embed_model IS DISTINCT FROM $1::text)) AS pending
+       FROM waiting w`,
       [model],
     )
     return {
@@ -173,8 +189,11 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
           ORDER BY m.created_at, m.id LIMIT $2)
          UNION ALL
          (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
-          FROM chunks c
-          WHERE c.embedding IS NULL OR c.embed_model IS DISTINCT FROM $1::text
+          FROM chunks c WHERE c.embedding IS NULL
+          ORDER BY c.created_at, c.id LIMIT $2)
+         UNION ALL
+         (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
+          FROM chunks c WHERE ${otherModel('c')}
           ORDER BY c.created_at, c.id LIMIT $2)
        ) pending
        ORDER BY rank, created_at, id
@@ -222,7 +241,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
    */
   async function startBulk(model: string): Promise<string[]> {
     const { rows } = await db.query<{ pending: number; indexed: number }>(
-      `SELECT (SELECT count(*) FROM chunks WHERE embedding IS NULL OR embed_model IS DISTINCT FROM $1::text)::int AS pending,
+      `SELECT ((SELECT count(*) FROM chunks WHERE embedding IS NULL) + (SELECT count(*) FROM chunks WHERE ${otherModel()}))::int AS pending,
               (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL)::int AS indexed`,
       [model],
     )

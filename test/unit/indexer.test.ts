@@ -106,6 +106,33 @@ describe('background indexing', () => {
     ])
   })
 
+  it('finding and counting the rows that wait reads indexes, never every chunk', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    for (let i = 0; i < 40; i++) await t.engine.record(message(`note number ${i} about the release`))
+    await t.engine.indexNow()
+    // Vectors of another model wait too, and are found through chunks_embed_model.
+    await t.db.exec(`UPDATE chunks SET embed_model = 'older/384' WHERE id IN (SELECT id FROM chunks ORDER BY id LIMIT 5)`)
+    for (let i = 0; i < 10; i++) await t.engine.record(message(`later note ${i}`))
+    const chunkScans = async () => {
+      await t.db.query('SELECT pg_stat_force_next_flush()')
+      const { rows } = await t.db.query<{ n: number }>(`SELECT seq_scan::int AS n FROM pg_stat_user_tables WHERE relname = 'chunks'`)
+      return rows[0]?.n ?? 0
+    }
+    // Priced out of scans, each statement shows whether an index can answer it.
+    await t.db.exec('SET enable_seqscan = off')
+    const before = await chunkScans()
+    const progress: IndexStatus[] = []
+    const stop = t.engine.onIndexProgress((s) => progress.push(s))
+    const status = await t.engine.indexNow()
+    stop()
+    const after = await chunkScans()
+    await t.db.exec('RESET enable_seqscan')
+    expect(progress[0]).toMatchObject({ pending: 15, done: 35, running: true })
+    expect(status).toMatchObject({ pending: 0, done: 50 })
+    expect(await chunkModels(t.db)).toEqual([['hash/384', 50]])
+    expect(after - before).toBe(0)
+  })
+
   it('a query issued while a long indexing run is under way completes before the run ends', async () => {
     const inner = createHashEmbedder()
     const log: string[] = []

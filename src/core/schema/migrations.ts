@@ -3,7 +3,7 @@ import { base } from './0001-base.ts'
 import { memories } from './0002-memories.ts'
 import { privacy } from './0003-privacy.ts'
 import { keywordStats } from './0004-keyword-stats.ts'
-import { sectionIndexes } from './0005-section-indexes.ts'
+import { scanIndexes } from './0005-scan-indexes.ts'
 
 export interface Migration {
   version: number
@@ -17,7 +17,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: 'memories', sql: memories },
   { version: 3, name: 'privacy', sql: privacy },
   { version: 4, name: 'keyword-stats', sql: keywordStats },
-  { version: 5, name: 'section-indexes', sql: sectionIndexes },
+  { version: 5, name: 'scan-indexes', sql: scanIndexes },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
