@@ -367,12 +367,24 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       ) lv
       WHERE ed.tenant_id = ${tenant} AND ${edgeVisibleAt(asOf, 'ed')}
       GROUP BY t.event_id
+    ), doc_conversations AS MATERIALIZED (
+      -- Per document, once: the conversations whose edges reach any of its versions, looked
+      -- up version by version through the indexes (OFFSET 0 keeps each lookup a lookup: joined
+      -- freely, the planner reads every edge and version into a hash table).
+      SELECT d.document_id, array_agg(DISTINCT x.conversation_id) AS conversations
+      FROM (SELECT DISTINCT unnest(docs) AS document_id FROM seen) d
+      CROSS JOIN LATERAL (SELECT vv.id FROM doc_versions vv WHERE vv.document_id = d.document_id OFFSET 0) vv
+      CROSS JOIN LATERAL (
+        SELECT x.conversation_id FROM edges x
+        WHERE x.dst = vv.id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
+        OFFSET 0
+      ) x
+      GROUP BY d.document_id
     ), familiar AS (
-      SELECT s.event_id, count(DISTINCT x.conversation_id) AS n
+      SELECT s.event_id, count(DISTINCT c.conversation_id) AS n
       FROM seen s
-      JOIN doc_versions vv ON vv.document_id = ANY(s.docs)
-      JOIN edges x ON x.dst = vv.id
-      WHERE x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
+      JOIN doc_conversations dc ON dc.document_id = ANY(s.docs)
+      CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
       GROUP BY s.event_id
     ), scored AS (
       SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused,
