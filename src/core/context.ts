@@ -288,7 +288,9 @@ export function createContext(ctx: EngineContext) {
       asOf: now,
     })
     const { hits, poolSize } = await runSearchWithPool(ctx.db, plan)
-    const linked = i.conversationId ? await documentLinked(i, now) : []
+    // Linked replies all score alike but for recency, so no more of them than the section can
+    // hold (the same bound search is asked for) could ever be packed: the newest are read.
+    const linked = i.conversationId ? await documentLinked(i, now, plan.options.limit) : []
     const ids = [...hits.map((h) => h.eventId), ...linked.map((l) => l.reply_id)]
     const turns = await expandTurns(ids, i.tenantId, now)
     const candidates: Candidate[] = []
@@ -338,7 +340,7 @@ export function createContext(ctx: EngineContext) {
   }
 
   /** Hypernode lookup: other conversations' replies that touched any version of a document this conversation touched. */
-  async function documentLinked(i: Input, now: Date) {
+  async function documentLinked(i: Input, now: Date, limit: number) {
     const { rows } = await ctx.db.query<{
       reply_id: string
       conversation_id: string
@@ -350,7 +352,7 @@ export function createContext(ctx: EngineContext) {
          SELECT DISTINCT v.document_id FROM edges e JOIN doc_versions v ON v.id = e.dst
          WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND ${edgeVisibleAt('$3', 'e')}
        ), touch AS (
-         SELECT e.src AS reply_id, e.conversation_id, r.created_at, r.content ->> 'text' AS text, d.canonical_key,
+         SELECT e.src AS reply_id, e.conversation_id, r.created_at, d.canonical_key,
                 row_number() OVER (PARTITION BY v.document_id ORDER BY e.created_at DESC, e.id) AS rn
          FROM cur
          JOIN documents d ON d.id = cur.document_id
@@ -362,10 +364,15 @@ export function createContext(ctx: EngineContext) {
            AND r.tenant_id = $1 AND r.sensitivity = ANY($4::text[]) AND r.created_at <= $3
            AND ($5::text IS NULL OR r.user_id = $5)
        )
-       SELECT DISTINCT ON (reply_id) reply_id, conversation_id, created_at, text, canonical_key
-       FROM touch WHERE rn <= $6
-       ORDER BY reply_id, canonical_key`,
-      [i.tenantId, i.conversationId, now, allowedSensitivities(i.channel), i.userId ?? null, DOCUMENT_FAN_OUT],
+       -- The text is read for the replies kept, not for every edge ranked.
+       SELECT l.*, (SELECT r.content ->> 'text' FROM events r WHERE r.id = l.reply_id) AS text FROM (
+         SELECT DISTINCT ON (reply_id) reply_id, conversation_id, created_at, canonical_key
+         FROM touch WHERE rn <= $6
+         ORDER BY reply_id, canonical_key
+       ) l
+       ORDER BY l.created_at DESC, l.reply_id
+       LIMIT $7`,
+      [i.tenantId, i.conversationId, now, allowedSensitivities(i.channel), i.userId ?? null, DOCUMENT_FAN_OUT, limit],
     )
     return rows
   }

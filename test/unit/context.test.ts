@@ -228,6 +228,37 @@ describe('buildContext: acceptance scenarios', () => {
       }
   })
 
+  it('past turns linked through shared documents are bounded by what the evidence section can hold: the newest are kept', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now })
+    const read = (conversationId: string, doc: number) =>
+      memory.recordTurn({
+        conversationId,
+        scope,
+        user: `look at module ${doc}`,
+        agent: `module ${doc} parses dates`,
+        procedures: [{ tool: 'read_file', args: { path: `m${doc}.ts` }, document: { path: `/repo/m${doc}.ts`, content: `export const m = ${doc}\n`, effect: 'read' } }],
+      })
+    const replies: string[] = []
+    for (let n = 0; n < 36; n++) {
+      clock.advance(1000)
+      const turn = await read(`past-${n}`, n % 6)
+      replies.push(turn.agentEventId)
+    }
+    for (let doc = 0; doc < 6; doc++) await read('now', doc)
+    // No search hits (no term matches, no embedder): every candidate is document-linked.
+    const bundle = await memory.buildContext({ ...scope, query: 'qqqq', conversationId: 'now', maxTokens: 2000 })
+    const evidence = section(bundle, 'retrieved_evidence')
+    // Five per document would be 30; the section holds at most 20 (its cap over 50 tokens, at least 20).
+    expect(bundle.provenance.scored).toBe(20)
+    expect(evidence.items.length).toBeGreaterThan(0)
+    const oldest = new Set(replies.slice(0, 16))
+    for (const item of evidence.items) {
+      expect(item.source.via).toMatch(/^document:/)
+      expect(oldest.has(String(item.source.eventId))).toBe(false)
+    }
+  })
+
   it('the fast sections (tasks, decisions, handoff notes) can each be read by an index of their own events', async () => {
     await using t = await openTestEngine({ now: testClock().now })
     const at = { ...scope, conversationId: 's1' }
