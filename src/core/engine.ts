@@ -111,12 +111,18 @@ export async function createEngine(options: EngineOptions) {
   }
   const schemaVersion = await migrate(ctx.db)
   if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
-  // A failed background refresh only leaves older statistics; the next writes retry it.
-  const statistics = createStatistics(ctx.db, { mode: options.statistics ?? 'auto' })
+  // A failed background refresh only leaves older statistics (the next writes retry it); it is
+  // reported to `onError` listeners.
+  let reportStatisticsError = (_cause: unknown): void => {}
+  const statistics = createStatistics(ctx.db, {
+    mode: options.statistics ?? 'auto',
+    onError: (cause) => reportStatisticsError(cause),
+  })
   await statistics.start()
   ctx.changed = statistics.changed
   ctx.beforeRead = statistics.beforeRead
   const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto' })
+  reportStatisticsError = (cause) => indexer.report(cause, 'Refreshing the planner statistics failed')
   ctx.wrote = indexer.nudge
   /** After a write: the indexer looks for rows without vectors; statistics count `rows`. */
   const wrote = (rows: number) => () => {

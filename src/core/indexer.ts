@@ -1,5 +1,6 @@
 import type { Db, QueryOptions } from './db.ts'
 import type { Embedder } from './embedder.ts'
+import { toMemoryError as fromDatabaseError } from './db-errors.ts'
 import type { EngineContext } from './engine.ts'
 import { type ErrorCode, MemoryError } from './errors.ts'
 import { BULK_VECTOR_ROWS, buildVectorIndexes, dropVectorIndexes } from './search.ts'
@@ -74,6 +75,15 @@ interface PendingRow {
 const otherModel = (c = 'chunks') =>
   `${c}.embedding IS NOT NULL AND ($1::text IS NULL OR ${c}.embed_model < $1::text OR ${c}.embed_model > $1::text OR ${c}.embed_model IS NULL)`
 
+/** A database failure in background work, with the code a call would have thrown and what was being done. */
+export function backgroundError(cause: unknown, what: string): MemoryError {
+  const error = fromDatabaseError(cause)
+  return new MemoryError(error.code, `${what}: ${error.message}`, {
+    cause,
+    ...(error.details ? { details: error.details } : {}),
+  })
+}
+
 /** Yields to the event loop so a query that arrived during a batch runs before the next one. */
 function macrotask(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0))
@@ -133,6 +143,11 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
 
   function fail(error: MemoryError): void {
     lastError = error
+    emit(error)
+  }
+
+  /** Tells the error listeners of a failure in the background (also those outside indexing). */
+  function emit(error: MemoryError): void {
     const event: EngineErrorEvent = {
       code: error.code,
       message: error.message,
@@ -288,7 +303,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       if (dropped && dropped.length > 0 && !stopped) {
         const definitions = dropped
         await db.transaction((tx) => buildVectorIndexes(tx, definitions)).catch((cause: unknown) => {
-          fail(toMemoryError(cause, 'MODEL_UNAVAILABLE', 'Building the vector index failed'))
+          fail(backgroundError(cause, 'Building the vector index failed'))
         })
       }
     }
@@ -341,6 +356,11 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   return {
     /** Called after every write; see `nudge`. */
     nudge,
+
+    /** Reports a failure of other background work (statistics) to the `onError` listeners. */
+    report(cause: unknown, what: string): void {
+      emit(backgroundError(cause, what))
+    },
 
     /** Stops the background indexer and waits for the batch in flight (before closing the database). */
     async stop(): Promise<void> {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import type { Db } from '../../src/core/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
+import type { EngineErrorEvent } from '../../src/core/indexer.ts'
 import { steppingClock } from '../support/clock.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestDb } from '../support/memory.ts'
@@ -165,6 +167,31 @@ describe('planner statistics', () => {
       const second = await createEngine({ db, indexing: 'manual' })
       await second.search('note')
       expect(await analysed(db)).toBe(20)
+      await second.stopIndexing()
+    } finally {
+      await db.close()
+    }
+  })
+
+  it('a refresh that fails is reported to onError; the read it preceded still runs', async () => {
+    const db = await openTestDb()
+    try {
+      const first = await createEngine({ db, indexing: 'manual', statistics: 'manual' })
+      for (let i = 0; i < 20; i++) await first.record(say('c1', `note ${i}`))
+      await first.stopIndexing()
+      const failing: Db = {
+        query: (sql, params, options) => db.query(sql, params, options),
+        exec: (sql) => (sql.startsWith('ANALYZE') ? Promise.reject(new Error('disk on fire')) : db.exec(sql)),
+        transaction: (fn) => db.transaction(fn),
+      }
+      const second = await createEngine({ db: failing, indexing: 'manual' })
+      const errors: EngineErrorEvent[] = []
+      second.onError((e) => errors.push(e))
+      const hits = await second.search('note')
+      expect(hits.length).toBeGreaterThan(0)
+      expect(await analysed(db)).toBeLessThan(0)
+      expect(errors.length).toBeGreaterThan(0)
+      expect(errors[0]).toMatchObject({ code: 'INTERNAL', message: 'Refreshing the planner statistics failed: disk on fire' })
       await second.stopIndexing()
     } finally {
       await db.close()
