@@ -7,7 +7,7 @@ import type {
   StorageInfo,
   WorkerApi,
 } from '../../workers/memory.worker.ts'
-import type { Engine } from '../core/engine.ts'
+import type { Engine, EngineSettings } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
@@ -51,6 +51,14 @@ export interface CreateMemoryOptions {
    * keyword search only.
    */
   embedder?: EmbedderBootOptions
+  /** Retrieval and ranking weights over `DEFAULT_SCORING`; invalid ones fail the boot with `INVALID_INPUT`. */
+  scoring?: EngineSettings['scoring']
+  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
+  dedupThreshold?: number
+  /** `auto` (default): vectors are filled in the background; `manual`: on `indexNow()`. */
+  indexing?: 'auto' | 'manual'
+  /** `auto` (default): planner statistics refresh themselves; `manual`: on `refreshStatistics()`. */
+  statistics?: 'auto' | 'manual'
 }
 
 /** The engine's API as the page sees it: the same names, every call async. */
@@ -188,6 +196,12 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
         ...(templateUrl ? { templateUrl } : {}),
         ...(options.workspace ? { workspace: options.workspace } : {}),
         ...(options.embedder ? { embedder: options.embedder } : {}),
+        settings: {
+          ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
+          ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
+          ...(options.indexing === undefined ? {} : { indexing: options.indexing }),
+          ...(options.statistics === undefined ? {} : { statistics: options.statistics }),
+        },
       }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {

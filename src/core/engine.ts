@@ -61,6 +61,9 @@ export interface EngineOptions {
   tokenCounter?: (text: string) => number
 }
 
+/** The engine's settings that are plain data, so they can cross to a worker. */
+export type EngineSettings = Pick<EngineOptions, 'indexing' | 'statistics' | 'dedupThreshold' | 'scoring'>
+
 export interface EngineContext {
   db: Db
   now: () => Date

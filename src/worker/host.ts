@@ -2,7 +2,7 @@
 import type { PGlite } from '@electric-sql/pglite'
 import { fromWire, toWire, type WireValue } from '../client/error-transfer.ts'
 import type { Embedder } from '../core/embedder.ts'
-import { createEngine, type Engine } from '../core/engine.ts'
+import { createEngine, type Engine, type EngineSettings } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
@@ -28,6 +28,8 @@ export interface BootOptions {
   workspace?: Workspace
   /** The embedding model; default `{ kind: 'bundled' }`. */
   embedder?: EmbedderBootOptions
+  /** Scoring weights, dedup threshold, indexing and statistics modes (see `createEngine`). */
+  settings?: EngineSettings
 }
 
 /**
@@ -305,6 +307,7 @@ export class MemoryHost {
     }
     const embedder = this.#startEmbedder()
     this.#engine = await createEngine({
+      ...options.settings,
       db: durableDb(this.#pg),
       ...(options.workspace ? { workspace: options.workspace } : {}),
       ...(embedder ? { embedder } : {}),

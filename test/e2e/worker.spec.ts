@@ -58,3 +58,26 @@ test('the demo page starts its memory', async ({ page }) => {
   await page.goto('/')
   await expect(page.getByRole('status')).toContainText('Memory ready in OPFS')
 })
+
+test('engine settings given to createMemory reach the engine in the worker; invalid ones fail the boot', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({
+      storage: 'memory',
+      embedder: { kind: 'none' },
+      scoring: { recency: 0, familiarityScale: 3 },
+      statistics: 'manual',
+    })
+    const bundle = await memory.buildContext({ query: 'anything', retrieval: false })
+    await memory.close()
+    let code = 'none'
+    try {
+      await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' }, scoring: { neighbour: 2 } })
+    } catch (error) {
+      code = String((error as { code?: string }).code)
+    }
+    return { weights: bundle.provenance.weights, code }
+  })
+  expect(outcome.weights).toMatchObject({ recency: 0, familiarityScale: 3 })
+  expect(outcome.code).toBe('INVALID_INPUT')
+})

@@ -179,10 +179,11 @@ describe('planner statistics', () => {
       const first = await createEngine({ db, indexing: 'manual', statistics: 'manual' })
       for (let i = 0; i < 20; i++) await first.record(say('c1', `note ${i}`))
       await first.stopIndexing()
+      const inner: Db = db
       const failing: Db = {
-        query: (sql, params, options) => db.query(sql, params, options),
-        exec: (sql) => (sql.startsWith('ANALYZE') ? Promise.reject(new Error('disk on fire')) : db.exec(sql)),
-        transaction: (fn) => db.transaction(fn),
+        query: (sql, params, options) => inner.query(sql, params, options),
+        exec: (sql) => (sql.startsWith('ANALYZE') ? Promise.reject(new Error('disk on fire')) : inner.exec(sql)),
+        transaction: (fn) => inner.transaction(fn),
       }
       const second = await createEngine({ db: failing, indexing: 'manual' })
       const errors: EngineErrorEvent[] = []
