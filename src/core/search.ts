@@ -268,7 +268,9 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const neighbours = (name: string, from: string) => `${name} AS MATERIALIZED (
       SELECT nb.id, ${neighbour} * f.score AS score
       FROM ${from} f
-      JOIN events e0 ON e0.id = f.event_id
+      CROSS JOIN LATERAL (
+        SELECT e0.tenant_id, e0.conversation_id, e0.created_at, e0.seq FROM events e0 WHERE e0.id = f.event_id OFFSET 0
+      ) e0
       CROSS JOIN LATERAL (
         (SELECT x.id FROM events x
          WHERE x.tenant_id = e0.tenant_id AND x.conversation_id = e0.conversation_id
@@ -282,14 +284,16 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       ) nb
       WHERE ${neighbour} > 0
     )`
-  const spread = (from: string, nbs: string) => `
-      SELECT event_id, score FROM ${from}
+  // A neighbour counts when its first chunk passes the filters; with the filter DSL in use
+  // `from` brings its event too.
+  const spread = (list: string, nbs: string) => `
+      SELECT event_id, score FROM ${list}
       UNION ALL
-      SELECT e.id, n.score
+      SELECT c.source_id, n.score
       FROM ${nbs} n
-      JOIN events e ON e.id = n.id
-      JOIN chunks c ON c.source_id = e.id AND c.ord = 0
-      WHERE ${pred}`
+      CROSS JOIN LATERAL (
+        SELECT c.* FROM ${from} WHERE c.source_id = n.id AND c.ord = 0 AND ${pred} OFFSET 0
+      ) c`
 
   const keyword = keywordOn ? keywordCtes(plan, p, pred, from, candidates, neighbours, spread) : `kw_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS score WHERE false),
     kw_ranked AS (SELECT NULL::text AS event_id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false)`
@@ -482,10 +486,11 @@ function keywordCtes(
       CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) tf
       GROUP BY k.id, k.source_id
     ), kw_event AS MATERIALIZED (
+      -- The speaker's name is looked up per candidate (a join may read every event).
       SELECT DISTINCT ON (k.source_id) k.source_id AS event_id, k.id AS chunk_id,
-             k.score * (1 + CASE WHEN to_tsvector('english', e.actor_id) @@ ${any}
+             k.score * (1 + CASE WHEN to_tsvector('english', (SELECT e.actor_id FROM events e WHERE e.id = k.source_id)) @@ ${any}
                                  THEN ${actorMatch} ELSE 0 END) AS score
-      FROM kw_chunk k JOIN events e ON e.id = k.source_id
+      FROM kw_chunk k
       ORDER BY k.source_id, k.score DESC, k.id
     ), ${ranked}`
 }
