@@ -281,7 +281,14 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
         if (n === 0 && !dirty) {
           const definitions = dropped ?? []
           dropped = undefined
-          if (definitions.length > 0) await db.transaction((tx) => buildVectorIndexes(tx, definitions))
+          if (definitions.length === 0) return undefined
+          try {
+            await db.transaction((tx) => buildVectorIndexes(tx, definitions))
+          } catch (cause) {
+            const error = backgroundError(cause, 'Building the vector index failed')
+            fail(error)
+            return error
+          }
           return undefined
         }
         if (progressListeners.size > 0) {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { Queryable } from '../../src/core/db.ts'
 import type { Embedder } from '../../src/core/embedder.ts'
 import { createEngine, type Engine } from '../../src/core/engine.ts'
+import type { EngineErrorEvent } from '../../src/core/indexer.ts'
 import { BULK_VECTOR_ROWS } from '../../src/core/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -106,6 +107,24 @@ describe('bulk vector index builds', () => {
     await t.engine.indexNow()
     expect(watch.seen.every(Boolean)).toBe(true)
     expect(await indexOid(t.db)).toBe(before)
+  })
+
+  it('a bulk build that fails is reported (onError, indexNow) and the vectors stay; the next open builds the index', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    await seedChunks(t.db, BULK_VECTOR_ROWS + 100)
+    await t.db.exec(`CREATE FUNCTION fail_build() RETURNS event_trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'no index builds today'; END $$;
+      CREATE EVENT TRIGGER no_builds ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION fail_build()`)
+    const errors: EngineErrorEvent[] = []
+    t.engine.onError((e) => errors.push(e))
+    await expect(t.engine.indexNow()).rejects.toMatchObject({ code: 'INTERNAL' })
+    expect(errors.map((e) => e.message)).toEqual([expect.stringContaining('Building the vector index failed')])
+    expect(await indexOid(t.db)).toBeNull()
+    expect((await t.engine.indexing()).pending).toBe(0)
+    await t.db.exec('DROP EVENT TRIGGER no_builds')
+    await t.engine.stopIndexing()
+    await createEngine({ db: t.db, embedder: createHashEmbedder(), indexing: 'manual' })
+    expect(await indexOid(t.db)).not.toBeNull()
   })
 
   it('an engine opened where a bulk build never finished creates the index again', async () => {
