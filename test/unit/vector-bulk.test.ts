@@ -76,6 +76,21 @@ async function expectOwnNeighbour(engine: Engine, db: Queryable) {
   expect(own?.explain.vector?.distance).toBeCloseTo(0, 5)
 }
 
+/** An export of a memory with more vectors than the bulk threshold. */
+async function bulkExport(): Promise<Blob> {
+  await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+  await seedChunks(source.db, BULK_VECTOR_ROWS + 50)
+  await source.engine.indexNow()
+  return source.engine.exportFile()
+}
+
+/** Makes every CREATE INDEX fail until `DROP EVENT TRIGGER no_builds`. */
+async function refuseIndexBuilds(db: Queryable) {
+  await db.exec(`CREATE FUNCTION fail_build() RETURNS event_trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'no index builds today'; END $$;
+    CREATE EVENT TRIGGER no_builds ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION fail_build()`)
+}
+
 describe('bulk vector index builds', () => {
   it(`a fill of ≥ ${BULK_VECTOR_ROWS} vectors drops the HNSW index after the first batch and builds it once at the end`, async () => {
     const at: { db?: Queryable } = {}
@@ -112,9 +127,7 @@ describe('bulk vector index builds', () => {
   it('a bulk build that fails is reported (onError, indexNow) and the vectors stay; the next open builds the index', async () => {
     await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
     await seedChunks(t.db, BULK_VECTOR_ROWS + 100)
-    await t.db.exec(`CREATE FUNCTION fail_build() RETURNS event_trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'no index builds today'; END $$;
-      CREATE EVENT TRIGGER no_builds ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION fail_build()`)
+    await refuseIndexBuilds(t.db)
     const errors: EngineErrorEvent[] = []
     t.engine.onError((e) => errors.push(e))
     await expect(t.engine.indexNow()).rejects.toMatchObject({ code: 'INTERNAL' })
@@ -136,10 +149,7 @@ describe('bulk vector index builds', () => {
   })
 
   it(`an import restoring ≥ ${BULK_VECTOR_ROWS} vectors builds the index once, in its transaction; a small one inserts`, async () => {
-    await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
-    await seedChunks(source.db, BULK_VECTOR_ROWS + 50)
-    await source.engine.indexNow()
-    const file = await source.engine.exportFile()
+    const file = await bulkExport()
 
     await using target = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
     const before = await indexOid(target.db)
@@ -159,17 +169,12 @@ describe('bulk vector index builds', () => {
   })
 
   it('a failed import leaves the index as it was (the drop is undone with the transaction)', async () => {
-    await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
-    await seedChunks(source.db, BULK_VECTOR_ROWS + 50)
-    await source.engine.indexNow()
-    const file = await source.engine.exportFile()
+    const file = await bulkExport()
 
     await using target = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
     const before = await indexOid(target.db)
     // A trigger that fails the import's last step (the index build runs after every row).
-    await target.db.exec(`CREATE FUNCTION fail_build() RETURNS event_trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'no index builds today'; END $$;
-      CREATE EVENT TRIGGER no_builds ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION fail_build()`)
+    await refuseIndexBuilds(target.db)
     await expect(target.engine.importFile(file, { mode: 'replace' })).rejects.toThrow()
     await target.db.exec('DROP EVENT TRIGGER no_builds')
     expect(await indexOid(target.db)).toBe(before)
