@@ -98,6 +98,7 @@ type ChannelMessage =
   | { type: 'reply'; id: string; to: string; ok: true; value: unknown }
   | { type: 'reply'; id: string; to: string; ok: false; error: WireValue }
   | { type: 'leader-up'; from: string }
+  | { type: 'event'; event: HostEvent }
 
 interface Forwarded {
   path: Path
@@ -176,7 +177,13 @@ export class MemoryHost {
     return { ...this.#embedderInfo }
   }
 
+  /** Tells this page, and the pages of following workers, what the engine reports. */
   #emit(event: HostEvent): void {
+    this.#deliver(event)
+    if (this.#role === 'leader') this.#post({ type: 'event', event })
+  }
+
+  #deliver(event: HostEvent): void {
     const listener = this.#listener
     if (!listener) return
     try {
@@ -423,6 +430,13 @@ export class MemoryHost {
         this.#forwarded.delete(message.id)
         if (message.ok) call.resolve(message.value)
         else call.reject(fromWire(message.error))
+        return
+      }
+      case 'event': {
+        // The owner's indexing progress, errors and model state, for this page too.
+        if (this.#role !== 'follower') return
+        if (message.event.type === 'embedder') this.#embedderInfo = message.event.info
+        this.#deliver(message.event)
         return
       }
       case 'leader-up': {

@@ -102,3 +102,42 @@ test('a second tab follows the owner, and takes over when the owner closes', asy
   })
   expect(afterTakeover.schemaVersion).toBe(otherInfo.ping.schemaVersion)
 })
+
+test("a following tab hears the owner's indexing progress for its own writes", async ({ context }) => {
+  const owner = await context.newPage()
+  const other = await context.newPage()
+  await openHarness(owner)
+  await openHarness(other)
+  await owner.evaluate(async () => {
+    const memory = await window.engram.createMemory({ name: 'relay', storage: 'opfs' })
+    ;(window as unknown as { memory: typeof memory }).memory = memory
+    await memory.ready
+  })
+  const outcome = await other.evaluate(async () => {
+    const memory = await window.engram.createMemory({ name: 'relay', storage: 'opfs', embedder: { kind: 'none' } })
+    const info = await memory.ready
+    const seen: { pending: number; done: number; running: boolean }[] = []
+    const finished = new Promise<void>((resolve) => {
+      memory.onIndexProgress((s) => {
+        seen.push({ pending: s.pending, done: s.done, running: s.running })
+        if (!s.running && s.pending === 0 && s.done > 0) resolve()
+      })
+    })
+    await memory.record({
+      kind: 'message',
+      scope: { conversationId: 'c1' },
+      actor: { type: 'human', id: 'u1' },
+      content: { text: 'the follower wrote this; the owner embeds it' },
+    })
+    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 60_000))
+    const result = await Promise.race([finished.then(() => 'done' as const), timeout])
+    await memory.close()
+    return { role: info.role, result, last: seen.at(-1) }
+  })
+  await owner.evaluate(async () => {
+    await (window as unknown as { memory: { close(): Promise<void> } }).memory.close()
+  })
+  expect(outcome.role).toBe('follower')
+  expect(outcome.result).toBe('done')
+  expect(outcome.last).toMatchObject({ pending: 0, running: false })
+})
