@@ -481,7 +481,9 @@ function keywordCtes(
              sum(ln(1 + (${n} - t.df + 0.5) / (t.df + 0.5)) * tf.tf * (${k1} + 1)
                  / (tf.tf + ${k1} * (1 - ${b} + ${b} * k.dl / ${avgdl}))) AS score
       FROM kw_chunks k
-      CROSS JOIN LATERAL unnest(k.tsv) u
+      -- Only the query's lexemes are unnested: they are marked (weight A) and filtered out of the
+      -- chunk's tsvector, instead of unnesting every lexeme of every candidate.
+      CROSS JOIN LATERAL unnest(ts_filter(setweight(k.tsv, 'A', ${lexemes}::text[]), '{a}')) u
       JOIN kw_terms t ON t.lexeme = u.lexeme
       CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) tf
       GROUP BY k.id, k.source_id

@@ -84,6 +84,27 @@ describe('keyword statistics', () => {
     await statsAgree(t.db)
   })
 
+  it('rank by BM25 with each term counted as often as it occurs', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', scoring: { neighbour: 0, actorMatch: 0 } })
+    const texts = ['apple apple apple banana', 'apple cherry', 'cherry durian elderberry fig']
+    for (const [n, text] of texts.entries()) await t.engine.record(say(`c${n}`, text))
+    const { rows } = await t.db.query<{ tsv: string }>(`SELECT tsv::text FROM chunks ORDER BY created_at`)
+    expect(rows.map((r) => r.tsv)).toEqual([
+      "'appl':1,2,3 'banana':4",
+      "'appl':1 'cherri':2",
+      "'cherri':1 'durian':2 'elderberri':3 'fig':4",
+    ])
+    // BM25 (k1 1.2, b 0.75); a chunk's length is its number of distinct terms.
+    const n = 3
+    const avgdl = (2 + 2 + 4) / 3
+    const term = (tf: number, df: number, dl: number) =>
+      (Math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2) / (tf + 1.2 * (1 - 0.75 + (0.75 * dl) / avgdl))
+    const hits = await t.engine.search('apple banana', { mode: 'keyword' })
+    expect(hits.map((h) => h.text)).toEqual(texts.slice(0, 2))
+    expect(hits[0]?.explain.keyword?.score).toBeCloseTo(term(3, 2, 2) + term(1, 1, 2), 10)
+    expect(hits[1]?.explain.keyword?.score).toBeCloseTo(term(1, 2, 2), 10)
+  })
+
   it("give a reader the same scores whatever chunks it may not see hold", async () => {
     const visible = ['The invoice export times out for large customers', 'Customers ask for invoice PDFs', 'The cache is warm']
     const scores = async (withHidden: boolean) => {
