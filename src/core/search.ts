@@ -284,16 +284,18 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       ) nb
       WHERE ${neighbour} > 0
     )`
-  // A neighbour counts when its first chunk passes the filters; with the filter DSL in use
-  // `from` brings its event too.
+  // A neighbour counts when its first chunk (and, with the filter DSL in use, its event)
+  // passes the filters. Each is fetched by key behind OFFSET 0, with the filters applied after:
+  // given them, the planner may walk a scope index per neighbour instead (seconds without
+  // statistics), or join every event at once.
   const spread = (list: string, nbs: string) => `
       SELECT event_id, score FROM ${list}
       UNION ALL
       SELECT c.source_id, n.score
       FROM ${nbs} n
-      CROSS JOIN LATERAL (
-        SELECT c.* FROM ${from} WHERE c.source_id = n.id AND c.ord = 0 AND ${pred} OFFSET 0
-      ) c`
+      CROSS JOIN LATERAL (SELECT * FROM chunks c WHERE c.source_id = n.id AND c.ord = 0 OFFSET 0) c
+      ${o.filters === undefined ? '' : 'CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = c.source_id OFFSET 0) e'}
+      WHERE ${pred}`
 
   const keyword = keywordOn ? keywordCtes(plan, p, pred, from, candidates, neighbours, spread) : `kw_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS score WHERE false),
     kw_ranked AS (SELECT NULL::text AS event_id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false)`
