@@ -17,7 +17,11 @@ import { installErrorTransfer } from './error-transfer.ts'
 
 export type { EmbedderBootOptions, EmbedderInfo, EngineErrorEvent, IndexStatus, ModelLoadProgress, StorageKind }
 
-export interface CreateMemoryOptions {
+/**
+ * Also the engine's plain settings (`scoring`, `dedupThreshold`, `indexing`, `statistics`, as
+ * `createEngine` takes them), carried to the worker; invalid ones fail the boot with `INVALID_INPUT`.
+ */
+export interface CreateMemoryOptions extends EngineSettings {
   /** Selects the memory; one database per name. Default `'default'`. */
   name?: string
   /**
@@ -51,14 +55,6 @@ export interface CreateMemoryOptions {
    * keyword search only.
    */
   embedder?: EmbedderBootOptions
-  /** Retrieval and ranking weights over `DEFAULT_SCORING`; invalid ones fail the boot with `INVALID_INPUT`. */
-  scoring?: EngineSettings['scoring']
-  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
-  dedupThreshold?: number
-  /** `auto` (default): vectors are filled in the background; `manual`: on `indexNow()`. */
-  indexing?: 'auto' | 'manual'
-  /** `auto` (default): planner statistics refresh themselves; `manual`: on `refreshStatistics()`. */
-  statistics?: 'auto' | 'manual'
 }
 
 /** The engine's API as the page sees it: the same names, every call async. */

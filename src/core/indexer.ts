@@ -3,7 +3,7 @@ import type { Embedder } from './embedder.ts'
 import { toMemoryError as fromDatabaseError } from './db-errors.ts'
 import type { EngineContext } from './engine.ts'
 import { type ErrorCode, MemoryError } from './errors.ts'
-import { BULK_VECTOR_ROWS, buildVectorIndexes, dropVectorIndexes } from './search.ts'
+import { ALL_CHUNKS_SQL, buildVectorIndexes, bulkWorthIt, dropVectorIndexes, MISSING_VECTORS_SQL } from './search.ts'
 import { parseInput, z } from './validate.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../embed/vectors.ts'
 
@@ -74,6 +74,9 @@ interface PendingRow {
  */
 const otherModel = (c = 'chunks') =>
   `${c}.embedding IS NOT NULL AND ($1::text IS NULL OR ${c}.embed_model < $1::text OR ${c}.embed_model > $1::text OR ${c}.embed_model IS NULL)`
+
+/** Chunks waiting for a vector of model `$1`: none yet, or another model's. */
+const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chunks WHERE ${otherModel()}))`
 
 /** A database failure in background work, with the code a call would have thrown and what was being done. */
 export function backgroundError(cause: unknown, what: string): MemoryError {
@@ -162,11 +165,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     // Chunks are counted by what waits (two index scans) against the kept total: the cost
     // follows the backlog, not the size of the memory.
     const { rows } = await db.query<{ done: number; pending: number }>(
-      `WITH waiting AS (
-         SELECT (SELECT count(*) FROM chunks WHERE embedding IS NULL)
-              + (SELECT count(*) FROM chunks WHERE ${otherModel()}) AS chunks,
-                (SELECT coalesce(sum(chunks), 0) FROM chunk_stats) AS total
-       )
+      `WITH waiting AS (SELECT ${WAITING_CHUNKS_SQL} AS chunks, ${ALL_CHUNKS_SQL} AS total)
        SELECT w.total - w.chunks
             + (SELECT count(*) FROM memories
                WHERE status = 'active' AND vector IS NOT NULL AND embed_model = $1::text) AS done,
@@ -251,18 +250,27 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   }
 
   /**
-   * After a full first batch: when at least `BULK_VECTOR_ROWS` chunks wait and no fewer are
-   * already indexed, the HNSW index is dropped now and built once at the end of the run.
+   * After a full first batch: when `bulkWorthIt` (many chunks wait, no fewer than are
+   * already indexed), the HNSW index is dropped now and built once at the end of the run.
    */
   async function startBulk(model: string): Promise<string[]> {
     const { rows } = await db.query<{ pending: number; indexed: number }>(
-      `SELECT ((SELECT count(*) FROM chunks WHERE embedding IS NULL) + (SELECT count(*) FROM chunks WHERE ${otherModel()}))::int AS pending,
-              (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL)::int AS indexed`,
+      `SELECT ${WAITING_CHUNKS_SQL}::int AS pending, (${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})::int AS indexed`,
       [model],
     )
-    const pending = rows[0]?.pending ?? 0
-    if (pending < BULK_VECTOR_ROWS || pending < (rows[0]?.indexed ?? 0)) return []
-    return dropVectorIndexes(db)
+    return bulkWorthIt(rows[0]?.pending ?? 0, rows[0]?.indexed ?? 0) ? dropVectorIndexes(db) : []
+  }
+
+  /** Builds the indexes a bulk run dropped; a failure is reported and returned. */
+  async function rebuild(definitions: readonly string[]): Promise<MemoryError | undefined> {
+    try {
+      await db.transaction((tx) => buildVectorIndexes(tx, definitions))
+      return undefined
+    } catch (cause) {
+      const error = backgroundError(cause, 'Building the vector index failed')
+      fail(error)
+      return error
+    }
   }
 
   /** Batches until nothing is left and no write came in meanwhile. */
@@ -281,15 +289,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
         if (n === 0 && !dirty) {
           const definitions = dropped ?? []
           dropped = undefined
-          if (definitions.length === 0) return undefined
-          try {
-            await db.transaction((tx) => buildVectorIndexes(tx, definitions))
-          } catch (cause) {
-            const error = backgroundError(cause, 'Building the vector index failed')
-            fail(error)
-            return error
-          }
-          return undefined
+          return definitions.length > 0 ? await rebuild(definitions) : undefined
         }
         if (progressListeners.size > 0) {
           const s = await status(true)
@@ -307,12 +307,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     } finally {
       // Stopped or failed halfway through a bulk run: build what is there now. (A stop
       // before closing leaves it to the next open, which creates a missing index.)
-      if (dropped && dropped.length > 0 && !stopped) {
-        const definitions = dropped
-        await db.transaction((tx) => buildVectorIndexes(tx, definitions)).catch((cause: unknown) => {
-          fail(backgroundError(cause, 'Building the vector index failed'))
-        })
-      }
+      if (dropped && dropped.length > 0 && !stopped) await rebuild(dropped)
     }
   }
 

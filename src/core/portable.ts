@@ -2,7 +2,7 @@ import type { EngineContext } from './engine.ts'
 import type { Queryable } from './db.ts'
 import { MemoryError } from './errors.ts'
 import { sha256Hex } from './hash.ts'
-import { BULK_VECTOR_ROWS, buildVectorIndexes, dropVectorIndexes } from './search.ts'
+import { ALL_CHUNKS_SQL, buildVectorIndexes, bulkWorthIt, dropVectorIndexes, MISSING_VECTORS_SQL } from './search.ts'
 import { parseInput, z } from './validate.ts'
 
 /**
@@ -461,12 +461,13 @@ export function createPortable(
           await rebuildDerived(tx)
           // Many vectors: build the HNSW index once instead of inserting them one by one.
           let dropped: string[] = []
-          if (vectors.length >= BULK_VECTOR_ROWS) {
+          if (bulkWorthIt(vectors.length, 0)) {
             const { rows: counts } = await tx.query<{ open: number; indexed: number }>(
-              `SELECT count(*) FILTER (WHERE embedding IS NULL)::int AS open, count(embedding)::int AS indexed FROM chunks`,
+              `SELECT ${MISSING_VECTORS_SQL}::int AS open, (${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})::int AS indexed`,
             )
+            // Only chunks without a vector take a restored one.
             const incoming = Math.min(vectors.length, counts[0]?.open ?? 0)
-            if (incoming >= BULK_VECTOR_ROWS && incoming >= (counts[0]?.indexed ?? 0)) dropped = await dropVectorIndexes(tx)
+            if (bulkWorthIt(incoming, counts[0]?.indexed ?? 0)) dropped = await dropVectorIndexes(tx)
           }
           for (let i = 0; i < vectors.length; i += BATCH_ROWS) {
             const batch = vectors.slice(i, i + BATCH_ROWS).map((v) => ({ ...v, v: vectorFromBase64(v.v) }))

@@ -144,10 +144,24 @@ export async function ensureVectorIndex(db: Queryable, dims: number): Promise<vo
 
 /**
  * Vectors written in one go from which the HNSW index is dropped and built again afterwards:
- * a build is about 4× faster than inserting the same vectors one by one (10,000 vectors:
- * 10,000 vectors: 14 s against 62 s, `N=10000 node bench/run.mjs bench/vector-bulk.ts`), and the gap grows with size.
+ * a build is about 4× faster than inserting the same vectors one by one (10,000 vectors: 14 s
+ * against 62 s, `N=10000 node bench/run.mjs bench/vector-bulk.ts`), and the gap grows with size.
  */
 export const BULK_VECTOR_ROWS = 1000
+
+/**
+ * Whether writing `incoming` vectors into chunks that already hold `indexed` of them should
+ * drop the HNSW index and build it afterwards: many vectors, and no fewer than are indexed.
+ */
+export function bulkWorthIt(incoming: number, indexed: number): boolean {
+  return incoming >= BULK_VECTOR_ROWS && incoming >= indexed
+}
+
+/** Chunks without a vector, counted through `chunks_unembedded`. */
+export const MISSING_VECTORS_SQL = `(SELECT count(*) FROM chunks WHERE embedding IS NULL)`
+
+/** Every chunk, from the counts the keyword-statistics triggers keep (no scan). */
+export const ALL_CHUNKS_SQL = `(SELECT coalesce(sum(chunks), 0) FROM chunk_stats)`
 
 /** Memory an index build may use; the graph of 100,000 384-d vectors fits (the WASM heap is 2 GiB). */
 const INDEX_BUILD_MEMORY = '512MB'

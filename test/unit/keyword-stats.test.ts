@@ -149,6 +149,15 @@ describe('keyword candidates', () => {
   })
 })
 
+/** A database holding 20 notes whose tables were never analysed. */
+async function neverAnalysed() {
+  const db = await openTestDb()
+  const first = await createEngine({ db, indexing: 'manual', statistics: 'manual' })
+  for (let i = 0; i < 20; i++) await first.record(say('c1', `note ${i}`))
+  await first.stopIndexing()
+  return db
+}
+
 describe('planner statistics', () => {
   const analysed = async (db: Queryable) =>
     (await db.query<{ n: number }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'chunks'::regclass`)).rows[0]?.n ?? -1
@@ -179,11 +188,8 @@ describe('planner statistics', () => {
   })
 
   it('a memory opened from files never analysed is analysed soon after opening', async () => {
-    const db = await openTestDb()
+    const db = await neverAnalysed()
     try {
-      const first = await createEngine({ db, indexing: 'manual', statistics: 'manual' })
-      for (let i = 0; i < 20; i++) await first.record(say('c1', `note ${i}`))
-      await first.stopIndexing()
       expect(await analysed(db)).toBeLessThan(0)
       const second = await createEngine({ db, indexing: 'manual' })
       await second.search('note')
@@ -195,11 +201,8 @@ describe('planner statistics', () => {
   })
 
   it('a refresh that fails is reported to onError; the read it preceded still runs', async () => {
-    const db = await openTestDb()
+    const db = await neverAnalysed()
     try {
-      const first = await createEngine({ db, indexing: 'manual', statistics: 'manual' })
-      for (let i = 0; i < 20; i++) await first.record(say('c1', `note ${i}`))
-      await first.stopIndexing()
       const inner: Db = db
       const failing: Db = {
         query: (sql, params, options) => inner.query(sql, params, options),
