@@ -9,8 +9,9 @@ import { parseInput, z } from './validate.ts'
  *
  *   search · S + recency · R + importance · I + familiarity · F − staleness · P
  *
- * where S is the fused search score scaled to [0, 1], R = 0.5^(age / half-life),
- * I the importance of the event's kind, F = ln(1 + conversations that touched the hit's
+ * where S is the fused search score scaled to [0, 1] (times 1 + actorMatch when the query
+ * names the event's actor, and 1 + dateMatch when the event is from a date the query names),
+ * R = 0.5^(age / half-life), I the importance of the event's kind, F = ln(1 + conversations that touched the hit's
  * documents) / ln(1 + familiarityScale) capped at 1, and P = 1 − 1 / (1 + versions since the
  * hit saw its documents). Relevance dominates by default: the other signals reorder hits of
  * similar relevance, they do not pull irrelevant ones up.
@@ -38,8 +39,19 @@ export interface Scoring {
   bm25K1: number
   /** BM25 length normalisation. */
   bm25B: number
-  /** Fraction added to the keyword score of an event whose actor the query names ("what did Ann say"). */
+  /**
+   * Fraction added to the fused search score of an event whose actor the query names
+   * ("what did Ann say", "where did Tim travel"): a word of the query is a word of the
+   * actor's id. Questions about a person are mostly answered by that person's own turns.
+   */
   actorMatch: number
+  /**
+   * Fraction added to the fused search score of an event from the period the query's dates
+   * name ("on 3 June 2023", "June 3, 2023", "in May 2023", "2023-06-03"; a day either side).
+   * 1 doubles it: a question that names a day is mostly about that day. To keep only that
+   * period, pass `since` / `until` instead.
+   */
+  dateMatch: number
   /** Weight of the fused search score in the final score. */
   search: number
   /** Weight of recency decay. */
@@ -66,7 +78,8 @@ export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
   neighbour: 0.5,
   bm25K1: 1.2,
   bm25B: 0.75,
-  actorMatch: 0.25,
+  actorMatch: 0.3,
+  dateMatch: 1,
   search: 1,
   recency: 0.1,
   recencyHalfLifeDays: 30,
@@ -107,6 +120,7 @@ export const scoringInput = z
     bm25K1: z.number().finite().min(0).max(10),
     bm25B: z.number().finite().min(0).max(1),
     actorMatch: weight,
+    dateMatch: weight,
     search: weight,
     recency: weight,
     recencyHalfLifeDays: z.number().finite().positive().max(1e6),

@@ -9,6 +9,7 @@ import { allowedSensitivities } from './privacy.ts'
 import { CHANNELS, type Channel, identifier } from './scope.ts'
 import { resolveScoring, type Scoring, scoringInput } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
+import { namedPeriod } from './query-dates.ts'
 import { parseInput, z } from './validate.ts'
 
 export const SEARCH_MODES = ['hybrid', 'keyword', 'vector'] as const
@@ -59,8 +60,12 @@ export interface SearchExplain {
   vector: { rank: number; distance: number | null; similarity: number | null } | null
   /** Its place in the keyword ranking and its BM25 score (with the share from its neighbours). */
   keyword: { rank: number; score: number } | null
-  /** The fused search score, 0–1. */
+  /** The fused search score, 0–1, times 1 + `actorMatch` when `actorNamed` and 1 + `dateMatch` when `dateNamed`. */
   fused: number
+  /** Whether the query names the hit's actor ("what did Ann say"). */
+  actorNamed: boolean
+  /** Whether the hit is from the period the query's dates name ("on 3 June 2023", "in May 2023"), a day either side. */
+  dateNamed: boolean
   recency: number
   staleness: number
   familiarity: number
@@ -205,6 +210,8 @@ interface HitRow {
   v_rank: number | string | null
   v_distance: number | null
   fused: number
+  named: boolean
+  dated: boolean
   recency: number
   staleness: number
   familiarity: number
@@ -341,6 +348,11 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   }
 
   const rrfK = `${p.add(s.rrfK)}::float8`
+  const actorMatch = `${p.add(s.actorMatch)}::float8`
+  const period = namedPeriod(plan.text)
+  const periodFrom = p.add(period?.from ?? null)
+  const periodTo = p.add(period?.to ?? null)
+  const dateMatch = `${p.add(s.dateMatch)}::float8`
   const wv = `${p.add(vectorOn ? s.vector : 0)}::float8`
   const wk = `${p.add(keywordOn ? s.keyword : 0)}::float8`
   const fusion = `${p.add(o.fusion ?? s.fusion)}::text`
@@ -360,7 +372,9 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
 
   const sql = `WITH ${keyword},
     ${vector},
-    fused AS (
+    query_lexemes AS MATERIALIZED (
+      SELECT tsvector_to_array(to_tsvector('english', ${p.add(plan.text)})) AS lexemes
+    ), lists AS (
       SELECT coalesce(k.event_id, v.event_id) AS event_id, k.rnk AS k_rank, k.score AS k_score, v.rnk AS v_rank,
              CASE WHEN ${fusion} = 'rrf'
                THEN (${wv} * coalesce(1.0 / (${rrfK} + v.rnk), 0) + ${wk} * coalesce(1.0 / (${rrfK} + k.rnk), 0))
@@ -369,6 +383,19 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
                      + ${wk} * coalesce(k.score / nullif(max(k.score) OVER (), 0), 0)) / greatest(${wv} + ${wk}, 1e-9)
              END::float8 AS fused
       FROM kw_ranked k FULL JOIN vec_ranked v ON v.event_id = k.event_id
+    ), fused AS (
+      -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
+      -- from the period its dates name ("on 3 June 2023") dateMatch more. The event is looked
+      -- up per listed event (a join may read every event).
+      SELECT l.event_id, l.k_rank, l.k_score, l.v_rank, a.named, a.dated,
+             (l.fused * (1 + CASE WHEN a.named THEN ${actorMatch} ELSE 0 END)
+                      * (1 + CASE WHEN a.dated THEN ${dateMatch} ELSE 0 END))::float8 AS fused
+      FROM lists l
+      CROSS JOIN LATERAL (
+        SELECT tsvector_to_array(to_tsvector('english', e.actor_id)) && (SELECT lexemes FROM query_lexemes) AS named,
+               coalesce(e.created_at >= ${periodFrom}::timestamptz AND e.created_at < ${periodTo}::timestamptz, false) AS dated
+        FROM events e WHERE e.id = l.event_id
+      ) a
     ), top AS (
       SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}
     ), seen AS (
@@ -407,7 +434,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
       GROUP BY s.event_id
     ), scored AS (
-      SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused,
+      SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused, t.named, t.dated,
              coalesce(kc.chunk_id, vc.chunk_id,
                       (SELECT id FROM chunks WHERE source_id = t.event_id ORDER BY ord LIMIT 1)) AS chunk_id,
              power(0.5, greatest(extract(epoch FROM (${now}::timestamptz - e.created_at)), 0) / ${halfLife})::float8 AS recency,
@@ -424,7 +451,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     )
     SELECT s.event_id, s.chunk_id, e.kind, e.conversation_id, e.turn_index, e.actor_type, e.actor_id, ch.text,
            e.created_at, s.k_rank, s.k_score, s.v_rank, (${ownDistance})::float8 AS v_distance,
-           s.fused, s.recency, s.staleness, s.familiarity, s.importance, (SELECT count(*) FROM fused) AS pool_size,
+           s.fused, s.named, s.dated, s.recency, s.staleness, s.familiarity, s.importance, (SELECT count(*) FROM fused) AS pool_size,
            (${weights.search} * s.fused + ${weights.recency} * s.recency + ${weights.importance} * s.importance
             + ${weights.familiarity} * s.familiarity - ${weights.staleness} * s.staleness)::float8 AS final
     FROM scored s
@@ -478,14 +505,12 @@ function keywordCtes(
         ORDER BY c.created_at DESC, c.id LIMIT ${candidates})`
   const branches = terms.map((t) => branch(tsqueryTerm(t.lexeme)))
   if (terms.length > 1) branches.push(branch(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & ')))
-  const any = `${p.add(terms.map((t) => tsqueryTerm(t.lexeme)).join(' | '))}::tsquery`
   const lexemes = p.add(terms.map((t) => t.lexeme))
   const dfs = p.add(terms.map((t) => t.df))
   const n = `${p.add(Math.max(stats.chunks, 1))}::float8`
   const avgdl = `${p.add(stats.avgLength > 0 ? stats.avgLength : 1)}::float8`
   const k1 = `${p.add(s.bm25K1)}::float8`
   const b = `${p.add(s.bm25B)}::float8`
-  const actorMatch = `${p.add(s.actorMatch)}::float8`
   return `kw_terms AS (
       SELECT * FROM unnest(${lexemes}::text[], ${dfs}::float8[]) AS t(lexeme, df)
     ), kw_chunks AS MATERIALIZED (
@@ -504,10 +529,7 @@ function keywordCtes(
       CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) tf
       GROUP BY k.id, k.source_id
     ), kw_event AS MATERIALIZED (
-      -- The speaker's name is looked up per candidate (a join may read every event).
-      SELECT DISTINCT ON (k.source_id) k.source_id AS event_id, k.id AS chunk_id,
-             k.score * (1 + CASE WHEN to_tsvector('english', (SELECT e.actor_id FROM events e WHERE e.id = k.source_id)) @@ ${any}
-                                 THEN ${actorMatch} ELSE 0 END) AS score
+      SELECT DISTINCT ON (k.source_id) k.source_id AS event_id, k.id AS chunk_id, k.score
       FROM kw_chunk k
       ORDER BY k.source_id, k.score DESC, k.id
     ), ${ranked}`
@@ -555,6 +577,8 @@ function toHit(r: HitRow): SearchHit {
           : { rank: Number(r.v_rank), distance, similarity: distance === null ? null : 1 - distance },
       keyword: r.k_rank === null ? null : { rank: Number(r.k_rank), score: Number(r.k_score) },
       fused: r.fused,
+      actorNamed: r.named,
+      dateNamed: r.dated,
       recency: r.recency,
       staleness: r.staleness,
       familiarity: r.familiarity,
