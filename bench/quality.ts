@@ -68,6 +68,8 @@ files.sort()
 const totals: Record<string, number> = Object.fromEntries(ks.map((k) => [k, 0]))
 const byCategory: Record<string, { questions: number; recall: Record<string, number> }> = {}
 let questions = 0
+// How often the evidence, and what was returned, is the turn of a person the question names.
+const named = { evidence: 0, evidenceAll: 0, hits: 0, hitsAll: 0 }
 const started = performance.now()
 
 for (const file of files) {
@@ -75,6 +77,7 @@ for (const file of files) {
   const db = await PGlite.create({ extensions })
   const memory = await createEngine({ db, indexing: 'manual', ...(embedder ? { embedder } : {}), ...(weights ? { scoring: weights } : {}) })
   const diaOf = new Map<string, string>()
+  const speakerOf = new Map<string, string>()
   const sessions = Object.keys(conv)
     .filter((k) => /^session_\d+$/.test(k))
     .sort((a, b) => Number(a.slice(8)) - Number(b.slice(8)))
@@ -91,6 +94,7 @@ for (const file of files) {
         createdAt,
       })
       diaOf.set(eventId, turn.dia_id)
+      speakerOf.set(turn.dia_id, turn.speaker)
     }
   }
   if (embedder) await memory.indexNow()
@@ -130,6 +134,13 @@ for (const file of files) {
     byCategory[cat] ??= { questions: 0, recall: Object.fromEntries(ks.map((k) => [k, 0])) }
     byCategory[cat].questions++
     questions++
+    const words = new Set(qa.question.toLowerCase().split(/[^a-z]+/))
+    const isNamed = (dia: string) => words.has((speakerOf.get(dia) ?? '').toLowerCase())
+    named.evidenceAll += evidence.size
+    named.evidence += [...evidence].filter(isNamed).length
+    const top10 = ranked.slice(0, 10)
+    named.hitsAll += top10.length
+    named.hits += top10.filter(isNamed).length
     for (const k of ks) {
       const found = new Set(ranked.slice(0, k).filter((d) => evidence.has(d))).size
       const r = found / evidence.size
@@ -156,6 +167,8 @@ const result = {
       ]),
   ),
   questions,
+  // Share of evidence turns, and of the top 10 returned, spoken by a person the question names.
+  namedSpeaker: { evidence: round(named.evidence / named.evidenceAll), top10: round(named.hits / named.hitsAll) },
 }
 const json = JSON.stringify(result, null, 2)
 process.stdout.write(`${json}\n`)
