@@ -385,8 +385,8 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       FROM kw_ranked k FULL JOIN vec_ranked v ON v.event_id = k.event_id
     ), fused AS (
       -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
-      -- from the period its dates name ("on 3 June 2023") dateMatch more. The event is looked
-      -- up per listed event (a join may read every event).
+      -- from the period its dates name ("on 3 June 2023") dateMatch more. Each event is looked
+      -- up by key behind OFFSET 0 (joined freely, the planner hashes every event).
       SELECT l.event_id, l.k_rank, l.k_score, l.v_rank, a.named, a.dated,
              (l.fused * (1 + CASE WHEN a.named THEN ${actorMatch} ELSE 0 END)
                       * (1 + CASE WHEN a.dated THEN ${dateMatch} ELSE 0 END))::float8 AS fused
@@ -394,7 +394,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       CROSS JOIN LATERAL (
         SELECT tsvector_to_array(to_tsvector('english', e.actor_id)) && (SELECT lexemes FROM query_lexemes) AS named,
                coalesce(e.created_at >= ${periodFrom}::timestamptz AND e.created_at < ${periodTo}::timestamptz, false) AS dated
-        FROM events e WHERE e.id = l.event_id
+        FROM events e WHERE e.id = l.event_id OFFSET 0
       ) a
     ), top AS (
       SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}
