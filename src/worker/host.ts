@@ -93,6 +93,9 @@ export interface StorageInfo {
 
 type Path = readonly string[]
 
+/** What a following worker asks the owner for when it joins: the owner's model state. */
+const OWNER_EMBEDDER_INFO: Path = ['#embedderInfo']
+
 type ChannelMessage =
   | { type: 'call'; id: string; from: string; path: Path; args: unknown[] }
   | { type: 'reply'; id: string; to: string; ok: true; value: unknown }
@@ -370,7 +373,7 @@ export class MemoryHost {
     // Calls this worker forwarded to the previous owner now run here.
     const pending = [...this.#forwarded.entries()]
     this.#forwarded.clear()
-    for (const [, call] of pending) this.#run(call.path, call.args).then(call.resolve, call.reject)
+    for (const [, call] of pending) this.#answer(call.path, call.args).then(call.resolve, call.reject)
     return opened
   }
 
@@ -395,9 +398,17 @@ export class MemoryHost {
   }
 
   async #waitForLeader(): Promise<void> {
-    // The owner answers pings only once its database is open.
-    const pong = this.#forward(['ping'], [])
-    await pong
+    // The owner answers only once its database is open; its model state is this page's too
+    // (later changes arrive as events, after this answer).
+    const info = (await this.#forward(OWNER_EMBEDDER_INFO, [])) as EmbedderInfo
+    // Having taken over meanwhile, this worker keeps its own model state.
+    if (this.#role === 'follower') this.#embedderInfo = info
+  }
+
+  /** Runs a call that another worker forwarded, or that this one forwarded before it took over. */
+  #answer(path: Path, args: unknown[]): Promise<unknown> {
+    if (path.length === 1 && path[0] === OWNER_EMBEDDER_INFO[0]) return Promise.resolve(this.embedderInfo())
+    return this.#run(path, args)
   }
 
   #forward(path: Path, args: unknown[]): Promise<unknown> {
@@ -416,7 +427,7 @@ export class MemoryHost {
     switch (message.type) {
       case 'call': {
         if (!this.#engine || this.#role !== 'leader') return
-        this.#run(message.path, message.args).then(
+        this.#answer(message.path, message.args).then(
           (value) => this.#post({ type: 'reply', id: message.id, to: message.from, ok: true, value }),
           (error: unknown) =>
             this.#post({ type: 'reply', id: message.id, to: message.from, ok: false, error: toWire(error) }),

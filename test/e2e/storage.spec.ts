@@ -103,19 +103,26 @@ test('a second tab follows the owner, and takes over when the owner closes', asy
   expect(afterTakeover.schemaVersion).toBe(otherInfo.ping.schemaVersion)
 })
 
-test("a following tab hears the owner's indexing progress for its own writes", async ({ context }) => {
+test("a following tab knows the owner's model and hears its indexing progress for its own writes", async ({ context }) => {
   const owner = await context.newPage()
   const other = await context.newPage()
   await openHarness(owner)
   await openHarness(other)
-  await owner.evaluate(async () => {
+  const ownerModel = await owner.evaluate(async () => {
     const memory = await window.engram.createMemory({ name: 'relay', storage: 'opfs' })
     ;(window as unknown as { memory: typeof memory }).memory = memory
     await memory.ready
+    for (let i = 0; i < 600 && (await memory.embedderInfo()).state === 'loading'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    return memory.embedderInfo()
   })
+  expect(ownerModel).toMatchObject({ state: 'ready' })
   const outcome = await other.evaluate(async () => {
     const memory = await window.engram.createMemory({ name: 'relay', storage: 'opfs', embedder: { kind: 'none' } })
     const info = await memory.ready
+    // Joined after the owner loaded its model: the owner's state, not this page's own option.
+    const model = await memory.embedderInfo()
     const seen: { pending: number; done: number; running: boolean }[] = []
     const finished = new Promise<void>((resolve) => {
       memory.onIndexProgress((s) => {
@@ -132,12 +139,13 @@ test("a following tab hears the owner's indexing progress for its own writes", a
     const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 60_000))
     const result = await Promise.race([finished.then(() => 'done' as const), timeout])
     await memory.close()
-    return { role: info.role, result, last: seen.at(-1) }
+    return { role: info.role, result, last: seen.at(-1), model }
   })
   await owner.evaluate(async () => {
     await (window as unknown as { memory: { close(): Promise<void> } }).memory.close()
   })
   expect(outcome.role).toBe('follower')
+  expect(outcome.model).toEqual(ownerModel)
   expect(outcome.result).toBe('done')
   expect(outcome.last).toMatchObject({ pending: 0, running: false })
 })
