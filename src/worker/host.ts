@@ -315,7 +315,10 @@ export class MemoryHost {
     } catch (error) {
       throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
     }
-    const embedder = this.#startEmbedder()
+    // The model starts loading once the memory is open: loading it beside the boot (one thread,
+    // the worker's) held up the first answer of an IndexedDB memory (see docs/BENCHMARKS.md).
+    let opened!: () => void
+    const embedder = this.#startEmbedder(new Promise<void>((resolve) => (opened = resolve)))
     this.#engine = await createEngine({
       ...options.settings,
       db: durableDb(this.#pg),
@@ -325,6 +328,7 @@ export class MemoryHost {
     this.#engine.onIndexProgress((status) => this.#emit({ type: 'index', status }))
     this.#engine.onError((error) => this.#emit({ type: 'error', error }))
     if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
+    setTimeout(opened, 0)
     return { created, fromTemplate: template !== undefined }
   }
 
@@ -332,11 +336,11 @@ export class MemoryHost {
    * Starts loading the model without waiting for it: the engine works keyword-only until it
    * is ready and reports a failure as a MODEL_UNAVAILABLE error event.
    */
-  #startEmbedder(): Promise<Embedder> | undefined {
+  #startEmbedder(after: Promise<void>): Promise<Embedder> | undefined {
     const options = this.#options?.embedder ?? { kind: 'bundled' }
     if (options.kind === 'none') return undefined
     this.#setEmbedderInfo({ state: 'loading' })
-    const loading = import('../embed/transformers-embedder.ts').then(({ createTransformersEmbedder }) =>
+    const loading = after.then(() => import('../embed/transformers-embedder.ts')).then(({ createTransformersEmbedder }) =>
       createTransformersEmbedder({
         // A blob: worker has no folder to be next to: such apps pass both URLs.
         modelPath: options.modelPath ?? beside('./models/all-MiniLM-L6-v2'),
