@@ -47,7 +47,8 @@ export interface Scoring {
   actorMatch: number
   /**
    * Fraction added to the fused search score of an event from the period the query's dates
-   * name ("on 3 June 2023", "June 3, 2023", "in May 2023", "2023-06-03"; a day either side).
+   * name ("on 3 June 2023", "June 3, 2023", "in May 2023", "2023-06-03", "yesterday", "3 days
+   * ago", "last week"; a day either side).
    * 1 doubles it: a question that names a day is mostly about that day. To keep only that
    * period, pass `since` / `until` instead.
    */

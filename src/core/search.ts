@@ -349,7 +349,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
 
   const rrfK = `${p.add(s.rrfK)}::float8`
   const actorMatch = `${p.add(s.actorMatch)}::float8`
-  const period = namedPeriod(plan.text)
+  const period = namedPeriod(plan.text, plan.now)
   const periodFrom = p.add(period?.from ?? null)
   const periodTo = p.add(period?.to ?? null)
   const dateMatch = `${p.add(s.dateMatch)}::float8`

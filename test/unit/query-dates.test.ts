@@ -29,4 +29,19 @@ describe('namedPeriod', () => {
     // An impossible day leaves its month.
     expect(namedPeriod('on 31 February 2023')).toEqual({ from: day('2023-01-31'), to: day('2023-03-02') })
   })
+
+  it('reads days and stretches relative to the clock, only when given one', () => {
+    const now = new Date('2025-03-10T15:00:00Z')
+    expect(namedPeriod('what did we decide yesterday?', now)).toEqual({ from: day('2025-03-08'), to: day('2025-03-11') })
+    expect(namedPeriod('notes from today', now)).toEqual({ from: day('2025-03-09'), to: day('2025-03-12') })
+    expect(namedPeriod('the bug from 3 days ago', now)).toEqual({ from: day('2025-03-06'), to: day('2025-03-09') })
+    expect(namedPeriod('what Bo said two weeks ago', now)).toEqual({ from: day('2025-02-23'), to: day('2025-02-26') })
+    expect(namedPeriod('what changed this week', now)).toEqual({ from: day('2025-03-02'), to: day('2025-03-12') })
+    expect(namedPeriod('the plan from last week', now)).toEqual({ from: day('2025-02-23'), to: day('2025-03-12') })
+    expect(namedPeriod('what we shipped last month', now)).toEqual({ from: day('2025-01-06'), to: day('2025-03-12') })
+    // Relative and absolute dates span together; a weekend is not a week.
+    expect(namedPeriod('yesterday and on 1 March 2025', now)).toEqual({ from: day('2025-02-28'), to: day('2025-03-11') })
+    expect(namedPeriod('last weekend', now)).toBeNull()
+    expect(namedPeriod('what did we decide yesterday?')).toBeNull()
+  })
 })
