@@ -92,7 +92,7 @@ export function namedPeriod(text: string, now?: Date): NamedPeriod | null {
       } else {
         start = Date.UTC(y, mo, d)
         if (d < 1 || new Date(start).getUTCMonth() !== mo) return m[0]
-        end = start + 86_400_000
+        end = start + DAY_MS
       }
       from = Math.min(from, start)
       to = Math.max(to, end)

@@ -6,10 +6,10 @@ import { EVENT_KINDS, type ActorType, type EventKind } from './events.ts'
 import { compileFilter, type FilterColumn, filterExpressionSchema } from './filters.ts'
 import { edgeVisibleAt } from './graph.ts'
 import { allowedSensitivities } from './privacy.ts'
+import { namedPeriod } from './query-dates.ts'
 import { CHANNELS, type Channel, identifier } from './scope.ts'
 import { resolveScoring, type Scoring, scoringInput } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
-import { namedPeriod } from './query-dates.ts'
 import { parseInput, z } from './validate.ts'
 
 export const SEARCH_MODES = ['hybrid', 'keyword', 'vector'] as const
