@@ -58,6 +58,7 @@ export function median(samples: readonly number[], unit: Exclude<Unit, 'ms'>, no
 /** Table order: the headline metrics first, then the peers, then the extras. */
 export const METRIC_ORDER = [
   'record_turn_ms',
+  'record_turn_idb_ms',
   'search_ms',
   'build_context_ms',
   'build_context_fast_ms',
