@@ -1,5 +1,5 @@
 import { expect, test } from '@playwright/test'
-import { openHarness } from './support.ts'
+import { openHarness, openHarnessTabs } from './support.ts'
 
 type Api = {
   recordTurn(input: { conversationId: string; user: string; agent: string }): Promise<{ userEventId: string }>
@@ -36,8 +36,7 @@ test('three tabs write concurrently; the owner closes mid-way; every acknowledge
   context,
 }) => {
   test.setTimeout(120_000)
-  const pages = await Promise.all([0, 1, 2].map(() => context.newPage()))
-  for (const page of pages) await openHarness(page)
+  const pages = await openHarnessTabs(context, 3)
   // The first tab to open becomes the owner.
   for (const [i, page] of pages.entries()) {
     await page.evaluate(async (i) => {

@@ -1,5 +1,5 @@
-import { expect, test } from '@playwright/test'
-import { openHarness } from './support.ts'
+import { expect, type Page, test } from '@playwright/test'
+import { openHarness, openHarnessTabs } from './support.ts'
 
 for (const storage of ['opfs', 'idb'] as const) {
   test(`${storage}: a new memory starts from the template and is found again after a reload`, async ({ page }) => {
@@ -76,10 +76,7 @@ test('an invalid memory name is refused before any worker starts', async ({ page
 })
 
 test('a second tab follows the owner, and takes over when the owner closes', async ({ context }) => {
-  const owner = await context.newPage()
-  const other = await context.newPage()
-  await openHarness(owner)
-  await openHarness(other)
+  const [owner, other] = (await openHarnessTabs(context, 2)) as [Page, Page]
   const ownerInfo = await owner.evaluate(async () => {
     const memory = await window.engram.createMemory({ name: 'shared', storage: 'opfs' })
     ;(window as unknown as { memory: typeof memory }).memory = memory
@@ -104,10 +101,7 @@ test('a second tab follows the owner, and takes over when the owner closes', asy
 })
 
 test("a following tab knows the owner's model and hears its indexing progress for its own writes", async ({ context }) => {
-  const owner = await context.newPage()
-  const other = await context.newPage()
-  await openHarness(owner)
-  await openHarness(other)
+  const [owner, other] = (await openHarnessTabs(context, 2)) as [Page, Page]
   const ownerModel = await owner.evaluate(async () => {
     const memory = await window.engram.createMemory({ name: 'relay', storage: 'opfs' })
     ;(window as unknown as { memory: typeof memory }).memory = memory
