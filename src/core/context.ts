@@ -212,14 +212,15 @@ export function createContext(ctx: EngineContext) {
     const { rows } = await ctx.db.query<TurnRow>(
       `WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE'),
        hit AS (SELECT DISTINCT unnest($1::text[]) AS id),
-       turn AS (
+       -- Materialized: each lookup runs once per hit, not once per column that reads it.
+       turn AS MATERIALIZED (
          SELECT h.id AS hit_id,
                 coalesce((SELECT m.src FROM edges m WHERE m.dst = h.id AND m.rel = (SELECT id FROM msg)
                           AND m.tenant_id = $2 ORDER BY m.id LIMIT 1),
                          CASE WHEN (SELECT 1 FROM edges m WHERE m.src = h.id AND m.rel = (SELECT id FROM msg) LIMIT 1) = 1
                               THEN h.id END) AS user_event_id
          FROM hit h
-       ), turn2 AS (
+       ), turn2 AS MATERIALIZED (
          SELECT t.hit_id, t.user_event_id,
                 coalesce((SELECT m.dst FROM edges m WHERE m.src = t.user_event_id AND m.rel = (SELECT id FROM msg)
                           ORDER BY m.id LIMIT 1), t.hit_id) AS reply_event_id
@@ -349,25 +350,33 @@ export function createContext(ctx: EngineContext) {
       canonical_key: string
     }>(
       `WITH cur AS (
-         SELECT DISTINCT v.document_id FROM edges e JOIN doc_versions v ON v.id = e.dst
-         WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND ${edgeVisibleAt('$3', 'e')}
+         SELECT DISTINCT e.document_id FROM edges e
+         WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.document_id IS NOT NULL AND ${edgeVisibleAt('$3', 'e')}
        ), touch AS (
-         SELECT e.src AS reply_id, e.conversation_id, r.created_at, d.canonical_key,
-                row_number() OVER (PARTITION BY v.document_id ORDER BY e.created_at DESC, e.id) AS rn
+         -- Per document, its newest edges from other conversations: one walk down edges_document,
+         -- each reply checked by key (OFFSET 0 keeps both from becoming scans of every row).
+         SELECT t.reply_id, t.conversation_id, t.created_at, d.canonical_key
          FROM cur
          JOIN documents d ON d.id = cur.document_id
-         JOIN doc_versions v ON v.document_id = cur.document_id
-         JOIN edges e ON e.dst = v.id
-         JOIN events r ON r.id = e.src
-         WHERE e.tenant_id = $1 AND e.conversation_id IS NOT NULL AND e.conversation_id <> $2
-           AND ${edgeVisibleAt('$3', 'e')}
-           AND r.tenant_id = $1 AND r.sensitivity = ANY($4::text[]) AND r.created_at <= $3
-           AND ($5::text IS NULL OR r.user_id = $5)
+         CROSS JOIN LATERAL (
+           SELECT e.src AS reply_id, e.conversation_id, r.created_at
+           FROM edges e
+           CROSS JOIN LATERAL (
+             SELECT r.created_at FROM events r
+             WHERE r.id = e.src AND r.tenant_id = $1 AND r.sensitivity = ANY($4::text[]) AND r.created_at <= $3
+               AND ($5::text IS NULL OR r.user_id = $5)
+             OFFSET 0
+           ) r
+           WHERE e.document_id = cur.document_id AND e.tenant_id = $1
+             AND e.conversation_id IS NOT NULL AND e.conversation_id <> $2 AND ${edgeVisibleAt('$3', 'e')}
+           ORDER BY e.created_at DESC, e.id
+           LIMIT $6
+         ) t
        )
        -- The text is read for the replies kept, not for every edge ranked.
        SELECT l.*, (SELECT r.content ->> 'text' FROM events r WHERE r.id = l.reply_id) AS text FROM (
          SELECT DISTINCT ON (reply_id) reply_id, conversation_id, created_at, canonical_key
-         FROM touch WHERE rn <= $6
+         FROM touch
          ORDER BY reply_id, canonical_key
        ) l
        ORDER BY l.created_at DESC, l.reply_id

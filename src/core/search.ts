@@ -415,24 +415,25 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       WHERE ed.tenant_id = ${tenant} AND ${edgeVisibleAt(asOf, 'ed')}
       GROUP BY t.event_id
     ), doc_conversations AS MATERIALIZED (
-      -- Per document, once: the conversations whose edges reach any of its versions, looked
-      -- up version by version through the indexes (OFFSET 0 keeps each lookup a lookup: joined
-      -- freely, the planner reads every edge and version into a hash table).
+      -- Per document, once: the conversations whose edges reach any of its versions, one
+      -- index range per document (edges_document), behind OFFSET 0 so that it stays one.
       SELECT d.document_id, array_agg(DISTINCT x.conversation_id) AS conversations
       FROM (SELECT DISTINCT unnest(docs) AS document_id FROM seen) d
-      CROSS JOIN LATERAL (SELECT vv.id FROM doc_versions vv WHERE vv.document_id = d.document_id OFFSET 0) vv
       CROSS JOIN LATERAL (
         SELECT x.conversation_id FROM edges x
-        WHERE x.dst = vv.id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
+        WHERE x.document_id = d.document_id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
         OFFSET 0
       ) x
       GROUP BY d.document_id
     ), familiar AS (
-      SELECT s.event_id, count(DISTINCT c.conversation_id) AS n
+      SELECT s.event_id,
+             CASE WHEN cardinality(s.docs) = 1
+               THEN (SELECT cardinality(dc.conversations) FROM doc_conversations dc WHERE dc.document_id = s.docs[1])
+               ELSE (SELECT count(DISTINCT c.conversation_id) FROM doc_conversations dc
+                     CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
+                     WHERE dc.document_id = ANY(s.docs))
+             END AS n
       FROM seen s
-      JOIN doc_conversations dc ON dc.document_id = ANY(s.docs)
-      CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
-      GROUP BY s.event_id
     ), scored AS (
       SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused, t.named, t.dated,
              coalesce(kc.chunk_id, vc.chunk_id,
@@ -443,22 +444,28 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
                   ELSE 1 - 1.0 / (1 + se.versions_since) END::float8 AS staleness,
              least(1, ln(1 + coalesce(fa.n, 0)) / ln(1 + ${famScale}))::float8 AS familiarity
       FROM top t
-      JOIN events e ON e.id = t.event_id
+      CROSS JOIN LATERAL (SELECT e.created_at, e.kind FROM events e WHERE e.id = t.event_id OFFSET 0) e
       LEFT JOIN kw_event kc ON kc.event_id = t.event_id
       LEFT JOIN vec_event vc ON vc.event_id = t.event_id
       LEFT JOIN seen se ON se.event_id = t.event_id
       LEFT JOIN familiar fa ON fa.event_id = t.event_id
+    ), best AS (
+      SELECT s.*,
+             (${weights.search} * s.fused + ${weights.recency} * s.recency + ${weights.importance} * s.importance
+              + ${weights.familiarity} * s.familiarity - ${weights.staleness} * s.staleness)::float8 AS final
+      FROM scored s
+      ORDER BY final DESC, s.event_id
+      LIMIT ${limit}
     )
     SELECT s.event_id, s.chunk_id, e.kind, e.conversation_id, e.turn_index, e.actor_type, e.actor_id, ch.text,
            e.created_at, s.k_rank, s.k_score, s.v_rank, (${ownDistance})::float8 AS v_distance,
            s.fused, s.named, s.dated, s.recency, s.staleness, s.familiarity, s.importance, (SELECT count(*) FROM fused) AS pool_size,
-           (${weights.search} * s.fused + ${weights.recency} * s.recency + ${weights.importance} * s.importance
-            + ${weights.familiarity} * s.familiarity - ${weights.staleness} * s.staleness)::float8 AS final
-    FROM scored s
-    JOIN events e ON e.id = s.event_id
-    JOIN chunks ch ON ch.id = s.chunk_id
-    ORDER BY final DESC, s.event_id
-    LIMIT ${limit}`
+           s.final
+    FROM best s
+    -- The hits' rows by key (OFFSET 0): for a few hundred rows the planner would hash whole tables.
+    CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = s.event_id OFFSET 0) e
+    CROSS JOIN LATERAL (SELECT * FROM chunks ch WHERE ch.id = s.chunk_id OFFSET 0) ch
+    ORDER BY s.final DESC, s.event_id`
   return { sql, params: p.values }
 }
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { migrate, SCHEMA_VERSION } from '../../src/core/schema/migrations.ts'
+import { createEngine } from '../../src/core/engine.ts'
+import { durableDb } from '../../src/runtime/pglite.ts'
 import { openTestDb, openTestMemory } from '../support/memory.ts'
 
 describe('foundation', () => {
@@ -25,5 +27,34 @@ describe('foundation', () => {
     const { rows } = await db.query<{ d: number }>(`SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector AS d`)
     expect(rows[0]?.d).toBeCloseTo(1, 6)
     await db.close()
+  })
+  it('edges into a document version carry its document, on insert and after migrating an older memory', async () => {
+    const pg = await openTestDb()
+    const engine = await createEngine({ db: durableDb(pg) })
+    const doc = (content: string) => ({ tool: 'read_file', args: { path: 'a.ts' }, document: { path: '/repo/a.ts', content, effect: 'read' as const } })
+    await engine.recordTurn({ conversationId: 'c1', user: 'read it', agent: 'read', procedures: [doc('one'), { tool: 'run', args: {}, output: 'ok' }] })
+    const expected = async () =>
+      (
+        await pg.query<{ n: number; wrong: number }>(
+          `SELECT count(*)::int AS n, count(*) FILTER (WHERE e.document_id IS DISTINCT FROM v.document_id)::int AS wrong
+           FROM edges e LEFT JOIN doc_versions v ON v.id = e.dst`,
+        )
+      ).rows[0]
+    const filled = async () => (await pg.query<{ n: number }>('SELECT count(*)::int AS n FROM edges WHERE document_id IS NOT NULL')).rows[0]?.n
+    // MESSAGE, read_file → version, VERSION_OF (version → document), run → call, RESULT
+    expect(await expected()).toEqual({ n: 5, wrong: 0 })
+    expect(await filled()).toBe(1)
+
+    // The same memory as it was before the column existed, then migrated again.
+    await pg.exec(`DROP TRIGGER edges_fill_document ON edges; DROP FUNCTION edges_fill_document();
+                   DROP INDEX edges_document; ALTER TABLE edges DROP COLUMN document_id;
+                   DELETE FROM schema_migrations WHERE version = 6`)
+    await engine.recordTurn({ conversationId: 'c2', user: 'again', agent: 'read', procedures: [doc('two')] })
+    expect(await migrate(durableDb(pg))).toBe(SCHEMA_VERSION)
+    expect(await expected()).toEqual({ n: 8, wrong: 0 })
+    expect(await filled()).toBe(2)
+    // Ground truth stays append-only after the backfill.
+    await expect(pg.query(`UPDATE edges SET document_id = NULL`)).rejects.toThrow(/append-only/)
+    await pg.close()
   })
 })

@@ -194,4 +194,32 @@ describe('search', () => {
       code: 'INVALID_FILTER',
     })
   })
+  it('familiarity counts the conversations that touched the hit\'s documents, any version, as of the search', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now, indexing: 'manual' })
+    const read = (path: string, content: string) => ({ tool: 'read_file', args: { path }, document: { path, content, effect: 'read' as const } })
+    const turn = async (conversationId: string, user: string, ...procedures: ReturnType<typeof read>[]) => {
+      clock.advance(60_000)
+      await memory.recordTurn({ conversationId, user, agent: 'Done.', procedures })
+    }
+    await turn('c1', 'the deploy pipeline is broken', read('/repo/a.ts', 'v1'))
+    await turn('c2', 'unrelated words here', read('/repo/a.ts', 'v1'))
+    const beforeC3 = clock.now()
+    await turn('c3', 'more unrelated words', read('/repo/a.ts', 'v2'))
+    await turn('c4', 'other words again', read('/repo/b.ts', 'b'))
+    await turn('c5', 'the release checklist', read('/repo/a.ts', 'v2'), read('/repo/b.ts', 'b'))
+    const scale = Math.log(1 + 10) // the default familiarityScale
+
+    // a.ts (either version) was touched by c1, c2, c3 and c5.
+    const [deploy] = await memory.search('deploy pipeline', { limit: 1 })
+    expect(deploy?.conversationId).toBe('c1')
+    expect(deploy?.explain.familiarity).toBeCloseTo(Math.log(1 + 4) / scale, 9)
+    // Two documents: the conversations that touched either, each once (c1, c2, c3, c4, c5).
+    const [release] = await memory.search('release checklist', { limit: 1 })
+    expect(release?.conversationId).toBe('c5')
+    expect(release?.explain.familiarity).toBeCloseTo(Math.log(1 + 5) / scale, 9)
+    // As of before c3: only c1 and c2 had touched a.ts.
+    const [then] = await memory.search('deploy pipeline', { limit: 1, asOf: beforeC3 })
+    expect(then?.explain.familiarity).toBeCloseTo(Math.log(1 + 2) / scale, 9)
+  })
 })

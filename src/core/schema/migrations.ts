@@ -4,6 +4,7 @@ import { memories } from './0002-memories.ts'
 import { privacy } from './0003-privacy.ts'
 import { keywordStats } from './0004-keyword-stats.ts'
 import { scanIndexes } from './0005-scan-indexes.ts'
+import { edgesByDocument } from './0006-edges-by-document.ts'
 
 export interface Migration {
   version: number
@@ -18,6 +19,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: 'privacy', sql: privacy },
   { version: 4, name: 'keyword-stats', sql: keywordStats },
   { version: 5, name: 'scan-indexes', sql: scanIndexes },
+  { version: 6, name: 'edges-by-document', sql: edgesByDocument },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
