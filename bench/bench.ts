@@ -1,11 +1,12 @@
 /**
- * `npm run bench -- [--size 10000|100000] [--out FILE] [--only name,name] [--smoke]`
+ * `npm run bench -- [--size 10000|100000] [--out FILE] [--only name,name] [--cache-mb N] [--smoke]`
  *
  * Measures Engram and its peers (Orama, brute-force cosine, naive PGlite inserts) in the same
  * process on the same deterministic data, in Node (the engine in-process) and in headless
  * Chromium (the worker, served from dist/demo — run `npm run build` first). Writes JSON to
  * FILE (default bench/results/latest.json) and a Markdown table to stdout. Exits non-zero
- * on any error. `--smoke` is a tiny, quick run that checks the harness works.
+ * on any error. `--smoke` is a tiny, quick run that checks the harness works. `--cache-mb` opens
+ * the Node suite's memory with that `cacheMB` (Postgres' page cache; default 128).
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, totalmem, type as osType, release } from 'node:os'
@@ -19,6 +20,7 @@ interface Args {
   out: string
   only: string[]
   smoke: boolean
+  cacheMB?: number
 }
 
 function parseArgs(argv: string[]): Args {
@@ -38,7 +40,8 @@ function parseArgs(argv: string[]): Args {
     } else if (flag === '--out') args.out = value()
     else if (flag === '--only') args.only = value().split(',').map((s) => s.trim()).filter(Boolean)
     else if (flag === '--smoke') args.smoke = true
-    else throw new Error(`unknown argument ${flag}; usage: npm run bench -- [--size n] [--out FILE] [--only a,b] [--smoke]`)
+    else if (flag === '--cache-mb') args.cacheMB = Number(value())
+    else throw new Error(`unknown argument ${flag}; usage: npm run bench -- [--size n] [--out FILE] [--only a,b] [--cache-mb n] [--smoke]`)
   }
   if (args.smoke && !sizeGiven) args.size = 400
   const known = new Set([...NODE_METRICS, ...BROWSER_METRICS])
@@ -52,9 +55,10 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(3))
   const log = (line: string) => process.stderr.write(`${line}\n`)
   const wants = (name: string) => args.only.length === 0 || args.only.includes(name)
+  const cache = args.cacheMB === undefined ? {} : { cacheMB: args.cacheMB }
   const options: SuiteOptions & { coldRuns: number; webgpuSentences: number } = args.smoke
-    ? { size: args.size, ops: 20, warmup: 3, embedPasses: 1, embedSentences: 64, bulkRuns: 1, naiveRows: 200, coldRuns: 1, webgpuSentences: 4, wants, log }
-    : { size: args.size, ops: 200, warmup: 20, embedPasses: 3, embedSentences: 200, bulkRuns: 3, naiveRows: 2000, coldRuns: 3, webgpuSentences: 16, wants, log }
+    ? { size: args.size, ops: 20, warmup: 3, embedPasses: 1, embedSentences: 64, bulkRuns: 1, naiveRows: 200, coldRuns: 1, webgpuSentences: 4, wants, log, ...cache }
+    : { size: args.size, ops: 200, warmup: 20, embedPasses: 3, embedSentences: 200, bulkRuns: 3, naiveRows: 2000, coldRuns: 3, webgpuSentences: 16, wants, log, ...cache }
 
   const started = Date.now()
   const command = `npm run bench -- ${process.argv.slice(3).join(' ')}`.trim().replace(/ --$/, '')

@@ -26,6 +26,8 @@ export interface SuiteOptions {
   naiveRows: number
   wants: (name: string) => boolean
   log: (line: string) => void
+  /** `cacheMB` of the engine's memory (default: the library's). */
+  cacheMB?: number
 }
 
 export interface SuiteOutput {
@@ -62,7 +64,7 @@ async function openEngine(pg: PGlite): Promise<Engine> {
 
 async function buildDataset(options: SuiteOptions, out: SuiteOutput): Promise<Dataset> {
   const shape = sessionShape(options.size)
-  const pg = await openPGlite()
+  const pg = await openPGlite(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB })
   const engine = await openEngine(pg)
   const db = durableDb(pg)
   options.log(`  recording ${shape.turns} turns (${shape.turns * 4} events) through recordTurn…`)

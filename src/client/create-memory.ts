@@ -46,6 +46,8 @@ export interface CreateMemoryOptions extends EngineSettings {
    * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
    */
   worker?: Worker | (() => Worker)
+  /** Postgres' page cache in MiB, 16–512 (default 128); a memory of ~100,000 events searches faster with 512. */
+  cacheMB?: number
   /** A boot that has not answered by then rejects with BOOT_TIMEOUT. Default 30 s. */
   bootTimeoutMs?: number
   /**
@@ -192,6 +194,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
         ...(templateUrl ? { templateUrl } : {}),
         ...(options.workspace ? { workspace: options.workspace } : {}),
         ...(options.embedder ? { embedder: options.embedder } : {}),
+        ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
         settings: {
           ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
           ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),

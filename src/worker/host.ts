@@ -8,7 +8,7 @@ import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import { registerMemory } from '../client/registry.ts'
-import { durableDb, openPGlite } from '../runtime/pglite.ts'
+import { cacheSetting, durableDb, openPGlite } from '../runtime/pglite.ts'
 import {
   checkMemoryName,
   dataDirFor,
@@ -30,6 +30,8 @@ export interface BootOptions {
   embedder?: EmbedderBootOptions
   /** Scoring weights, dedup threshold, indexing and statistics modes (see `createEngine`). */
   settings?: EngineSettings
+  /** Postgres' page cache in MiB (see `openMemory`). */
+  cacheMB?: number
 }
 
 /**
@@ -201,6 +203,7 @@ export class MemoryHost {
     if (this.#options) throw new MemoryError('CONFLICT', 'This worker already hosts a memory; create a new worker.')
     const started = performance.now()
     checkMemoryName(options.name)
+    cacheSetting(options.cacheMB) // refuses a bad cache size before anything is opened
     this.#options = options
     this.#storage = resolveStorage(options.storage, env)
     const dataDir = dataDirFor(this.#storage, options.name)
@@ -311,7 +314,11 @@ export class MemoryHost {
           console.warn('engram: template unavailable, creating the database from scratch', error)
         }
       }
-      this.#pg = await openPGlite({ dataDir, ...(template ? { loadDataDir: template } : {}) })
+      this.#pg = await openPGlite({
+        dataDir,
+        ...(template ? { loadDataDir: template } : {}),
+        ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
+      })
     } catch (error) {
       throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
     }

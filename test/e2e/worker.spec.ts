@@ -81,3 +81,26 @@ test('engine settings given to createMemory reach the engine in the worker; inva
   expect(outcome.weights).toMatchObject({ recency: 0, familiarityScale: 3 })
   expect(outcome.code).toBe('INVALID_INPUT')
 })
+
+test('cacheMB reaches the worker: a memory opens with it, and a size out of range fails the boot', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' }, cacheMB: 64 })
+    await memory.record({
+      kind: 'message',
+      scope: { conversationId: 'c1' },
+      actor: { type: 'human', id: 'ann' },
+      content: { text: 'the cache holds decoded pages' },
+    })
+    const hits = await memory.search('cache pages')
+    await memory.close()
+    let code = 'none'
+    try {
+      await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' }, cacheMB: 4096 })
+    } catch (error) {
+      code = String((error as { code?: string }).code)
+    }
+    return { hits: hits.length, code }
+  })
+  expect(outcome).toEqual({ hits: 1, code: 'INVALID_INPUT' })
+})

@@ -5,7 +5,8 @@ import { openPGlite } from '../../src/runtime/pglite.ts'
 
 let template: Blob | undefined
 
-async function templateBlob(): Promise<Blob> {
+/** The migrated template data directory every test memory starts from. */
+export async function templateBlob(): Promise<Blob> {
   template ??= new Blob([new Uint8Array(await readFile(inject('templateDataDir')))])
   return template
 }

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { migrate, SCHEMA_VERSION } from '../../src/core/schema/migrations.ts'
 import { createEngine } from '../../src/core/engine.ts'
-import { durableDb } from '../../src/runtime/pglite.ts'
-import { openTestDb, openTestMemory } from '../support/memory.ts'
+import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
+import { openMemory } from '../../src/node/index.ts'
+import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
 
 describe('foundation', () => {
   it('opens a migrated memory with pgvector and answers ping', async () => {
@@ -56,5 +57,13 @@ describe('foundation', () => {
     // Ground truth stays append-only after the backfill.
     await expect(pg.query(`UPDATE edges SET document_id = NULL`)).rejects.toThrow(/append-only/)
     await pg.close()
+  })
+  it('cacheMB sets the page cache, and a size out of range is refused before anything opens', async () => {
+    const pg = await openPGlite({ loadDataDir: await templateBlob(), cacheMB: 64 })
+    expect((await pg.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]?.shared_buffers).toBe('64MB')
+    await pg.close()
+    for (const cacheMB of [8, 513, 100.5, Number.NaN]) {
+      await expect(openMemory({ cacheMB })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    }
   })
 })
