@@ -21,7 +21,8 @@ export const MAX_CACHE_MB = 512
  * The `shared_buffers` setting for a cache of `cacheMB` MiB: the table and index pages kept
  * in Postgres' buffer pool. Pages outside it are copied in from the in-memory file system on
  * every read; once a memory's working set outgrows the pool (around 100,000 events) search
- * spends much of its time there. Memory is taken only as pages are read.
+ * spends much of its time there. The pool is allocated in full when the memory opens, empty or
+ * not, so the default stays Postgres' own and large memories opt in.
  */
 export function cacheSetting(cacheMB: number = DEFAULT_CACHE_MB): string {
   if (!Number.isInteger(cacheMB) || cacheMB < 16 || cacheMB > MAX_CACHE_MB) {

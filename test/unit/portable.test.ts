@@ -179,6 +179,41 @@ describe('one-file export and import', () => {
     expect((await target.engine.stats()).counts).toEqual(before)
   })
 
+  it('a file written before edges carried their document imports with it filled in', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const { sha256Hex } = await import('../../src/core/hash.ts')
+    const bytes = new Uint8Array(await (await source.engine.exportFile()).arrayBuffer())
+    const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
+    const lines = text.trimEnd().split('\n')
+    // As schema 5 wrote it: no document_id column on edges.
+    const manifest = JSON.parse(lines[0] as string) as {
+      schemaVersion: number
+      tables: Record<string, { sha256: string; columns: string[] }>
+    }
+    manifest.schemaVersion = 5
+    const edges = manifest.tables.edges as { sha256: string; columns: string[] }
+    edges.columns = edges.columns.filter((c) => c !== 'document_id')
+    const body = lines.slice(1).map((l) => {
+      if (!l.startsWith('{"t":"edges"')) return l
+      const row = JSON.parse(l) as { t: string; r: Record<string, unknown> }
+      delete row.r.document_id
+      return `{"t":"edges","r":${JSON.stringify(row.r)}}`
+    })
+    edges.sha256 = await sha256Hex(body.filter((l) => l.startsWith('{"t":"edges"')).join('\n'))
+    const jsonl = `${[JSON.stringify(manifest), ...body].join('\n')}\n`
+    const gz = await new Response(new Blob([jsonl]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()
+
+    await using target = await openTestEngine()
+    await target.engine.importFile(new Blob([bytes.subarray(0, 9), gz]), { mode: 'replace' })
+    const { rows } = await target.db.query<{ filled: number; wrong: number }>(
+      `SELECT count(*) FILTER (WHERE e.document_id IS NOT NULL)::int AS filled,
+              count(*) FILTER (WHERE e.document_id IS DISTINCT FROM v.document_id)::int AS wrong
+       FROM edges e LEFT JOIN doc_versions v ON v.id = e.dst`,
+    )
+    expect(rows[0]).toEqual({ filled: 2, wrong: 0 }) // read_file and write_file → their versions
+  })
+
   it('a row that breaks a constraint rolls the whole import back', async () => {
     await using source = await openTestEngine()
     await populate(source.engine)
