@@ -386,14 +386,17 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     ), fused AS (
       -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
       -- from the period its dates name ("on 3 June 2023") dateMatch more. Each event is looked
-      -- up by key behind OFFSET 0 (joined freely, the planner hashes every event).
-      SELECT l.event_id, l.k_rank, l.k_score, l.v_rank, a.named, a.dated,
+      -- up by key behind OFFSET 0 (joined freely, the planner hashes every event), once: the
+      -- columns the hits need later come along.
+      SELECT l.event_id, l.k_rank, l.k_score, l.v_rank, a.named, a.dated, a.kind, a.created_at,
+             a.conversation_id, a.turn_index, a.actor_type, a.actor_id,
              (l.fused * (1 + CASE WHEN a.named THEN ${actorMatch} ELSE 0 END)
                       * (1 + CASE WHEN a.dated THEN ${dateMatch} ELSE 0 END))::float8 AS fused
       FROM lists l
       CROSS JOIN LATERAL (
         SELECT tsvector_to_array(to_tsvector('english', e.actor_id)) && (SELECT lexemes FROM query_lexemes) AS named,
-               coalesce(e.created_at >= ${periodFrom}::timestamptz AND e.created_at < ${periodTo}::timestamptz, false) AS dated
+               coalesce(e.created_at >= ${periodFrom}::timestamptz AND e.created_at < ${periodTo}::timestamptz, false) AS dated,
+               e.kind, e.created_at, e.conversation_id, e.turn_index, e.actor_type, e.actor_id
         FROM events e WHERE e.id = l.event_id OFFSET 0
       ) a
     ), top AS (
@@ -427,24 +430,21 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       GROUP BY d.document_id
     ), familiar AS (
       SELECT s.event_id,
-             CASE WHEN cardinality(s.docs) = 1
-               THEN (SELECT cardinality(dc.conversations) FROM doc_conversations dc WHERE dc.document_id = s.docs[1])
-               ELSE (SELECT count(DISTINCT c.conversation_id) FROM doc_conversations dc
-                     CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
-                     WHERE dc.document_id = ANY(s.docs))
-             END AS n
+             (SELECT count(DISTINCT c.conversation_id) FROM doc_conversations dc
+              CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
+              WHERE dc.document_id = ANY(s.docs)) AS n
       FROM seen s
     ), scored AS (
-      SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused, t.named, t.dated,
+      SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused, t.named, t.dated, t.kind, t.created_at,
+             t.conversation_id, t.turn_index, t.actor_type, t.actor_id,
              coalesce(kc.chunk_id, vc.chunk_id,
                       (SELECT id FROM chunks WHERE source_id = t.event_id ORDER BY ord LIMIT 1)) AS chunk_id,
-             power(0.5, greatest(extract(epoch FROM (${now}::timestamptz - e.created_at)), 0) / ${halfLife})::float8 AS recency,
-             coalesce((${importance}::jsonb ->> e.kind)::float8, 0) AS importance,
+             power(0.5, greatest(extract(epoch FROM (${now}::timestamptz - t.created_at)), 0) / ${halfLife})::float8 AS recency,
+             coalesce((${importance}::jsonb ->> t.kind)::float8, 0) AS importance,
              CASE WHEN coalesce(se.versions_since, 0) <= 0 THEN 0
                   ELSE 1 - 1.0 / (1 + se.versions_since) END::float8 AS staleness,
              least(1, ln(1 + coalesce(fa.n, 0)) / ln(1 + ${famScale}))::float8 AS familiarity
       FROM top t
-      CROSS JOIN LATERAL (SELECT e.created_at, e.kind FROM events e WHERE e.id = t.event_id OFFSET 0) e
       LEFT JOIN kw_event kc ON kc.event_id = t.event_id
       LEFT JOIN vec_event vc ON vc.event_id = t.event_id
       LEFT JOIN seen se ON se.event_id = t.event_id
@@ -457,13 +457,12 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       ORDER BY final DESC, s.event_id
       LIMIT ${limit}
     )
-    SELECT s.event_id, s.chunk_id, e.kind, e.conversation_id, e.turn_index, e.actor_type, e.actor_id, ch.text,
-           e.created_at, s.k_rank, s.k_score, s.v_rank, (${ownDistance})::float8 AS v_distance,
+    SELECT s.event_id, s.chunk_id, s.kind, s.conversation_id, s.turn_index, s.actor_type, s.actor_id, ch.text,
+           s.created_at, s.k_rank, s.k_score, s.v_rank, (${ownDistance})::float8 AS v_distance,
            s.fused, s.named, s.dated, s.recency, s.staleness, s.familiarity, s.importance, (SELECT count(*) FROM fused) AS pool_size,
            s.final
     FROM best s
-    -- The hits' rows by key (OFFSET 0): for a few hundred rows the planner would hash whole tables.
-    CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = s.event_id OFFSET 0) e
+    -- The hits' chunks by key (OFFSET 0): for a few hundred rows the planner would hash the table.
     CROSS JOIN LATERAL (SELECT * FROM chunks ch WHERE ch.id = s.chunk_id OFFSET 0) ch
     ORDER BY s.final DESC, s.event_id`
   return { sql, params: p.values }
