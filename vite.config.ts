@@ -31,6 +31,16 @@ function engramRuntimeAssets(): Plugin {
   }
 }
 
+/**
+ * The demo's pages are cross-origin isolated, so the memory worker's WASM embedding runs on
+ * several threads (SharedArrayBuffer). Everything they load comes from their own origin, which
+ * `require-corp` allows.
+ */
+const CROSS_ORIGIN_ISOLATION = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+}
+
 /** Builds the offline demo and the browser test harness; both serve only from 127.0.0.1. */
 export default defineConfig({
   root,
@@ -58,6 +68,6 @@ export default defineConfig({
   optimizeDeps: {
     exclude: ['@electric-sql/pglite', '@electric-sql/pglite-pgvector'],
   },
-  server: { host: '127.0.0.1', port: 5173, strictPort: true },
-  preview: { host: '127.0.0.1', port: 4173, strictPort: true },
+  server: { host: '127.0.0.1', port: 5173, strictPort: true, headers: CROSS_ORIGIN_ISOLATION },
+  preview: { host: '127.0.0.1', port: 4173, strictPort: true, headers: CROSS_ORIGIN_ISOLATION },
 })

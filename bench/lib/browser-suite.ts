@@ -10,7 +10,8 @@ import { type Browser, type BrowserContext, chromium, type Page } from '@playwri
 import { type PreviewServer, preview } from 'vite'
 import type { RecordTurnInput } from '../../src/core/turns.ts'
 import { embeddingSentences, makeTurns, sessionShape } from './data.ts'
-import { latency, type Metric, median } from './metrics.ts'
+import { meanTokens } from './tokens.ts'
+import { latency, median } from './metrics.ts'
 import type { SuiteOptions, SuiteOutput } from './node-suite.ts'
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -124,33 +125,33 @@ async function coldStart(page: Page, name: string, storage: 'opfs' | 'idb') {
   )
 }
 
-async function embedRate(page: Page, device: 'wasm' | 'webgpu', sentences: string[], passes: number, warm: boolean) {
+/**
+ * Sentences per second through `memory.embed` in the memory worker (comlink round trip
+ * included), with the bundled model the worker loads from beside its script.
+ */
+async function embedRate(page: Page, device: 'wasm' | 'webgpu', threads: number | undefined, sentences: string[], passes: number) {
   return page.evaluate(
-    async ({ device, sentences, passes, warm }) => {
-      const model = await window.engramEmbed.createTransformersEmbedder({
-        // A path, not a full URL: Transformers.js 4.3 does not look for the tokenizer files
-        // of a local model given as an http(s) URL.
-        modelPath: '/__bench/models/all-MiniLM-L6-v2',
-        wasmPaths: `${origin}/__bench/ort/`,
-        device,
-        quantized: true,
-        batchSize: 32,
+    async ({ device, threads, sentences, passes }) => {
+      const memory = await window.engram.createMemory({
+        storage: 'memory',
+        embedder: { kind: 'bundled', device, ...(threads === undefined ? {} : { threads }) },
       })
       try {
+        await memory.waitForIndex({ timeoutMs: 180_000 })
         // Loading already ran the model once; one more batch warms the kernels for this batch size.
-        if (warm) await model.embed(sentences.slice(0, 32))
+        await memory.embed(sentences.slice(0, 32))
         const rates: number[] = []
         for (let pass = 0; pass < passes; pass++) {
           const t0 = performance.now()
-          await model.embed(sentences)
+          await memory.embed(sentences)
           rates.push(sentences.length / ((performance.now() - t0) / 1000))
         }
-        return { rates, device: model.device, id: model.id, fallbackReason: model.fallbackReason ?? null }
+        return { rates, info: await memory.embedderInfo(), isolated: crossOriginIsolated }
       } finally {
-        await model.dispose()
+        await memory.close()
       }
     },
-    { device, sentences, passes, warm },
+    { device, threads, sentences, passes },
   )
 }
 
@@ -159,6 +160,7 @@ export const BROWSER_METRICS = [
   'cold_start_new_ms',
   'cold_start_existing_ms',
   'embed_wasm_per_s',
+  'embed_wasm_one_thread_per_s',
   'embed_webgpu_per_s',
 ]
 
@@ -225,27 +227,34 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
     }
 
     const sentences = embeddingSentences(options.embedSentences, 17)
-    for (const device of ['wasm', 'webgpu'] as const) {
-      const name = `embed_${device}_per_s`
+    const runs = [
+      ['embed_wasm_per_s', 'wasm', undefined],
+      ['embed_wasm_one_thread_per_s', 'wasm', 1],
+      ['embed_webgpu_per_s', 'webgpu', undefined],
+    ] as const
+    for (const [name, device, threads] of runs) {
       if (!options.wants(name)) continue
-      options.log(`Chromium: embedding throughput (${device})`)
+      options.log(`Chromium: embedding throughput (${device}${threads === 1 ? ', one thread' : ''})`)
       const context = await browser.newContext()
       const page = await openHarness(context, origin)
       try {
-        // Software WebGPU (SwiftShader) manages well under one sentence per second here: a
+        // Software WebGPU (SwiftShader) manages about one sentence per second here: a
         // small sample, one pass, so the whole run stays within minutes.
         const sample = device === 'webgpu' ? sentences.slice(0, options.webgpuSentences) : sentences
         const passes = device === 'webgpu' ? 1 : options.embedPasses
-        const result = await embedRate(page, device, sample, passes, device === 'wasm')
-        if (result.device !== device) {
-          out.skipped[name] = `not available: ${device} fell back to ${result.device} (${result.fallbackReason ?? 'no reason given'})`
+        const result = await embedRate(page, device, threads, sample, passes)
+        if (result.info.device !== device) {
+          out.skipped[name] = `not available: ${device} fell back to ${result.info.device ?? result.info.state} (${result.info.fallbackReason ?? result.info.error ?? 'no reason given'})`
         } else {
-          const metric: Metric = median(
+          const how =
+            device === 'webgpu'
+              ? 'WebGPU (SwiftShader, software)'
+              : `WASM, ${result.info.threads} thread${result.info.threads === 1 ? '' : 's'}${result.isolated ? ' (cross-origin isolated page)' : ''}`
+          out.metrics[name] = median(
             result.rates,
             'per_s',
-            `${result.id} on the page, ${device}${device === 'webgpu' ? ' (SwiftShader, software)' : ', single thread (no cross-origin isolation)'}, ${sample.length} sentences, batches of 32`,
+            `${result.info.model} in the memory worker through memory.embed, ${how}, ${sample.length} sentences of ${await meanTokens(sample)} tokens on average, batches of 32`,
           )
-          out.metrics[name] = metric
         }
       } finally {
         await context.close()

@@ -160,8 +160,19 @@ export function makeQueries(count: number, seed: number): string[] {
   })
 }
 
-/** 200 sentences of ~17 words, as the embedding throughput figures use. */
+const ENGLISH_WORDS = [...new Set(REAL_WORDS)]
+
+/**
+ * Sentences of 15–19 words for the embedding throughput figures, drawn from the English
+ * words only (same skew). A model's cost follows its token count, and the made-up words of
+ * the event texts split into several word pieces each: ~46 tokens a sentence against ~22
+ * for English of the same length, which would measure a text no agent writes.
+ */
 export function embeddingSentences(count: number, seed: number): string[] {
   const r = seededRandom(seed)
-  return Array.from({ length: count }, () => sentence(r, 15 + Math.floor(r() * 5)))
+  return Array.from({ length: count }, () => {
+    const words = Array.from({ length: 15 + Math.floor(r() * 5) }, () => ENGLISH_WORDS[Math.floor(ENGLISH_WORDS.length * r() ** 2.6)]!)
+    const text = words.join(' ')
+    return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`
+  })
 }

@@ -72,6 +72,7 @@ export const METRIC_ORDER = [
   'raw_dump_bytes',
   'embed_node_per_s',
   'embed_wasm_per_s',
+  'embed_wasm_one_thread_per_s',
   'embed_webgpu_per_s',
   'orama_search_ms',
   'orama_insert_per_s',

@@ -11,6 +11,7 @@ import { createTransformersEmbedder } from '../../src/embed/transformers-embedde
 import { lookupVectorOid, vectorQueryOptions } from '../../src/embed/vectors.ts'
 import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
 import { BENCH_SCOPE, embeddingSentences, makeQueries, makeTurns, sessionShape } from './data.ts'
+import { meanTokens } from './tokens.ts'
 import { latency, type Metric, median } from './metrics.ts'
 
 export interface SuiteOptions {
@@ -329,7 +330,7 @@ async function embedNodeSuite(options: SuiteOptions, out: SuiteOutput): Promise<
       await model.embed(sentences)
       rates.push(sentences.length / ((performance.now() - t0) / 1000))
     }
-    out.metrics.embed_node_per_s = median(rates, 'per_s', `${model.id} on ${model.device}, ${sentences.length} sentences of ~17 words, batches of 32`)
+    out.metrics.embed_node_per_s = median(rates, 'per_s', `${model.id} on ${model.device}, ${sentences.length} sentences of ${await meanTokens(sentences)} tokens on average, batches of 32`)
   } finally {
     await model.dispose()
   }

@@ -1,3 +1,5 @@
+import { MemoryError } from '../core/errors.ts'
+
 /** Where the embedder runs, detected once at startup and passed down. */
 export interface EmbedEnvironment {
   runtime: 'node' | 'worker' | 'window'
@@ -62,4 +64,35 @@ async function hasWebGpuAdapter(): Promise<boolean> {
 export function chooseDevice(env: EmbedEnvironment): EmbedDevice {
   if (env.runtime === 'node') return 'cpu'
   return env.webgpu ? 'webgpu' : 'wasm'
+}
+
+/** Most WASM threads Engram starts by default: onnxruntime-web gains little past four. */
+export const DEFAULT_MAX_WASM_THREADS = 4
+/** Largest `threads` an embedder accepts. */
+export const MAX_WASM_THREADS = 16
+
+/**
+ * Threads for onnxruntime-web's WASM backend. More than one needs SharedArrayBuffer (a
+ * cross-origin isolated page: `Cross-Origin-Opener-Policy: same-origin` and
+ * `Cross-Origin-Embedder-Policy: require-corp`) and a worker: on a page's main thread the
+ * runtime would wait for its thread workers on the very thread that must start them, and the
+ * page stalls. Where more cannot run the answer is 1; otherwise `requested`, by default every
+ * core up to four. `requested` is an upper bound, so one setting suits isolated and plain pages.
+ *
+ * @example
+ * chooseWasmThreads({ runtime: 'worker', webgpu: false, crossOriginIsolated: true }, 8) // 4
+ * chooseWasmThreads({ runtime: 'window', webgpu: false, crossOriginIsolated: true }, 8) // 1
+ */
+export function chooseWasmThreads(env: EmbedEnvironment, cores: number, requested?: number): number {
+  if (env.runtime !== 'worker' || !env.crossOriginIsolated) return 1
+  const available = Number.isInteger(cores) && cores > 0 ? cores : 1
+  return requested ?? Math.min(DEFAULT_MAX_WASM_THREADS, available)
+}
+
+/** `threads` must be a whole number from 1 to 16 when given. */
+export function checkThreads(threads: number | undefined): void {
+  if (threads === undefined) return
+  if (!Number.isInteger(threads) || threads < 1 || threads > MAX_WASM_THREADS) {
+    throw new MemoryError('INVALID_INPUT', `threads must be a whole number from 1 to ${MAX_WASM_THREADS}, got ${String(threads)}`)
+  }
 }

@@ -3,7 +3,13 @@ import type { FeatureExtractionPipeline, ProgressInfo } from '@huggingface/trans
 import { MemoryError } from '../core/errors.ts'
 import type { Embedder, EmbedOptions } from './embedder.ts'
 import { throwIfAborted } from './embedder.ts'
-import { chooseDevice, detectEmbedEnvironment, detectRuntime, type EmbedDevice } from './environment.ts'
+import {
+  chooseDevice,
+  checkThreads,
+  chooseWasmThreads,
+  detectEmbedEnvironment,
+  type EmbedDevice,
+} from './environment.ts'
 
 /** The model built into `models/` by `scripts/build-model.mjs` and shipped with Engram. */
 export const BUNDLED_MODEL = 'all-MiniLM-L6-v2'
@@ -43,6 +49,13 @@ export interface TransformersEmbedderOptions {
   /** Texts per model call; larger batches are faster per text but pad to the longest one. */
   batchSize?: number
   /**
+   * Most threads for the WASM backend (1–16). Default: every core up to four. More than one
+   * runs only in a worker of a cross-origin isolated page (see `chooseWasmThreads`); elsewhere
+   * the model runs on one. onnxruntime-web fixes the count when its first session starts, so
+   * the first embedder in a worker or page decides it. Node's CPU runtime picks its own.
+   */
+  threads?: number
+  /**
    * Where onnxruntime-web finds its `.wasm`/`.mjs` files in a browser. Transformers.js
    * otherwise fetches them from a CDN, which an offline app or a strict CSP forbids.
    */
@@ -57,6 +70,8 @@ export interface TransformersEmbedder extends Embedder {
   readonly device: EmbedDevice
   /** Why WebGPU was abandoned, when it was. */
   readonly fallbackReason: string | undefined
+  /** Threads the WASM backend runs on; undefined on WebGPU and in Node. */
+  readonly threads: number | undefined
   /** Frees the inference session. The embedder must not be used afterwards. */
   dispose(): Promise<void>
 }
@@ -82,11 +97,13 @@ export async function createTransformersEmbedder(
   if (!Number.isInteger(batchSize) || batchSize < 1) {
     throw new MemoryError('INVALID_INPUT', `batchSize must be a positive integer, got ${batchSize}`)
   }
+  checkThreads(options.threads)
   const source = resolveSource(options)
   const requested = options.device ?? 'auto'
-  let device = requested === 'auto' ? chooseDevice(await detectEmbedEnvironment()) : requested
+  const environment = await detectEmbedEnvironment()
+  let device = requested === 'auto' ? chooseDevice(environment) : requested
   let fallbackReason: string | undefined
-  if (device === 'webgpu' && requested === 'webgpu' && detectRuntime() !== 'node' && !(await detectEmbedEnvironment()).webgpu) {
+  if (device === 'webgpu' && requested === 'webgpu' && environment.runtime !== 'node' && !environment.webgpu) {
     // In a browser a failed WebGPU session poisons Transformers.js's session queue for good
     // (every later session rejects with the same error), so never try one without an adapter.
     fallbackReason = 'the browser granted no WebGPU adapter'
@@ -106,9 +123,13 @@ export async function createTransformersEmbedder(
   if (source.localModelPath !== undefined) env.localModelPath = source.localModelPath
   const wasm = env.backends.onnx.wasm
   if (options.wasmPaths !== undefined && wasm) wasm.wasmPaths = options.wasmPaths
+  // Left unset, onnxruntime-web runs half the cores, and on a page's main thread it stalls.
+  if (wasm && environment.runtime !== 'node' && wasmThreadsFixed === undefined) {
+    wasm.numThreads = chooseWasmThreads(environment, globalThis.navigator?.hardwareConcurrency ?? 1, options.threads)
+  }
 
   const progress = progressReporter(options.onProgress)
-  const restoreFetch = progress && detectRuntime() !== 'node' ? fetchEachFileOnce(env) : () => {}
+  const restoreFetch = progress && environment.runtime !== 'node' ? fetchEachFileOnce(env) : () => {}
   const load = async (on: EmbedDevice) => {
     const extractor = await transformers.pipeline('feature-extraction', source.name, {
       dtype: quantized ? 'q8' : 'fp32',
@@ -138,7 +159,7 @@ export async function createTransformersEmbedder(
       if (device !== 'webgpu') throw cause
       fallbackReason = errorMessage(cause)
       // Transformers.js offers WASM in browsers only; Node has its native CPU runtime.
-      active = detectRuntime() === 'node' ? 'cpu' : 'wasm'
+      active = environment.runtime === 'node' ? 'cpu' : 'wasm'
       loaded = await load(active)
     }
   } catch (cause) {
@@ -152,18 +173,26 @@ export async function createTransformersEmbedder(
   }
 
   const { extractor, dims } = loaded
+  // The first session in this scope started onnxruntime-web's WASM runtime with this count.
+  if (environment.runtime !== 'node' && wasm) wasmThreadsFixed ??= wasm.numThreads ?? 1
   // One inference at a time: onnxruntime-web rejects overlapping runs on a session.
   let queue: Promise<unknown> = Promise.resolve()
   const embedBatches = async (texts: string[], embedOptions?: EmbedOptions) => {
-    const vectors: Float32Array[] = []
-    for (let start = 0; start < texts.length; start += batchSize) {
+    const vectors = new Array<Float32Array>(texts.length)
+    // A batch pads every text to its longest one: batching texts of like length (longest
+    // first) wastes less. A text's vector does not depend on its batch mates.
+    const order = texts.map((_, i) => i).sort((a, b) => texts[b]!.length - texts[a]!.length || a - b)
+    for (let start = 0; start < order.length; start += batchSize) {
       throwIfAborted(embedOptions?.signal, 'Embedding')
-      const output = await extractor(texts.slice(start, start + batchSize), { pooling: 'mean', normalize: true })
+      const batch = order.slice(start, start + batchSize)
+      const output = await extractor(batch.map((i) => texts[i]!), { pooling: 'mean', normalize: true })
       try {
         // Declared as any typed array; the pipeline's mean pooling yields float32.
         const data: unknown = output.data
-        if (!(data instanceof Float32Array)) throw new MemoryError('INTERNAL', 'the model did not return float32 vectors')
-        for (let row = 0; row * dims < data.length; row++) vectors.push(data.slice(row * dims, (row + 1) * dims))
+        if (!(data instanceof Float32Array) || data.length !== batch.length * dims) {
+          throw new MemoryError('INTERNAL', 'the model did not return one float32 vector per text')
+        }
+        for (const [row, i] of batch.entries()) vectors[i] = data.slice(row * dims, (row + 1) * dims)
       } finally {
         output.dispose()
       }
@@ -176,6 +205,7 @@ export async function createTransformersEmbedder(
     dims,
     device: active,
     fallbackReason,
+    threads: active === 'wasm' ? wasmThreadsFixed : undefined,
     embed: (texts, embedOptions) => {
       const run = queue.then(() => embedBatches(texts, embedOptions))
       queue = run.catch(() => undefined)
@@ -187,6 +217,9 @@ export async function createTransformersEmbedder(
     },
   }
 }
+
+/** The WASM thread count onnxruntime-web started with; it holds for every later session. */
+let wasmThreadsFixed: number | undefined
 
 /**
  * While a model loads with progress reporting, Transformers.js fetches every file twice at

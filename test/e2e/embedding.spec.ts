@@ -11,7 +11,9 @@ const SENTENCES = [
 ]
 
 interface Outcome {
-  info: { state: string; model?: string; device?: string; fallbackReason?: string }
+  info: { state: string; model?: string; device?: string; fallbackReason?: string; threads?: number }
+  isolated: boolean
+  cores: number
   vectors: number[][]
   stages: string[]
   indexed: { pending: number; done: number; model: string | null }
@@ -19,12 +21,15 @@ interface Outcome {
 }
 
 /** Opens a memory with the bundled model, embeds SENTENCES and indexes one message, all in the worker. */
-function embedInWorker(page: Page, device: 'auto' | 'webgpu' | 'wasm'): Promise<Outcome> {
+function embedInWorker(page: Page, device: 'auto' | 'webgpu' | 'wasm', threads?: number): Promise<Outcome> {
   return page.evaluate(
-    async ({ sentences, device }) => {
+    async ({ sentences, device, threads }) => {
       const stages: string[] = []
       let indexEvents = 0
-      const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'bundled', device } })
+      const memory = await window.engram.createMemory({
+        storage: 'memory',
+        embedder: { kind: 'bundled', device, ...(threads === undefined ? {} : { threads }) },
+      })
       memory.onProgress((p) => stages.push(`${p.stage}:${p.file}`))
       memory.onIndexProgress(() => indexEvents++)
       try {
@@ -38,6 +43,8 @@ function embedInWorker(page: Page, device: 'auto' | 'webgpu' | 'wasm'): Promise<
         const vectors = await memory.embed(sentences)
         return {
           info: await memory.embedderInfo(),
+          isolated: crossOriginIsolated,
+          cores: navigator.hardwareConcurrency,
           vectors: vectors.map((v) => Array.from(v)),
           stages,
           indexed: { pending: indexed.pending, done: indexed.done, model: indexed.model },
@@ -47,7 +54,7 @@ function embedInWorker(page: Page, device: 'auto' | 'webgpu' | 'wasm'): Promise<
         await memory.close()
       }
     },
-    { sentences: SENTENCES, device },
+    { sentences: SENTENCES, device, threads },
   )
 }
 
@@ -85,7 +92,14 @@ test('the worker embeds with WASM, indexes in the background, and every request 
   await openHarness(page)
   const outcome = await embedInWorker(page, 'auto')
 
-  expect(outcome.info).toEqual({ state: 'ready', model: 'all-MiniLM-L6-v2/q8', device: 'wasm' })
+  // The harness is served cross-origin isolated: WASM runs on every core, up to four.
+  expect(outcome.isolated).toBe(true)
+  expect(outcome.info).toEqual({
+    state: 'ready',
+    model: 'all-MiniLM-L6-v2/q8',
+    device: 'wasm',
+    threads: Math.min(4, outcome.cores),
+  })
   expect(outcome.indexed).toEqual({ pending: 0, done: 1, model: 'all-MiniLM-L6-v2/q8' })
   expect(outcome.indexEvents).toBeGreaterThan(0)
   expect(outcome.stages).toContain('done:onnx/model_quantized.onnx')
@@ -97,6 +111,24 @@ test('the worker embeds with WASM, indexes in the background, and every request 
   expect(foreign).toEqual([])
   expect(requests.some((url) => url.endsWith('/assets/ort/ort-wasm-simd-threaded.asyncify.wasm'))).toBe(true)
   expect(requests.some((url) => url.endsWith('/assets/models/all-MiniLM-L6-v2/onnx/model_quantized.onnx'))).toBe(true)
+})
+
+test('threads: 1 runs the model on one thread with the same vectors; a count out of range fails the boot', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await embedInWorker(page, 'wasm', 1)
+  expect(outcome.info).toMatchObject({ state: 'ready', device: 'wasm', threads: 1 })
+  expectClose(outcome.vectors, reference, 5e-3, 0.999)
+  const code = await page.evaluate(async () => {
+    try {
+      await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'bundled', threads: 0 } })
+      return 'opened'
+    } catch (error) {
+      return String((error as { code?: string }).code)
+    }
+  })
+  expect(code).toBe('INVALID_INPUT')
 })
 
 test('WebGPU that cannot start falls back to WASM with the reason', async ({ page }) => {

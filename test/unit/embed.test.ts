@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { cosineSimilarity } from '../../src/embed/embedder.ts'
-import { chooseDevice, detectEmbedEnvironment } from '../../src/embed/environment.ts'
+import { chooseDevice, chooseWasmThreads, detectEmbedEnvironment } from '../../src/embed/environment.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import {
   createTransformersEmbedder,
@@ -102,18 +102,26 @@ describe('the bundled MiniLM embedder', () => {
   })
 
   it('gives a text the same vector whatever batch it is embedded in, in input order', async () => {
-    const texts = Array.from({ length: 70 }, (_, i) => `${SENTENCES[i % SENTENCES.length]} (${i})`)
+    // Lengths vary, so batching by length reorders the texts inside a call.
+    const texts = Array.from(
+      { length: 70 },
+      (_, i) => `${SENTENCES[i % SENTENCES.length]} ${'and then the build ran again '.repeat(i % 9)}(${i})`,
+    )
     const small = await createTransformersEmbedder({ batchSize: 7 })
     try {
       const batched = await q8.embed(texts)
       const inSevens = await small.embed(texts)
-      const alone = await q8.embed([texts[41]!])
+      const alone = await Promise.all([0, 8, 41, 69].map(async (i) => (await q8.embed([texts[i]!]))[0]!))
       expect(batched).toHaveLength(70)
       expect(inSevens).toHaveLength(70)
       for (let i = 0; i < texts.length; i++) {
         expect(cosineSimilarity(batched[i]!, inSevens[i]!)).toBeGreaterThan(0.99999)
       }
-      expect(cosineSimilarity(batched[41]!, alone[0]!)).toBeGreaterThan(0.99999)
+      for (const [k, i] of [0, 8, 41, 69].entries()) {
+        expect(cosineSimilarity(batched[i]!, alone[k]!), `text ${i}`).toBeGreaterThan(0.99999)
+      }
+      // Neighbours in the input differ in length, so a shuffled result would not pass.
+      expect(cosineSimilarity(batched[8]!, batched[9]!)).toBeLessThan(0.99)
     } finally {
       await small.dispose()
     }
@@ -266,6 +274,26 @@ describe('device choice', () => {
     expect(chooseDevice(here)).toBe('cpu')
     expect(chooseDevice({ runtime: 'worker', webgpu: true, crossOriginIsolated: false })).toBe('webgpu')
     expect(chooseDevice({ runtime: 'window', webgpu: false, crossOriginIsolated: true })).toBe('wasm')
+  })
+
+  it('WASM runs on several threads only in a cross-origin isolated worker, every core up to four by default', () => {
+    const worker = { runtime: 'worker', webgpu: false, crossOriginIsolated: true } as const
+    expect(chooseWasmThreads(worker, 2)).toBe(2)
+    expect(chooseWasmThreads(worker, 16)).toBe(4)
+    expect(chooseWasmThreads(worker, 16, 8)).toBe(8)
+    expect(chooseWasmThreads(worker, Number.NaN)).toBe(1)
+    expect(chooseWasmThreads({ ...worker, crossOriginIsolated: false }, 8, 4)).toBe(1)
+    expect(chooseWasmThreads({ ...worker, runtime: 'window' }, 8, 4)).toBe(1)
+    expect(q8.threads).toBeUndefined() // Node's CPU runtime picks its own
+  })
+
+  it('refuses a thread count that is not a whole number from 1 to 16, before loading anything', async () => {
+    for (const threads of [0, 17, 1.5, Number.NaN]) {
+      await expect(createTransformersEmbedder({ threads }), String(threads)).rejects.toMatchObject({
+        code: 'INVALID_INPUT',
+        message: expect.stringContaining('threads must be a whole number from 1 to 16'),
+      })
+    }
   })
 })
 
