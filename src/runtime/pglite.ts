@@ -1,4 +1,4 @@
-import { PGlite } from '@electric-sql/pglite'
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Db, Queryable, QueryOptions } from '../core/db.ts'
 import { MemoryError } from '../core/errors.ts'
@@ -6,6 +6,8 @@ import { MemoryError } from '../core/errors.ts'
 export interface OpenPGliteOptions {
   /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */
   dataDir?: string
+  /** A file system instance instead of `dataDir` (the worker's OPFS storage). */
+  fs?: PGliteOptions['fs']
   /** A `dumpDataDir()` tarball to start from instead of running initdb. */
   loadDataDir?: Blob
   /** Postgres shared buffers in MiB (`DEFAULT_CACHE_MB`, 16 to `MAX_CACHE_MB`); see `cacheSetting`. */
@@ -45,6 +47,7 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
   const cache = cacheSetting(options.cacheMB)
   return PGlite.create({
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+    ...(options.fs === undefined ? {} : { fs: options.fs }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
     extensions: { vector },
     startParams: [...PGlite.defaultStartParams, ...[...WAL_SETTINGS, cache].flatMap((s) => ['-c', s])],

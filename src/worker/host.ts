@@ -9,6 +9,8 @@ import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import { registerMemory } from '../client/registry.ts'
 import { cacheSetting, durableDb, openPGlite } from '../runtime/pglite.ts'
+import { checkThreads } from '../embed/environment.ts'
+import { opfsFileSystem } from './opfs-fs.ts'
 import {
   checkMemoryName,
   dataDirFor,
@@ -17,6 +19,7 @@ import {
   type StorageKind,
   storageError,
   storageExists,
+  storageKey,
 } from './storage.ts'
 
 export interface BootOptions {
@@ -48,6 +51,11 @@ export interface EmbedderBootOptions {
   modelPath?: string
   /** Folder URL of onnxruntime-web's `.wasm`/`.mjs` files. Default: `ort/` next to the worker script. */
   wasmPaths?: string
+  /**
+   * Most WASM threads, 1–16. Default: every core up to four when the page is cross-origin
+   * isolated (COOP `same-origin` + COEP `require-corp`), else one (see `chooseWasmThreads`).
+   */
+  threads?: number
 }
 
 /** Where the embedding model stands in this worker. */
@@ -57,6 +65,8 @@ export interface EmbedderInfo {
   device?: 'webgpu' | 'wasm' | 'cpu'
   /** Why WebGPU was abandoned for WASM, when it was. */
   fallbackReason?: string
+  /** Threads the WASM backend runs on (WASM only). */
+  threads?: number
   error?: string
 }
 
@@ -203,7 +213,9 @@ export class MemoryHost {
     if (this.#options) throw new MemoryError('CONFLICT', 'This worker already hosts a memory; create a new worker.')
     const started = performance.now()
     checkMemoryName(options.name)
-    cacheSetting(options.cacheMB) // refuses a bad cache size before anything is opened
+    // Bad settings are refused before anything is opened.
+    cacheSetting(options.cacheMB)
+    checkThreads(options.embedder?.threads)
     this.#options = options
     this.#storage = resolveStorage(options.storage, env)
     const dataDir = dataDirFor(this.#storage, options.name)
@@ -315,7 +327,7 @@ export class MemoryHost {
         }
       }
       this.#pg = await openPGlite({
-        dataDir,
+        ...(this.#storage === 'opfs' ? { fs: opfsFileSystem(storageKey(options.name)) } : { dataDir }),
         ...(template ? { loadDataDir: template } : {}),
         ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
       })
@@ -354,6 +366,7 @@ export class MemoryHost {
         wasmPaths: options.wasmPaths ?? beside('./ort/'),
         quantized: options.quantized ?? true,
         device: options.device ?? 'auto',
+        ...(options.threads === undefined ? {} : { threads: options.threads }),
         onProgress: (progress) => this.#emit({ type: 'model', progress }),
       }),
     )
@@ -365,6 +378,7 @@ export class MemoryHost {
           model: embedder.id,
           device: embedder.device,
           ...(embedder.fallbackReason === undefined ? {} : { fallbackReason: embedder.fallbackReason }),
+          ...(embedder.threads === undefined ? {} : { threads: embedder.threads }),
         }),
       (error: unknown) =>
         this.#setEmbedderInfo({ state: 'unavailable', error: error instanceof Error ? error.message : String(error) }),
