@@ -15,6 +15,7 @@ import {
   checkMemoryName,
   dataDirFor,
   detectWorkerEnvironment,
+  discardIncomplete,
   resolveStorage,
   type StorageKind,
   storageError,
@@ -318,6 +319,9 @@ export class MemoryHost {
     let created: boolean
     let template: Blob | undefined
     try {
+      if (await discardIncomplete(this.#storage, options.name)) {
+        console.warn(`engram: memory "${options.name}" was cut short while it was being created; creating it again`)
+      }
       created = !(await storageExists(this.#storage, options.name))
       if (created && options.templateUrl) {
         try {
@@ -327,7 +331,7 @@ export class MemoryHost {
         }
       }
       this.#pg = await openPGlite({
-        ...(this.#storage === 'opfs' ? { fs: opfsFileSystem(storageKey(options.name)) } : { dataDir }),
+        ...(this.#storage === 'opfs' ? { fs: opfsFileSystem(storageKey(options.name), { created }) } : { dataDir }),
         ...(template ? { loadDataDir: template } : {}),
         ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
       })

@@ -62,6 +62,29 @@ export function dataDirFor(kind: StorageKind, name: string): string {
   }
 }
 
+/** The file beside a memory's OPFS folder while that folder is still being filled (opfs-fs.ts). */
+export function incompleteMarker(folder: string): string {
+  return `${folder}.incomplete`
+}
+
+/**
+ * Removes an OPFS memory whose creation was cut short (the marker is still beside its folder),
+ * so that it is created again rather than opened half-written. Returns whether it did. The
+ * caller must hold the memory's lock.
+ */
+export async function discardIncomplete(kind: StorageKind, name: string): Promise<boolean> {
+  if (kind !== 'opfs') return false
+  const root = await navigator.storage.getDirectory()
+  try {
+    await root.getFileHandle(incompleteMarker(storageKey(name)))
+  } catch (error) {
+    if ((error as DOMException).name === 'NotFoundError') return false
+    throw error
+  }
+  await deleteStorage(kind, name)
+  return true
+}
+
 /** PGlite's IndexedDB file system keeps each data dir in a database named after it. */
 const idbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
 
@@ -100,10 +123,13 @@ export async function deleteStorage(kind: StorageKind, name: string): Promise<vo
     })
   } else if (kind === 'opfs') {
     const root = await navigator.storage.getDirectory()
-    try {
-      await root.removeEntry(storageKey(name), { recursive: true })
-    } catch (error) {
-      if ((error as DOMException).name !== 'NotFoundError') throw error
+    // The folder first: a marker left without its folder is harmless, the reverse is not.
+    for (const entry of [storageKey(name), incompleteMarker(storageKey(name))]) {
+      try {
+        await root.removeEntry(entry, { recursive: true })
+      } catch (error) {
+        if ((error as DOMException).name !== 'NotFoundError') throw error
+      }
     }
   }
 }

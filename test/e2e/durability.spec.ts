@@ -32,6 +32,61 @@ for (const storage of ['opfs', 'idb'] as const) {
   })
 }
 
+test('opfs: a memory whose creation was cut short (its marker still beside it) is created again, not opened half-written', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const root = await navigator.storage.getDirectory()
+    // What a worker killed while it wrote a new memory's files leaves: part of a data directory.
+    const folder = await root.getDirectoryHandle('engram-halfmade', { create: true })
+    const file = await (await folder.getFileHandle('PG_VERSION', { create: true })).createWritable()
+    await file.write('garbage')
+    await file.close()
+    await root.getFileHandle('engram-halfmade.incomplete', { create: true })
+
+    const memory = (await window.engram.createMemory({ name: 'halfmade', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
+    const first = await (memory as unknown as { ready: Promise<{ created: boolean }> }).ready
+    const turn = await memory.recordTurn({ conversationId: 'c', user: 'made again', agent: 'yes' })
+    await memory.close()
+    const names: string[] = []
+    for await (const name of (root as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(name)
+    const reopened = (await window.engram.createMemory({ name: 'halfmade', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
+    const second = await (reopened as unknown as { ready: Promise<{ created: boolean }> }).ready
+    const found = Boolean(await reopened.events.get(turn.userEventId))
+    await reopened.close()
+    return { first: first.created, second: second.created, found, names: names.filter((n) => n.includes('halfmade')) }
+  })
+  expect(outcome).toEqual({ first: true, second: false, found: true, names: ['engram-halfmade'] })
+})
+
+test('opfs: a new memory answers while its files are written; a worker killed then leaves one that opens', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const root = await navigator.storage.getDirectory()
+    const worker = new Worker(window.engramWorkerUrl, { type: 'module' })
+    const memory = await window.engram.createMemory({ name: 'killed-new', storage: 'opfs', embedder: { kind: 'none' }, worker })
+    await memory.ping()
+    worker.terminate()
+    // Whether the files were all written by now depends on the machine; either way it must open.
+    const unfinished = await root.getFileHandle('engram-killed-new.incomplete').then(
+      () => true,
+      () => false,
+    )
+    const reopened = (await window.engram.createMemory({ name: 'killed-new', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
+    const info = await (reopened as unknown as { ready: Promise<{ created: boolean }> }).ready
+    const turn = await reopened.recordTurn({ conversationId: 'c', user: 'after the kill', agent: 'fine' })
+    const found = Boolean(await reopened.events.get(turn.userEventId))
+    await reopened.close()
+    return { unfinished, created: info.created, found }
+  })
+  // A memory cut short is made again; a finished one is opened as it is.
+  expect(outcome.created).toBe(outcome.unfinished)
+  expect(outcome.found).toBe(true)
+})
+
 test('three tabs write concurrently; the owner closes mid-way; every acknowledged write survives', async ({
   context,
 }) => {
