@@ -16,11 +16,12 @@ type ApplyOptions = Parameters<OpfsBackend['apply']>[1]
  * changed bytes through to OPFS) with a faster start.
  *
  * - Opening: PGlite's own loader reads the data directory one file at a time, two browser
- *   round trips each, so a boot waits on ~2,100 of them in a row. This one lists each level
- *   of folders at once and keeps `LOAD_CONCURRENCY` reads in flight; entries still come
- *   parents first, files in listing order.
+ *   round trips each, all in a row. This one lists each level of folders at once and keeps
+ *   `LOAD_CONCURRENCY` reads in flight; entries still come parents first, files in listing
+ *   order.
  * - Creating (`created`): the first flush holds the whole new data directory, ~1,050 files
- *   that OPFS creates one after another (about 1.8 s). It is written in the background: the
+ *   that OPFS creates one after another, most of a new memory's start (docs/BENCHMARKS.md,
+ *   "Cold starts"). It is written in the background: the
  *   memory answers while it runs, and the next flush — the first write to acknowledge — waits
  *   for it (and tries it again if it failed) before writing its own changes, in order. A file
  *   beside the folder (`incompleteMarker`) exists until the whole directory is written, so a
