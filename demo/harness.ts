@@ -7,7 +7,7 @@ declare global {
     engram: typeof engram
     /** The built worker script, for tests that start it themselves (e.g. as a blob: worker). */
     engramWorkerUrl: string
-    /** The embedder on the page itself, for the benchmark's WASM and WebGPU throughput. */
+    /** The embedder on the page itself (not in a worker), for the tests of that path. */
     engramEmbed: { createTransformersEmbedder: typeof createTransformersEmbedder }
     engramHarnessReady: boolean
   }

@@ -3,9 +3,7 @@
  * `vite preview`, driven in headless Chromium through Playwright's launcher (not its test
  * runner). Every timing is taken inside the page with performance.now().
  */
-import { createReadStream, existsSync, statSync } from 'node:fs'
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import { extname, join, normalize, resolve } from 'node:path'
+import { existsSync } from 'node:fs'
 import { type Browser, type BrowserContext, chromium, type Page } from '@playwright/test'
 import { type PreviewServer, preview } from 'vite'
 import type { RecordTurnInput } from '../../src/core/turns.ts'
@@ -26,42 +24,12 @@ const CHROMIUM_ARGS = [
   '--enable-unsafe-webgpu',
 ]
 
-const MIME: Record<string, string> = {
-  '.json': 'application/json',
-  '.onnx': 'application/octet-stream',
-  '.wasm': 'application/wasm',
-  '.mjs': 'text/javascript',
-  '.js': 'text/javascript',
-}
-
-/** Serves one folder read-only under a URL prefix (the model and onnxruntime-web's files). */
-function staticFolder(root: string) {
-  return (req: IncomingMessage, res: ServerResponse, next: () => void) => {
-    const path = normalize(decodeURIComponent((req.url ?? '/').split('?')[0] ?? '/'))
-    const file = join(root, path)
-    if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) return next()
-    res.setHeader('Content-Type', MIME[extname(file)] ?? 'application/octet-stream')
-    res.setHeader('Content-Length', statSync(file).size)
-    createReadStream(file).pipe(res)
-  }
-}
-
 async function startServer(): Promise<PreviewServer> {
   if (!existsSync('dist/demo/harness.html')) throw new Error('dist/demo/harness.html is missing: run `npm run build` first')
-  const models = resolve('models')
-  const ort = resolve('node_modules/onnxruntime-web/dist')
+  // vite.config.ts's preview settings apply too: the pages are cross-origin isolated.
   return preview({
     logLevel: 'warn',
     preview: { host: '127.0.0.1', port: 4300 + Math.floor(Math.random() * 600), strictPort: false, open: false },
-    plugins: [
-      {
-        name: 'engram-bench-static',
-        configurePreviewServer(server) {
-          server.middlewares.use('/__bench/models', staticFolder(models))
-          server.middlewares.use('/__bench/ort', staticFolder(ort))
-        },
-      },
-    ],
   })
 }
 

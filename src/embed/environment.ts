@@ -72,19 +72,20 @@ export const DEFAULT_MAX_WASM_THREADS = 4
 export const MAX_WASM_THREADS = 16
 
 /**
- * Threads for onnxruntime-web's WASM backend. More than one needs SharedArrayBuffer (a
- * cross-origin isolated page: `Cross-Origin-Opener-Policy: same-origin` and
- * `Cross-Origin-Embedder-Policy: require-corp`) and a worker: on a page's main thread the
- * runtime would wait for its thread workers on the very thread that must start them, and the
- * page stalls. Where more cannot run the answer is 1; otherwise `requested`, by default every
- * core up to four. `requested` is an upper bound, so one setting suits isolated and plain pages.
+ * Threads for onnxruntime-web's WASM backend. More than one needs SharedArrayBuffer, which a
+ * browser grants only to a cross-origin isolated page and its workers
+ * (`Cross-Origin-Opener-Policy: same-origin`, `Cross-Origin-Embedder-Policy: require-corp`).
+ * Without it, or in Node (whose CPU runtime picks its own), the answer is 1; otherwise
+ * `requested`, by default every core up to four (onnxruntime-web's own default is half the
+ * cores, one on a 2-core machine). `requested` is an upper bound in effect: one setting suits
+ * isolated and plain pages.
  *
  * @example
  * chooseWasmThreads({ runtime: 'worker', webgpu: false, crossOriginIsolated: true }, 8) // 4
- * chooseWasmThreads({ runtime: 'window', webgpu: false, crossOriginIsolated: true }, 8) // 1
+ * chooseWasmThreads({ runtime: 'worker', webgpu: false, crossOriginIsolated: false }, 8, 4) // 1
  */
 export function chooseWasmThreads(env: EmbedEnvironment, cores: number, requested?: number): number {
-  if (env.runtime !== 'worker' || !env.crossOriginIsolated) return 1
+  if (env.runtime === 'node' || !env.crossOriginIsolated) return 1
   const available = Number.isInteger(cores) && cores > 0 ? cores : 1
   return requested ?? Math.min(DEFAULT_MAX_WASM_THREADS, available)
 }

@@ -50,9 +50,10 @@ export interface TransformersEmbedderOptions {
   batchSize?: number
   /**
    * Most threads for the WASM backend (1–16). Default: every core up to four. More than one
-   * runs only in a worker of a cross-origin isolated page (see `chooseWasmThreads`); elsewhere
-   * the model runs on one. onnxruntime-web fixes the count when its first session starts, so
-   * the first embedder in a worker or page decides it. Node's CPU runtime picks its own.
+   * runs only on a cross-origin isolated page or in its workers (see `chooseWasmThreads`);
+   * elsewhere the model runs on one. onnxruntime-web fixes the count when its first session
+   * starts, so the first embedder in a worker or page decides it. Node's CPU runtime picks its
+   * own.
    */
   threads?: number
   /**
@@ -123,7 +124,7 @@ export async function createTransformersEmbedder(
   if (source.localModelPath !== undefined) env.localModelPath = source.localModelPath
   const wasm = env.backends.onnx.wasm
   if (options.wasmPaths !== undefined && wasm) wasm.wasmPaths = options.wasmPaths
-  // Left unset, onnxruntime-web runs half the cores, and on a page's main thread it stalls.
+  // Left unset, onnxruntime-web runs half the cores: one on a 2-core machine.
   if (wasm && environment.runtime !== 'node' && wasmThreadsFixed === undefined) {
     wasm.numThreads = chooseWasmThreads(environment, globalThis.navigator?.hardwareConcurrency ?? 1, options.threads)
   }

@@ -131,6 +131,29 @@ test('threads: 1 runs the model on one thread with the same vectors; a count out
   expect(code).toBe('INVALID_INPUT')
 })
 
+test('on the page itself (no worker), cross-origin isolated, the model runs on the threads asked for', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async (sentences) => {
+    const model = await window.engramEmbed.createTransformersEmbedder({
+      modelPath: 'assets/models/all-MiniLM-L6-v2',
+      wasmPaths: `${location.origin}/assets/ort/`,
+      device: 'wasm',
+      threads: 2,
+    })
+    try {
+      const vectors = await model.embed(sentences)
+      return { isolated: crossOriginIsolated, threads: model.threads, vectors: vectors.map((v) => Array.from(v)) }
+    } finally {
+      await model.dispose()
+    }
+  }, SENTENCES)
+  expect(outcome.isolated).toBe(true)
+  expect(outcome.threads).toBe(2)
+  expectClose(outcome.vectors, reference, 5e-3, 0.999)
+})
+
 test('WebGPU that cannot start falls back to WASM with the reason', async ({ page }) => {
   await openHarness(page)
   // Without --enable-unsafe-webgpu this Chromium grants no adapter.

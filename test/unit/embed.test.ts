@@ -276,14 +276,16 @@ describe('device choice', () => {
     expect(chooseDevice({ runtime: 'window', webgpu: false, crossOriginIsolated: true })).toBe('wasm')
   })
 
-  it('WASM runs on several threads only in a cross-origin isolated worker, every core up to four by default', () => {
+  it('WASM runs on several threads only where the page is cross-origin isolated, every core up to four by default', () => {
     const worker = { runtime: 'worker', webgpu: false, crossOriginIsolated: true } as const
     expect(chooseWasmThreads(worker, 2)).toBe(2)
     expect(chooseWasmThreads(worker, 16)).toBe(4)
     expect(chooseWasmThreads(worker, 16, 8)).toBe(8)
     expect(chooseWasmThreads(worker, Number.NaN)).toBe(1)
+    expect(chooseWasmThreads({ ...worker, runtime: 'window' }, 8, 2)).toBe(2)
     expect(chooseWasmThreads({ ...worker, crossOriginIsolated: false }, 8, 4)).toBe(1)
-    expect(chooseWasmThreads({ ...worker, runtime: 'window' }, 8, 4)).toBe(1)
+    expect(chooseWasmThreads({ ...worker, runtime: 'window', crossOriginIsolated: false }, 8)).toBe(1)
+    expect(chooseWasmThreads({ ...worker, runtime: 'node' }, 8, 4)).toBe(1)
     expect(q8.threads).toBeUndefined() // Node's CPU runtime picks its own
   })
 
