@@ -13,8 +13,8 @@ import { parseInput, z } from './validate.ts'
  * names the event's actor, and 1 + dateMatch when the event is from a date the query names),
  * R = 0.5^(age / half-life), I the importance of the event's kind, F = ln(1 + conversations
  * that touched the hit's documents) / ln(1 + familiarityScale) capped at 1, and
- * P = 1 − 1 / (1 + versions since the hit saw its documents). Relevance dominates by default: the other signals reorder hits of
- * similar relevance, they do not pull irrelevant ones up.
+ * P = 1 − 1 / (1 + versions since the hit saw its documents). Relevance dominates by default:
+ * the other signals reorder hits of similar relevance, they do not pull irrelevant ones up.
  */
 export interface Scoring {
   /** How the vector and keyword rankings are combined: reciprocal rank (default) or weighted scores. */

@@ -6,6 +6,7 @@ type Api = {
   events: { get(id: string): Promise<unknown> }
   stats(): Promise<{ counts: Record<string, number> }>
   close(): Promise<void>
+  ready: Promise<{ created: boolean }>
 }
 
 for (const storage of ['opfs', 'idb'] as const) {
@@ -46,13 +47,13 @@ test('opfs: a memory whose creation was cut short (its marker still beside it) i
     await root.getFileHandle('engram-halfmade.incomplete', { create: true })
 
     const memory = (await window.engram.createMemory({ name: 'halfmade', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
-    const first = await (memory as unknown as { ready: Promise<{ created: boolean }> }).ready
+    const first = await memory.ready
     const turn = await memory.recordTurn({ conversationId: 'c', user: 'made again', agent: 'yes' })
     await memory.close()
     const names: string[] = []
     for await (const name of (root as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(name)
     const reopened = (await window.engram.createMemory({ name: 'halfmade', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
-    const second = await (reopened as unknown as { ready: Promise<{ created: boolean }> }).ready
+    const second = await reopened.ready
     const found = Boolean(await reopened.events.get(turn.userEventId))
     await reopened.close()
     return { first: first.created, second: second.created, found, names: names.filter((n) => n.includes('halfmade')) }
@@ -76,7 +77,7 @@ test('opfs: a new memory answers while its files are written; a worker killed th
       () => false,
     )
     const reopened = (await window.engram.createMemory({ name: 'killed-new', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
-    const info = await (reopened as unknown as { ready: Promise<{ created: boolean }> }).ready
+    const info = await reopened.ready
     const turn = await reopened.recordTurn({ conversationId: 'c', user: 'after the kill', agent: 'fine' })
     const found = Boolean(await reopened.events.get(turn.userEventId))
     await reopened.close()
