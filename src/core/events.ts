@@ -305,63 +305,92 @@ function stringLeaves(value: JsonValue, out: string[] = []): string[] {
 }
 
 /**
- * Inserts a prepared event, its chunks and its artifact inside the caller's transaction.
- * With `turnOf`, the event takes the conversation's next turn index (prior turns counted);
- * with `turnIndex`, that one. Returns the turn index it stored.
+ * Inserts prepared events, their chunks and their artifacts inside the caller's transaction,
+ * in one statement (plus one for artifacts, when there are any), so the keyword-statistics
+ * trigger runs once for all of their chunks. The events are stored in the order given. With
+ * `turnOf`, they take the next turn index of the first event's conversation (prior turns
+ * counted); with `turnIndex`, that one; otherwise none. Returns the turn index stored.
  */
-export async function insertEvent(
+export async function insertEvents(
   tx: Queryable,
-  e: PreparedEvent,
+  events: readonly PreparedEvent[],
   turn: { turnOf: true } | { turnIndex: number } | null = null,
 ): Promise<number | null> {
-  const s = e.scope
+  const first = events[0]
+  if (first === undefined) return null
+  const column = <T>(pick: (e: PreparedEvent) => T) => events.map(pick)
+  const chunks = events.flatMap((e, n) => e.chunks.map((c, ord) => ({ ...c, n: n + 1, ord })))
   const { rows } = await tx.query<{ turn_index: number | null }>(
-    `WITH ev AS (
+    `WITH ti AS (
+       SELECT CASE WHEN $18::boolean
+                   THEN (SELECT coalesce(max(turn_index) + 1, 0) FROM events WHERE tenant_id = $20 AND conversation_id = $21)
+                   ELSE $19::int END AS turn_index
+     ), input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                            $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+                            $15::text[], $16::timestamptz[])
+         WITH ORDINALITY AS x(id, kind, tenant_id, user_id, agent_id, conversation_id, run_id, channel, actor_type,
+                              actor_id, sensitivity, tags, content, refs, meta, created_at, n)
+     ), ev AS (
        INSERT INTO events (id, kind, tenant_id, user_id, agent_id, conversation_id, run_id, turn_index, channel,
                            actor_type, actor_id, sensitivity, tags, content, refs, meta, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7,
-               CASE WHEN $18::boolean
-                    THEN (SELECT coalesce(max(turn_index) + 1, 0) FROM events WHERE tenant_id = $3 AND conversation_id = $6)
-                    ELSE $8::int END,
-               $9, $10, $11, $12, $13, $14, $15, $16, $17)
-       RETURNING turn_index
+       SELECT x.id, x.kind, x.tenant_id, x.user_id, x.agent_id, x.conversation_id, x.run_id, ti.turn_index, x.channel,
+              x.actor_type, x.actor_id, x.sensitivity, ARRAY(SELECT jsonb_array_elements_text(x.tags::jsonb)),
+              x.content::jsonb, x.refs::jsonb, x.meta::jsonb, x.created_at
+       FROM input x CROSS JOIN ti
+       ORDER BY x.n
      ), ch AS (
        INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, user_id, agent_id, conversation_id, run_id,
                            kind, channel, sensitivity, tags, created_at)
-       SELECT c.id, $1, c.ord - 1, c.text, c.tokens, $3, $4, $5, $6, $7, $2, $9, $12, $13, $17
-       FROM unnest($19::text[], $20::text[], $21::int[]) WITH ORDINALITY AS c(id, text, tokens, ord)
+       SELECT c.id, x.id, c.ord, c.text, c.tokens, x.tenant_id, x.user_id, x.agent_id, x.conversation_id, x.run_id,
+              x.kind, x.channel, x.sensitivity, ARRAY(SELECT jsonb_array_elements_text(x.tags::jsonb)), x.created_at
+       FROM unnest($17::text[], $22::int[], $23::int[], $24::text[], $25::int[]) AS c(id, n, ord, text, tokens)
+       JOIN input x ON x.n = c.n
      )
-     SELECT turn_index FROM ev`,
+     SELECT turn_index FROM ti`,
     [
-      e.id,
-      e.kind,
-      s.tenantId,
-      s.userId ?? null,
-      s.agentId ?? null,
-      s.conversationId,
-      s.runId ?? null,
-      turn !== null && 'turnIndex' in turn ? turn.turnIndex : null,
-      e.channel,
-      e.actor.type,
-      e.actor.id,
-      e.sensitivity,
-      e.tags,
-      JSON.stringify(e.content),
-      JSON.stringify(e.refs),
-      JSON.stringify(e.meta),
-      e.createdAt,
+      column((e) => e.id),
+      column((e) => e.kind),
+      column((e) => e.scope.tenantId),
+      column((e) => e.scope.userId ?? null),
+      column((e) => e.scope.agentId ?? null),
+      column((e) => e.scope.conversationId),
+      column((e) => e.scope.runId ?? null),
+      column((e) => e.channel),
+      column((e) => e.actor.type),
+      column((e) => e.actor.id),
+      column((e) => e.sensitivity),
+      column((e) => JSON.stringify(e.tags)),
+      column((e) => JSON.stringify(e.content)),
+      column((e) => JSON.stringify(e.refs)),
+      column((e) => JSON.stringify(e.meta)),
+      column((e) => e.createdAt),
+      chunks.map((c) => c.id),
       turn !== null && 'turnOf' in turn,
-      e.chunks.map((c) => c.id),
-      e.chunks.map((c) => c.text),
-      e.chunks.map((c) => c.tokens),
+      turn !== null && 'turnIndex' in turn ? turn.turnIndex : null,
+      first.scope.tenantId,
+      first.scope.conversationId,
+      chunks.map((c) => c.n),
+      chunks.map((c) => c.ord),
+      chunks.map((c) => c.text),
+      chunks.map((c) => c.tokens),
     ],
   )
-  if (e.artifact) {
-    const a = e.artifact
+  const artifacts = events.flatMap((e) => (e.artifact ? [{ ...e.artifact, event: e }] : []))
+  if (artifacts.length > 0) {
     await tx.query(
       `INSERT INTO artifacts (id, event_id, tenant_id, media_type, bytes, sha256, content, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [a.id, e.id, s.tenantId, a.mediaType, a.bytes, a.sha256, a.content, e.createdAt],
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::timestamptz[])`,
+      [
+        artifacts.map((a) => a.id),
+        artifacts.map((a) => a.event.id),
+        artifacts.map((a) => a.event.scope.tenantId),
+        artifacts.map((a) => a.mediaType),
+        artifacts.map((a) => a.bytes),
+        artifacts.map((a) => a.sha256),
+        artifacts.map((a) => a.content),
+        artifacts.map((a) => a.event.createdAt),
+      ],
     )
   }
   return rows[0]?.turn_index ?? null
@@ -485,7 +514,7 @@ export function createEvents(ctx: EngineContext) {
       const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
       const prepared = await prepareEvent({ ...i, createdAt })
       await ctx.db.transaction(async (tx) => {
-        await insertEvent(tx, prepared)
+        await insertEvents(tx, [prepared])
         await insertEdges(
           tx,
           [...new Set(prepared.refs)].map((ref) => ({

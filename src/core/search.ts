@@ -429,11 +429,13 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       ) x
       GROUP BY d.document_id
     ), familiar AS (
-      SELECT s.event_id,
-             (SELECT count(DISTINCT c.conversation_id) FROM doc_conversations dc
-              CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
-              WHERE dc.document_id = ANY(s.docs)) AS n
+      -- One join for all hits (a subquery per hit scanned every document's row again).
+      SELECT s.event_id, count(DISTINCT c.conversation_id) AS n
       FROM seen s
+      CROSS JOIN LATERAL unnest(s.docs) AS d(document_id)
+      JOIN doc_conversations dc ON dc.document_id = d.document_id
+      CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
+      GROUP BY s.event_id
     ), scored AS (
       SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused, t.named, t.dated, t.kind, t.created_at,
              t.conversation_id, t.turn_index, t.actor_type, t.actor_id,

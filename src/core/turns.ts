@@ -2,7 +2,7 @@ import { documentSight, type Observation, observeInTx, type PreparedSight, prepa
 import type { EngineContext } from './engine.ts'
 import {
   type EventDraft,
-  insertEvent,
+  insertEvents,
   type PreparedEvent,
   prepareEvent,
   redactionMeta,
@@ -193,8 +193,10 @@ export function createTurns(ctx: EngineContext) {
       }
 
       return ctx.db.transaction(async (tx) => {
-        const turnIndex = (await insertEvent(tx, userEvent, { turnOf: true })) as number
-        await insertEvent(tx, agentEvent, { turnIndex })
+        // Every event of the turn in one statement, in the order of the turn.
+        const events = [userEvent, agentEvent]
+        for (const p of procedures) if (p.kind === 'call') events.push(...(p.result ? [p.call, p.result] : [p.call]))
+        const turnIndex = (await insertEvents(tx, events, { turnOf: true })) as number
         const edgeBase = {
           tenantId: scope.tenantId,
           conversationId: scope.conversationId,
@@ -244,13 +246,11 @@ export function createTurns(ctx: EngineContext) {
             })
             continue
           }
-          await insertEvent(tx, p.call, { turnIndex })
           toolEventIds.push(p.call.id)
           chunkIds.push(...p.call.chunks.map((c) => c.id))
           const edgeIndex = edges.length
           edges.push({ ...edgeBase, src: agentEvent.id, rel: p.tool, dst: p.call.id, props: { args: p.args } })
           if (p.result) {
-            await insertEvent(tx, p.result, { turnIndex })
             toolEventIds.push(p.result.id)
             chunkIds.push(...p.result.chunks.map((c) => c.id))
             edges.push({ ...edgeBase, src: p.call.id, rel: 'RESULT', dst: p.result.id })

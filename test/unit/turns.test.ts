@@ -105,6 +105,47 @@ describe('recordTurn', () => {
     expect((await t('c1')).turnIndex).toBe(2)
   })
 
+  it('stores a turn\'s events in its order, each with its chunks, scope, tags and artifact', async () => {
+    await using t = await openTestEngine()
+    const output = `${'line of test output\n'.repeat(4000)}done\n` // over the excerpt limit: an artifact
+    const turn = await t.engine.recordTurn({
+      conversationId: 'c1',
+      scope: { tenantId: 't1', agentId: 'coder' }, // no user: NULL in every row
+      tags: ['repo:x', 'sprint-4'],
+      user: 'run the tests twice',
+      agent: 'Ran them twice.',
+      procedures: [
+        { tool: 'run_tests', args: { pass: 1 }, output },
+        { tool: 'lint', args: {} },
+        { tool: 'run_tests', args: { pass: 2 }, output: 'ok\n' },
+      ],
+    })
+    const { rows: events } = await t.db.query<{ id: string; kind: string; turn_index: number; user_id: string | null; tags: string[] }>(
+      `SELECT id, kind, turn_index, user_id, tags FROM events WHERE tenant_id = 't1' ORDER BY seq`,
+    )
+    expect(events.map((e) => e.id)).toEqual([turn.userEventId, turn.agentEventId, ...turn.toolEventIds])
+    expect(events.map((e) => e.kind)).toEqual(['message', 'message', 'tool_call', 'tool_result', 'tool_call', 'tool_call', 'tool_result'])
+    for (const e of events) expect(e).toMatchObject({ turn_index: 0, user_id: null, tags: ['repo:x', 'sprint-4'] })
+
+    const { rows: chunks } = await t.db.query<{ id: string; source_id: string; ord: number; kind: string; user_id: string | null; agent_id: string; tags: string[] }>(
+      `SELECT c.id, c.source_id, c.ord, c.kind, c.user_id, c.agent_id, c.tags FROM chunks c JOIN events e ON e.id = c.source_id ORDER BY e.seq, c.ord`,
+    )
+    expect(chunks.map((c) => c.id)).toEqual(turn.chunkIds)
+    const kinds = new Map(events.map((e) => [e.id, e.kind]))
+    for (const c of chunks) expect(c).toMatchObject({ kind: kinds.get(c.source_id), user_id: null, agent_id: 'coder', tags: ['repo:x', 'sprint-4'] })
+    // The long output's event is cut into several chunks, numbered from 0.
+    const longResult = turn.toolEventIds[1]!
+    expect(chunks.filter((c) => c.source_id === longResult).map((c) => c.ord)).toEqual(
+      [...Array(chunks.filter((c) => c.source_id === longResult).length).keys()],
+    )
+
+    const { rows: artifacts } = await t.db.query<{ event_id: string; bytes: number; tenant_id: string }>(`SELECT event_id, bytes, tenant_id FROM artifacts`)
+    expect(artifacts).toEqual([{ event_id: longResult, bytes: output.length, tenant_id: 't1' }])
+    // The keyword statistics count every chunk of the turn once.
+    const { rows: stats } = await t.db.query<{ chunks: number }>(`SELECT chunks::int FROM chunk_stats WHERE tenant_id = 't1'`)
+    expect(stats).toEqual([{ chunks: chunks.length }])
+  })
+
   it('a back-dated turn that reads then rewrites a file in one go, seen as of its time', async () => {
     const clock = testClock('2025-06-01T00:00:00.000Z')
     await using memory = await openTestMemory({ now: clock.now })
