@@ -19,6 +19,12 @@ if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../
 }
 await writeFile(client, rewritten)
 
+// The memory worker starts the embedding worker the same way.
+const host = 'dist/lib/src/worker/embed-remote.js'
+const hostSource = await readFile(host, 'utf8')
+if (!hostSource.includes("'../../workers/embed.worker.ts'")) throw new Error(`build-lib: embedding worker URL not found in ${host}`)
+await writeFile(host, hostSource.replace("'../../workers/embed.worker.ts'", "'../../workers/embed.worker.js'"))
+
 // The embedder finds the bundled model folder the same way, relative to its own module.
 const embedder = 'dist/lib/src/embed/transformers-embedder.js'
 const embedderSource = await readFile(embedder, 'utf8')

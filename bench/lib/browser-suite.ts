@@ -51,14 +51,17 @@ async function openHarness(context: BrowserContext, origin: string): Promise<Pag
 }
 
 /** recordTurn latency in the worker, durable on the given storage, measured on the page. */
-async function recordTurnLatencies(page: Page, turns: RecordTurnInput[], warmup: number, storage: 'opfs' | 'idb') {
+async function recordTurnLatencies(page: Page, turns: RecordTurnInput[], warmup: number, storage: 'opfs' | 'idb', indexing: 'auto' | 'manual') {
   // Passed as JSON: Playwright's argument types cannot unfold the turn schema's type.
   return page.evaluate(
-    async ({ json, warmup, storage }) => {
+    async ({ json, warmup, storage, indexing }) => {
       const memory = await window.engram.createMemory({
-        name: `bench-turns-${storage}`,
+        name: `bench-turns-${storage}-${indexing}`,
         storage,
         workspace: { mode: 'local', root: '/bench/repo' },
+        // WASM, as on a machine without a GPU (the bench's Chromium has a software WebGPU adapter).
+        embedder: { kind: 'bundled', device: 'wasm' },
+        indexing,
       })
       const turns = JSON.parse(json) as Parameters<typeof memory.recordTurn>[0][]
       const timings: number[] = []
@@ -73,7 +76,7 @@ async function recordTurnLatencies(page: Page, turns: RecordTurnInput[], warmup:
       }
       return timings
     },
-    { json: JSON.stringify(turns), warmup, storage },
+    { json: JSON.stringify(turns), warmup, storage, indexing },
   )
 }
 
@@ -125,6 +128,8 @@ async function embedRate(page: Page, device: 'wasm' | 'webgpu', threads: number 
 
 export const BROWSER_METRICS = [
   'record_turn_ms',
+  'record_turn_no_index_ms',
+  'record_turn_idb_ms',
   'cold_start_new_ms',
   'cold_start_existing_ms',
   'embed_wasm_per_s',
@@ -150,21 +155,27 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
     browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })
     options.log(`Chromium ${browser.version()} on ${origin}`)
 
-    if (options.wants('record_turn_ms')) {
-      // The same turns on each storage, each in a fresh context (empty storage).
+    // The same turns on each storage, each in a fresh context (empty storage).
+    const turnRuns = [
+      ['record_turn_ms', 'opfs', 'auto'],
+      ['record_turn_no_index_ms', 'opfs', 'manual'],
+      ['record_turn_idb_ms', 'idb', 'auto'],
+    ] as const
+    for (const [name, storage, indexing] of turnRuns) {
+      if (!options.wants(name)) continue
       const turns = makeTurns(sessionShape(4 * (options.warmup + options.ops)), 4242)
-      for (const storage of ['opfs', 'idb'] as const) {
-        options.log(`Chromium: recordTurn in the worker (${storage})`)
-        const context = await browser.newContext()
-        const page = await openHarness(context, origin)
-        const timings = await recordTurnLatencies(page, turns, options.warmup, storage)
-        const name = storage === 'opfs' ? 'record_turn_ms' : 'record_turn_idb_ms'
-        out.metrics[name] = latency(
-          timings,
-          `recordTurn with 3 procedures, worker, ${storage === 'opfs' ? 'OPFS' : 'IndexedDB'}, acknowledged after the flush; timed on the page`,
-        )
-        await context.close()
-      }
+      options.log(`Chromium: recordTurn in the worker (${storage}, indexing ${indexing})`)
+      const context = await browser.newContext()
+      const page = await openHarness(context, origin)
+      const timings = await recordTurnLatencies(page, turns, options.warmup, storage, indexing)
+      out.metrics[name] = latency(
+        timings,
+        `recordTurn with 3 procedures, worker, ${storage === 'opfs' ? 'OPFS' : 'IndexedDB'}, acknowledged after the flush; timed on the page; ` +
+          (indexing === 'auto'
+            ? 'the bundled model (WASM, its own worker) indexing in the background meanwhile'
+            : 'indexing: manual (no embedding meanwhile)'),
+      )
+      await context.close()
     }
 
     if (options.wants('cold_start_new_ms') || options.wants('cold_start_existing_ms')) {

@@ -58,6 +58,7 @@ export function median(samples: readonly number[], unit: Exclude<Unit, 'ms'>, no
 /** Table order: the headline metrics first, then the peers, then the extras. */
 export const METRIC_ORDER = [
   'record_turn_ms',
+  'record_turn_no_index_ms',
   'record_turn_idb_ms',
   'search_ms',
   'build_context_ms',
@@ -172,6 +173,7 @@ export function markdownReport(result: BenchResult): string {
     ['search_ms', 'bruteforce_search_ms'],
     ['orama_search_ms', 'bruteforce_search_ms'],
     ['cold_start_existing_ms', 'orama_restore_ms'],
+    ['record_turn_ms', 'record_turn_no_index_ms'],
   ]
   for (const [a, b] of pairs) {
     lines.push(`| \`${a}\` / \`${b}\` | ${ratio(metrics[a], metrics[b], 'p50')} | ${ratio(metrics[a], metrics[b], 'p95')} |`)

@@ -10,6 +10,7 @@ import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transform
 import { registerMemory } from '../client/registry.ts'
 import { cacheSetting, durableDb, openPGlite } from '../runtime/pglite.ts'
 import { checkThreads } from '../embed/environment.ts'
+import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
 import { opfsFileSystem } from './opfs-fs.ts'
 import {
   checkMemoryName,
@@ -57,6 +58,12 @@ export interface EmbedderBootOptions {
    * isolated (COOP `same-origin` + COEP `require-corp`), else one (see `chooseWasmThreads`).
    */
   threads?: number
+  /**
+   * Runs the model in a worker of its own (default true, where the browser can start one from
+   * a worker): inference holds up its thread for the whole batch, so in the memory worker a
+   * write or a search would wait for the indexer's batch in progress. `false` keeps it here.
+   */
+  dedicatedWorker?: boolean
 }
 
 /** Where the embedding model stands in this worker. */
@@ -68,6 +75,8 @@ export interface EmbedderInfo {
   fallbackReason?: string
   /** Threads the WASM backend runs on (WASM only). */
   threads?: number
+  /** Whether the model runs in a worker of its own (see `EmbedderBootOptions.dedicatedWorker`). */
+  dedicatedWorker?: boolean
   error?: string
 }
 
@@ -363,17 +372,21 @@ export class MemoryHost {
     const options = this.#options?.embedder ?? { kind: 'bundled' }
     if (options.kind === 'none') return undefined
     this.#setEmbedderInfo({ state: 'loading' })
-    const loading = after.then(() => import('../embed/transformers-embedder.ts')).then(({ createTransformersEmbedder }) =>
-      createTransformersEmbedder({
+    const dedicated = options.dedicatedWorker !== false && canNestWorkers()
+    const loading = after.then(async () => {
+      const settings = {
         // A blob: worker has no folder to be next to: such apps pass both URLs.
         modelPath: options.modelPath ?? beside('./models/all-MiniLM-L6-v2'),
         wasmPaths: options.wasmPaths ?? beside('./ort/'),
         quantized: options.quantized ?? true,
         device: options.device ?? 'auto',
         ...(options.threads === undefined ? {} : { threads: options.threads }),
-        onProgress: (progress) => this.#emit({ type: 'model', progress }),
-      }),
-    )
+        onProgress: (progress: ModelLoadProgress) => this.#emit({ type: 'model', progress }),
+      }
+      if (dedicated) return createWorkerEmbedder(settings)
+      const { createTransformersEmbedder } = await import('../embed/transformers-embedder.ts')
+      return createTransformersEmbedder(settings)
+    })
     this.#embedder = loading
     loading.then(
       (embedder) =>
@@ -383,6 +396,7 @@ export class MemoryHost {
           device: embedder.device,
           ...(embedder.fallbackReason === undefined ? {} : { fallbackReason: embedder.fallbackReason }),
           ...(embedder.threads === undefined ? {} : { threads: embedder.threads }),
+          dedicatedWorker: dedicated,
         }),
       (error: unknown) =>
         this.#setEmbedderInfo({ state: 'unavailable', error: error instanceof Error ? error.message : String(error) }),

@@ -11,7 +11,7 @@ const SENTENCES = [
 ]
 
 interface Outcome {
-  info: { state: string; model?: string; device?: string; fallbackReason?: string; threads?: number }
+  info: { state: string; model?: string; device?: string; fallbackReason?: string; threads?: number; dedicatedWorker?: boolean }
   isolated: boolean
   cores: number
   vectors: number[][]
@@ -99,6 +99,7 @@ test('the worker embeds with WASM, indexes in the background, and every request 
     model: 'all-MiniLM-L6-v2/q8',
     device: 'wasm',
     threads: Math.min(4, outcome.cores),
+    dedicatedWorker: true,
   })
   expect(outcome.indexed).toEqual({ pending: 0, done: 1, model: 'all-MiniLM-L6-v2/q8' })
   expect(outcome.indexEvents).toBeGreaterThan(0)
@@ -152,6 +153,38 @@ test('on the page itself (no worker), cross-origin isolated, the model runs on t
   expect(outcome.isolated).toBe(true)
   expect(outcome.threads).toBe(2)
   expectClose(outcome.vectors, reference, 5e-3, 0.999)
+})
+
+test('the model runs in a worker of its own, so a write does not wait for an embedding in progress', async ({ page }) => {
+  await openHarness(page)
+  // A long batch is embedded and a turn is written just after it was asked for. With the model
+  // in its own worker the write is acknowledged first; in the memory worker
+  // (dedicatedWorker: false) inference holds the thread, so the write waits for the batch.
+  const order = (dedicatedWorker: boolean) =>
+    page.evaluate(async (dedicatedWorker) => {
+      const memory = await window.engram.createMemory({
+        storage: 'memory',
+        embedder: { kind: 'bundled', device: 'wasm', dedicatedWorker },
+      })
+      try {
+        await memory.embed(['warm up'])
+        const words = 'the indexer embeds every chunk of the conversation in the background while the agent works'
+        const texts = Array.from({ length: 16 }, (_, i) => `${i} ${words.repeat(8)}`)
+        const done: string[] = []
+        const embedding = memory.embed(texts).then(() => done.push('embed'))
+        const writing = memory.recordTurn({ conversationId: 'c1', user: 'is the build green?', agent: 'Yes.' }).then(() => done.push('write'))
+        await Promise.all([embedding, writing])
+        return { done, info: await memory.embedderInfo() }
+      } finally {
+        await memory.close()
+      }
+    }, dedicatedWorker)
+  const dedicated = await order(true)
+  expect(dedicated.info).toMatchObject({ state: 'ready', dedicatedWorker: true })
+  expect(dedicated.done).toEqual(['write', 'embed'])
+  const inline = await order(false)
+  expect(inline.info).toMatchObject({ state: 'ready', dedicatedWorker: false })
+  expect(inline.done).toEqual(['embed', 'write'])
 })
 
 test('WebGPU that cannot start falls back to WASM with the reason', async ({ page }) => {
@@ -228,7 +261,7 @@ test.describe('with WebGPU enabled (SwiftShader)', () => {
     const page = await browser.newPage(baseURL ? { baseURL } : {})
     await openHarness(page)
     const outcome = await embedInWorker(page, 'auto')
-    expect(outcome.info).toEqual({ state: 'ready', model: 'all-MiniLM-L6-v2/q8', device: 'webgpu' })
+    expect(outcome.info).toEqual({ state: 'ready', model: 'all-MiniLM-L6-v2/q8', device: 'webgpu', dedicatedWorker: true })
     expect(outcome.indexed).toEqual({ pending: 0, done: 1, model: 'all-MiniLM-L6-v2/q8' })
     expectClose(outcome.vectors, reference, 1e-2, 0.999)
     await page.close()

@@ -1,0 +1,55 @@
+/// <reference lib="webworker" />
+import { expose, type ProxyMarked } from 'comlink'
+import { installErrorTransfer } from '../src/client/error-transfer.ts'
+import { MemoryError } from '../src/core/errors.ts'
+import {
+  createTransformersEmbedder,
+  type ModelLoadProgress,
+  type TransformersEmbedder,
+  type TransformersEmbedderOptions,
+} from '../src/embed/transformers-embedder.ts'
+
+installErrorTransfer()
+
+/** What a worker's own embedder reports once its model is ready. */
+export interface LoadedModel {
+  id: string
+  dims: number
+  device: TransformersEmbedder['device']
+  fallbackReason: string | undefined
+  threads: number | undefined
+}
+
+/** The options of `createTransformersEmbedder` that can cross to a worker (no signal, no callback). */
+export type EmbedWorkerOptions = Omit<TransformersEmbedderOptions, 'signal' | 'onProgress'>
+
+let embedder: Promise<TransformersEmbedder> | undefined
+
+/**
+ * The embedding model in a worker of its own, started by the memory worker: inference runs
+ * synchronously on the thread that calls it, so here it never holds up the database.
+ */
+const api = {
+  async load(options: EmbedWorkerOptions, onProgress?: ((progress: ModelLoadProgress) => void) & ProxyMarked): Promise<LoadedModel> {
+    if (embedder) throw new MemoryError('CONFLICT', 'This embedding worker already has a model')
+    embedder = createTransformersEmbedder({
+      ...options,
+      ...(onProgress ? { onProgress: (progress: ModelLoadProgress) => void onProgress(progress) } : {}),
+    })
+    const e = await embedder
+    return { id: e.id, dims: e.dims, device: e.device, fallbackReason: e.fallbackReason, threads: e.threads }
+  },
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    if (!embedder) throw new MemoryError('MODEL_UNAVAILABLE', 'The embedding worker has no model loaded')
+    return (await embedder).embed(texts)
+  },
+  async dispose(): Promise<void> {
+    const e = embedder
+    embedder = undefined
+    await (await e)?.dispose()
+  },
+}
+
+export type EmbedWorkerApi = typeof api
+
+expose(api)
