@@ -1,9 +1,13 @@
 import { type ChangeSet, MemfsFrontendFS, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
+import { keptChanges, type KeptWrites, noKeptWrites, planFlush } from './deferred-writes.ts'
 import { incompleteMarker } from './storage.ts'
 
 /** Files read from OPFS at once while a memory opens. */
 export const LOAD_CONCURRENCY = 32
+
+/** How long flushes must pause before the data-file writes kept back are written. */
+export const IDLE_WRITE_MS = 500
 
 interface DirectoryLike {
   entries(): AsyncIterable<[string, FileSystemHandle]>
@@ -26,9 +30,18 @@ type ApplyOptions = Parameters<OpfsBackend['apply']>[1]
  *   for it (and tries it again if it failed) before writing its own changes, in order. A file
  *   beside the folder (`incompleteMarker`) exists until the whole directory is written, so a
  *   memory whose creation was cut short is found and made again rather than opened half-written.
+ * - Committing: a flush writes the write-ahead log at once (a commit is durable with it) and
+ *   keeps the data files' bytes back (`planFlush`, deferred-writes.ts) until a checkpoint or
+ *   the shutdown touches `pg_control`, flushes pause for `IDLE_WRITE_MS`, the memory closes, or
+ *   `MAX_KEPT_FILES` / `MAX_KEPT_BYTES` are reached. A commit used to open, write and close one
+ *   to five data files besides the log; after a crash Postgres replays the log over whatever
+ *   the data files hold, as after a power cut.
  */
 export class OpfsLoadAheadBackend extends OpfsBackend {
   #creating: boolean
+  /** Data-file writes kept back (`planFlush`), written at a checkpoint, an idle moment or close. */
+  #kept: KeptWrites = noKeptWrites()
+  #idle: ReturnType<typeof setTimeout> | undefined
   /** The new directory's first flush, until it is written. */
   #unwritten: { changes: ChangeSet; options: ApplyOptions } | undefined
   #markerSet = false
@@ -50,20 +63,48 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
       this.#background = this.#writeUnwritten().catch(() => {})
       return
     }
+    const plan = planFlush(this.#kept, changes)
+    if (plan.kind === 'keep') {
+      await super.apply(plan.now, options)
+      this.#kept = plan.kept
+      this.#scheduleIdleWrite()
+      return
+    }
+    this.#kept = plan.kept
+    await this.#writeKept(options)
     await super.apply(changes, options)
   }
 
   override async close(): Promise<void> {
     await this.#settle()
+    await this.#writeKept({ relaxedDurability: false })
     await super.close()
   }
 
   /** Waits for the background write and finishes it when it failed (throwing if it fails again). */
   async #settle(): Promise<void> {
+    clearTimeout(this.#idle)
+    this.#idle = undefined
     const background = this.#background
     this.#background = undefined
     await background
     await this.#writeUnwritten()
+  }
+
+  /** Writes the kept data-file writes; on failure they stay kept (writing them again is harmless). */
+  async #writeKept(options: ApplyOptions): Promise<void> {
+    if (this.#kept.files.size === 0) return
+    await super.apply(keptChanges(this.#kept), options)
+    this.#kept = noKeptWrites()
+  }
+
+  /** Once flushes pause, the kept writes go out in the background (the next flush waits for them). */
+  #scheduleIdleWrite(): void {
+    clearTimeout(this.#idle)
+    this.#idle = setTimeout(() => {
+      this.#idle = undefined
+      this.#background = this.#writeKept({ relaxedDurability: false }).catch(() => {})
+    }, IDLE_WRITE_MS)
   }
 
   /** Nothing after the first flush is written while the marker says the folder is incomplete. */

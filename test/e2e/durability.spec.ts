@@ -33,6 +33,43 @@ for (const storage of ['opfs', 'idb'] as const) {
   })
 }
 
+test('opfs: a worker killed while data-file writes are held back reopens with every acknowledged turn, by id and by keyword', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    type Searchable = Api & { search(q: string, o: { mode: 'keyword' }): Promise<{ eventId: string }[]> }
+    const options = { name: 'held-back', storage: 'opfs', embedder: { kind: 'none' } } as const
+    // An existing memory, closed cleanly: every file written.
+    const first = (await window.engram.createMemory(options)) as unknown as Api
+    await first.recordTurn({ conversationId: 'c', user: 'before', agent: 'closed cleanly' })
+    await first.close()
+    // Reopened, written to turn after turn, and killed at once: each commit's log is on disk,
+    // the data files' bytes are largely held back (written after a pause or at a checkpoint).
+    const worker = new Worker(window.engramWorkerUrl, { type: 'module' })
+    const memory = (await window.engram.createMemory({ ...options, worker })) as unknown as Api
+    const acked: string[] = []
+    for (let n = 0; n < 40; n++) {
+      const turn = await memory.recordTurn({ conversationId: 'c', user: `question zebra${n}`, agent: `answer ${n}` })
+      acked.push(turn.userEventId)
+    }
+    worker.terminate()
+    const reopened = (await window.engram.createMemory(options)) as unknown as Searchable
+    const found = await Promise.all(acked.map((id) => reopened.events.get(id).then(Boolean, () => false)))
+    const hits = await Promise.all([0, 20, 39].map(async (n) => (await reopened.search(`zebra${n}`, { mode: 'keyword' }))[0]?.eventId))
+    const { counts } = await reopened.stats()
+    // Writable after recovery.
+    const after = await reopened.recordTurn({ conversationId: 'c', user: 'after recovery', agent: 'ok' })
+    const afterFound = Boolean(await reopened.events.get(after.userEventId))
+    await reopened.close()
+    return { found: found.every(Boolean), hits, expected: [acked[0], acked[20], acked[39]], events: counts.events, afterFound }
+  })
+  expect(outcome.found).toBe(true)
+  expect(outcome.hits).toEqual(outcome.expected)
+  expect(outcome.events).toBe(2 + 80)
+  expect(outcome.afterFound).toBe(true)
+})
+
 test('opfs: a memory whose creation was cut short (its marker still beside it) is created again, not opened half-written', async ({
   page,
 }) => {

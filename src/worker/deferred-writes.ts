@@ -1,0 +1,73 @@
+import type { ChangeSet, FileWrite } from '@electric-sql/pglite/memfs-frontend'
+
+/**
+ * Data-file writes a flush may keep back. Postgres needs only its write-ahead log on disk for
+ * a commit to be durable: after a crash it replays the log from the last checkpoint (full-page
+ * images included), extending and rewriting data files as it goes. The data files themselves
+ * must be complete only before a checkpoint is recorded in `pg_control`, which is what a
+ * server's checkpoint guarantees by syncing them first. So a flush that commits writes its
+ * WAL at once and may keep the data files' bytes back until a flush that touches `pg_control`
+ * (a checkpoint, or the shutdown), the close, an idle moment, or the bounds below.
+ */
+export interface KeptWrites {
+  /** By path, in the order first kept; each the merge of its flushes, written in order. */
+  files: Map<string, FileWrite>
+  bytes: number
+}
+
+/** Most bytes kept back before a flush writes them all. */
+export const MAX_KEPT_BYTES = 8 * 2 ** 20
+/** Most files kept back before a flush writes them all. */
+export const MAX_KEPT_FILES = 32
+
+export function noKeptWrites(): KeptWrites {
+  return { files: new Map(), bytes: 0 }
+}
+
+const chunkBytes = (w: FileWrite) => w.chunks.reduce((n, c) => n + c.data.length, 0)
+
+/**
+ * How to write `changes` given the writes kept back: `keep` — write `now` (the structural
+ * changes and the WAL) and keep `kept` back; `all` — write the kept writes, then `changes`
+ * whole (a checkpoint, a bound reached, or a resize of a file with kept writes, which one
+ * merged write cannot express).
+ */
+export function planFlush(
+  kept: KeptWrites,
+  changes: ChangeSet,
+  limits: { bytes: number; files: number } = { bytes: MAX_KEPT_BYTES, files: MAX_KEPT_FILES },
+): { kind: 'keep'; now: ChangeSet; kept: KeptWrites } | { kind: 'all'; kept: KeptWrites } {
+  // Removed files and folders lose their kept writes (they would be made again).
+  const files = new Map(kept.files)
+  for (const op of changes.ops) {
+    if (op.op !== 'remove') continue
+    for (const path of files.keys()) if (path === op.path || path.startsWith(`${op.path}/`)) files.delete(path)
+  }
+  const pruned = { files, bytes: [...files.values()].reduce((n, w) => n + chunkBytes(w), 0) }
+  if (changes.files.control.length > 0) return { kind: 'all', kept: pruned }
+  for (const w of changes.files.data) {
+    const before = files.get(w.path)
+    if (!before || w.full) {
+      // A whole-file write stands for everything before it.
+      if (before) files.delete(w.path)
+      files.set(w.path, w)
+    } else if (w.truncate) {
+      return { kind: 'all', kept: pruned }
+    } else {
+      // The earlier resize (if any) first, then every chunk in order: later bytes win.
+      files.set(w.path, { ...before, chunks: [...before.chunks, ...w.chunks] })
+    }
+  }
+  const bytes = [...files.values()].reduce((n, w) => n + chunkBytes(w), 0)
+  if (bytes > limits.bytes || files.size > limits.files) return { kind: 'all', kept: pruned }
+  return {
+    kind: 'keep',
+    now: { ops: changes.ops, files: { wal: changes.files.wal, data: [], control: [] } },
+    kept: { files, bytes },
+  }
+}
+
+/** The kept writes as a flush of data files only. */
+export function keptChanges(kept: KeptWrites): ChangeSet {
+  return { ops: [], files: { wal: [], data: [...kept.files.values()], control: [] } }
+}
