@@ -38,13 +38,16 @@ export function planFlush(
   limits: { bytes: number; files: number } = { bytes: MAX_KEPT_BYTES, files: MAX_KEPT_FILES },
 ): { kind: 'keep'; now: ChangeSet; kept: KeptWrites } | { kind: 'all'; kept: KeptWrites } {
   // Removed files and folders lose their kept writes (they would be made again).
-  const files = new Map(kept.files)
+  const remaining = new Map(kept.files)
   for (const op of changes.ops) {
     if (op.op !== 'remove') continue
-    for (const path of files.keys()) if (path === op.path || path.startsWith(`${op.path}/`)) files.delete(path)
+    for (const path of remaining.keys()) if (path === op.path || path.startsWith(`${op.path}/`)) remaining.delete(path)
   }
-  const pruned = { files, bytes: [...files.values()].reduce((n, w) => n + chunkBytes(w), 0) }
+  // What `all` writes first: only earlier flushes' bytes, whose log is already on disk (a data
+  // page must never reach the disk before the log that explains it).
+  const pruned = { files: remaining, bytes: [...remaining.values()].reduce((n, w) => n + chunkBytes(w), 0) }
   if (changes.files.control.length > 0) return { kind: 'all', kept: pruned }
+  const files = new Map(remaining)
   for (const w of changes.files.data) {
     const before = files.get(w.path)
     if (!before || w.full) {

@@ -71,14 +71,22 @@ describe('planFlush: data-file writes kept back until the log needs them on disk
     if (b.kind !== 'keep') throw new Error('expected keep')
     expect(b.kept.files.get('/base/5/100')).toEqual(whole)
     const shrink = write('/base/5/100', 0, [], { truncate: true, size: 0 })
-    expect(planFlush(b.kept, flush({ data: [shrink] })).kind).toBe('all')
+    const c = planFlush(b.kept, flush({ data: [write('/base/5/900', 0, [4]), shrink] }))
+    expect(c.kind).toBe('all')
+    // Only what earlier flushes kept goes first; this flush's writes follow its own log.
+    expect([...c.kept.files.values()]).toEqual([whole])
   })
 
   it('past the bounds on files or bytes, everything is written', () => {
     const a = planFlush(noKeptWrites(), flush({ data: [write('/base/5/1', 0, [1, 2]), write('/base/5/2', 0, [1])] }), { bytes: 100, files: 2 })
     expect(a.kind).toBe('keep')
     if (a.kind !== 'keep') return
-    expect(planFlush(a.kept, flush({ data: [write('/base/5/3', 0, [1])] }), { bytes: 100, files: 2 }).kind).toBe('all')
-    expect(planFlush(a.kept, flush({ data: [write('/base/5/1', 0, [1, 2, 3])] }), { bytes: 5, files: 2 }).kind).toBe('all')
+    const files = planFlush(a.kept, flush({ data: [write('/base/5/3', 0, [1])] }), { bytes: 100, files: 2 })
+    expect(files.kind).toBe('all')
+    expect([...files.kept.files.keys()]).toEqual(['/base/5/1', '/base/5/2'])
+    const bytes = planFlush(a.kept, flush({ data: [write('/base/5/1', 0, [1, 2, 3])] }), { bytes: 5, files: 2 })
+    expect(bytes.kind).toBe('all')
+    expect(bytes.kept.files.get('/base/5/1')?.chunks).toHaveLength(1)
+    expect(a.kept.files.get('/base/5/1')?.chunks).toHaveLength(1) // the kept writes passed in are not changed
   })
 })
