@@ -33,9 +33,9 @@ type ApplyOptions = Parameters<OpfsBackend['apply']>[1]
  * - Committing: a flush writes the write-ahead log at once (a commit is durable with it) and
  *   keeps the data files' bytes back (`planFlush`, deferred-writes.ts) until a checkpoint or
  *   the shutdown touches `pg_control`, flushes pause for `IDLE_WRITE_MS`, the memory closes, or
- *   `MAX_KEPT_FILES` / `MAX_KEPT_BYTES` are reached. A commit used to open, write and close one
- *   to five data files besides the log; after a crash Postgres replays the log over whatever
- *   the data files hold, as after a power cut.
+ *   `MAX_KEPT_FILES` / `MAX_KEPT_BYTES` are reached. A commit used to open, write and close a
+ *   few data files besides the log; after a crash Postgres replays the log over whatever the
+ *   data files hold, as after a power cut.
  */
 export class OpfsLoadAheadBackend extends OpfsBackend {
   #creating: boolean
