@@ -188,6 +188,8 @@ export class MemoryHost {
   #abortWait = new AbortController()
   #closed = false
   #leaderReady: Promise<void> | undefined
+  /** The database opening in `#lead`, until it is open (or failed). */
+  #opening: Promise<unknown> | undefined
   #listener: HostListener | undefined
   #embedder: Promise<TransformersEmbedder> | undefined
   #embedderInfo: EmbedderInfo = { state: 'none' }
@@ -275,6 +277,12 @@ export class MemoryHost {
   async call(path: Path, args: unknown[]): Promise<unknown> {
     if (this.#closed) throw new MemoryError('CLOSED', 'The memory was closed.')
     if (this.#engine) return this.#run(path, args)
+    if (this.#opening) {
+      // Taking over from an owner that closed: the call waits for the database to open here
+      // (the open's own error, if it fails).
+      await this.#opening
+      if (this.#engine) return this.#run(path, args)
+    }
     if (this.#role !== 'follower') throw new MemoryError('CLOSED', 'The memory is not open: boot() has not finished.')
     return this.#forward(path, args)
   }
@@ -411,7 +419,14 @@ export class MemoryHost {
 
   async #lead(): Promise<{ created: boolean; fromTemplate: boolean }> {
     this.#role = 'leader'
-    const opened = await this.#open()
+    const opening = this.#open()
+    this.#opening = opening
+    let opened: Awaited<typeof opening>
+    try {
+      opened = await opening
+    } finally {
+      this.#opening = undefined
+    }
     this.#channel?.postMessage({ type: 'leader-up', from: this.#id } satisfies ChannelMessage)
     // Calls this worker forwarded to the previous owner now run here.
     const pending = [...this.#forwarded.entries()]
