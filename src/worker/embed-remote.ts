@@ -59,7 +59,7 @@ export async function createWorkerEmbedder(
       if (disposed) return
       disposed = true
       try {
-        await remote.dispose()
+        await Promise.race([remote.dispose(), failed])
       } finally {
         stop()
       }
