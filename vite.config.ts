@@ -32,7 +32,7 @@ function engramRuntimeAssets(): Plugin {
 }
 
 /**
- * The demo's pages are cross-origin isolated, so the memory worker's WASM embedding runs on
+ * The demo's pages are cross-origin isolated, so the embedding worker's WASM model runs on
  * several threads (SharedArrayBuffer). Everything they load comes from their own origin, which
  * `require-corp` allows.
  */

@@ -224,7 +224,7 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
       const context = await browser.newContext()
       const page = await openHarness(context, origin)
       try {
-        // Software WebGPU (SwiftShader) manages about one sentence per second here: a
+        // Software WebGPU (SwiftShader) manages a few sentences per second here: a
         // small sample, one pass, so the whole run stays within minutes.
         const sample = device === 'webgpu' ? sentences.slice(0, options.webgpuSentences) : sentences
         const passes = device === 'webgpu' ? 1 : options.embedPasses

@@ -43,8 +43,11 @@ const REAL_WORDS = (
 
 const SYLLABLES = 'ka lo mi re tu sa ne vo ri pa zel dor fin gar hul jin kor lum mar nix'.split(' ')
 
+/** The English words, once each, most common first. */
+const ENGLISH_WORDS = [...new Set(REAL_WORDS)]
+
 function buildVocabulary(size: number): string[] {
-  const words = [...new Set(REAL_WORDS)]
+  const words = [...ENGLISH_WORDS]
   const r = seededRandom(7)
   const seen = new Set(words)
   while (words.length < size) {
@@ -62,13 +65,13 @@ function buildVocabulary(size: number): string[] {
 export const VOCABULARY = buildVocabulary(3000)
 
 /** A word with a Zipf-like skew: low indexes (common words) come up far more often. */
-export function pickWord(r: () => number): string {
-  return VOCABULARY[Math.floor(VOCABULARY.length * r() ** 2.6)]!
+export function pickWord(r: () => number, words: readonly string[] = VOCABULARY): string {
+  return words[Math.floor(words.length * r() ** 2.6)]!
 }
 
-export function sentence(r: () => number, words: number): string {
+export function sentence(r: () => number, words: number, from: readonly string[] = VOCABULARY): string {
   const out: string[] = []
-  for (let i = 0; i < words; i++) out.push(pickWord(r))
+  for (let i = 0; i < words; i++) out.push(pickWord(r, from))
   const text = out.join(' ')
   return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`
 }
@@ -160,8 +163,6 @@ export function makeQueries(count: number, seed: number): string[] {
   })
 }
 
-const ENGLISH_WORDS = [...new Set(REAL_WORDS)]
-
 /**
  * Sentences of 15–19 words for the embedding throughput figures, drawn from the English
  * words only (same skew). A model's cost follows its token count, and the made-up words of
@@ -170,9 +171,5 @@ const ENGLISH_WORDS = [...new Set(REAL_WORDS)]
  */
 export function embeddingSentences(count: number, seed: number): string[] {
   const r = seededRandom(seed)
-  return Array.from({ length: count }, () => {
-    const words = Array.from({ length: 15 + Math.floor(r() * 5) }, () => ENGLISH_WORDS[Math.floor(ENGLISH_WORDS.length * r() ** 2.6)]!)
-    const text = words.join(' ')
-    return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`
-  })
+  return Array.from({ length: count }, () => sentence(r, 15 + Math.floor(r() * 5), ENGLISH_WORDS))
 }

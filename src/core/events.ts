@@ -316,35 +316,37 @@ export async function insertEvents(
   events: readonly PreparedEvent[],
   turn: { turnOf: true } | { turnIndex: number } | null = null,
 ): Promise<number | null> {
-  const first = events[0]
-  if (first === undefined) return null
+  if (events.length === 0) return null
   const column = <T>(pick: (e: PreparedEvent) => T) => events.map(pick)
   const chunks = events.flatMap((e, n) => e.chunks.map((c, ord) => ({ ...c, n: n + 1, ord })))
   const { rows } = await tx.query<{ turn_index: number | null }>(
     `WITH ti AS (
+       -- The first event's conversation: a turn's events share it.
        SELECT CASE WHEN $18::boolean
-                   THEN (SELECT coalesce(max(turn_index) + 1, 0) FROM events WHERE tenant_id = $20 AND conversation_id = $21)
+                   THEN (SELECT coalesce(max(turn_index) + 1, 0) FROM events
+                         WHERE tenant_id = ($3::text[])[1] AND conversation_id = ($6::text[])[1])
                    ELSE $19::int END AS turn_index
-     ), input AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                            $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-                            $15::text[], $16::timestamptz[])
+     ), input AS MATERIALIZED (
+       -- Tags travel as one JSON array per event (SQL arrays of arrays must be rectangular).
+       SELECT x.*, ARRAY(SELECT jsonb_array_elements_text(x.tags_json::jsonb)) AS tags
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                   $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+                   $15::text[], $16::timestamptz[])
          WITH ORDINALITY AS x(id, kind, tenant_id, user_id, agent_id, conversation_id, run_id, channel, actor_type,
-                              actor_id, sensitivity, tags, content, refs, meta, created_at, n)
+                              actor_id, sensitivity, tags_json, content, refs, meta, created_at, n)
      ), ev AS (
        INSERT INTO events (id, kind, tenant_id, user_id, agent_id, conversation_id, run_id, turn_index, channel,
                            actor_type, actor_id, sensitivity, tags, content, refs, meta, created_at)
        SELECT x.id, x.kind, x.tenant_id, x.user_id, x.agent_id, x.conversation_id, x.run_id, ti.turn_index, x.channel,
-              x.actor_type, x.actor_id, x.sensitivity, ARRAY(SELECT jsonb_array_elements_text(x.tags::jsonb)),
-              x.content::jsonb, x.refs::jsonb, x.meta::jsonb, x.created_at
+              x.actor_type, x.actor_id, x.sensitivity, x.tags, x.content::jsonb, x.refs::jsonb, x.meta::jsonb, x.created_at
        FROM input x CROSS JOIN ti
        ORDER BY x.n
      ), ch AS (
        INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, user_id, agent_id, conversation_id, run_id,
                            kind, channel, sensitivity, tags, created_at)
        SELECT c.id, x.id, c.ord, c.text, c.tokens, x.tenant_id, x.user_id, x.agent_id, x.conversation_id, x.run_id,
-              x.kind, x.channel, x.sensitivity, ARRAY(SELECT jsonb_array_elements_text(x.tags::jsonb)), x.created_at
-       FROM unnest($17::text[], $22::int[], $23::int[], $24::text[], $25::int[]) AS c(id, n, ord, text, tokens)
+              x.kind, x.channel, x.sensitivity, x.tags, x.created_at
+       FROM unnest($17::text[], $20::int[], $21::int[], $22::text[], $23::int[]) AS c(id, n, ord, text, tokens)
        JOIN input x ON x.n = c.n
      )
      SELECT turn_index FROM ti`,
@@ -368,8 +370,6 @@ export async function insertEvents(
       chunks.map((c) => c.id),
       turn !== null && 'turnOf' in turn,
       turn !== null && 'turnIndex' in turn ? turn.turnIndex : null,
-      first.scope.tenantId,
-      first.scope.conversationId,
       chunks.map((c) => c.n),
       chunks.map((c) => c.ord),
       chunks.map((c) => c.text),

@@ -195,7 +195,11 @@ export function createTurns(ctx: EngineContext) {
       return ctx.db.transaction(async (tx) => {
         // Every event of the turn in one statement, in the order of the turn.
         const events = [userEvent, agentEvent]
-        for (const p of procedures) if (p.kind === 'call') events.push(...(p.result ? [p.call, p.result] : [p.call]))
+        for (const p of procedures) {
+          if (p.kind !== 'call') continue
+          events.push(p.call)
+          if (p.result) events.push(p.result)
+        }
         const turnIndex = (await insertEvents(tx, events, { turnOf: true })) as number
         const edgeBase = {
           tenantId: scope.tenantId,

@@ -54,10 +54,10 @@ export function dataDirFor(kind: StorageKind, name: string): string {
     case 'idb':
       return `idb://${storageKey(name)}`
     case 'opfs':
-      // PGlite's memfs2opfs: the database runs in memory and every commit is written through
-      // to OPFS before it is acknowledged. Starting from the template writes ~1,050 files
-      // once, where the access-handle pool (opfs-ahp) must pre-open a handle per file. The
-      // worker opens it through `opfsFileSystem` (opfs-fs.ts), which loads it faster.
+      // PGlite's memfs2opfs: the database runs in memory and every commit's log is written to
+      // OPFS before it is acknowledged (the data files follow, see opfs-fs.ts). Starting from
+      // the template writes ~1,050 files once, where the access-handle pool (opfs-ahp) must
+      // pre-open a handle per file. The worker opens it through `opfsFileSystem` (opfs-fs.ts).
       return `memfs2opfs://${storageKey(name)}`
   }
 }
