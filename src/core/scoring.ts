@@ -35,6 +35,12 @@ export interface Scoring {
    * other way round). 0 turns it off.
    */
   neighbour: number
+  /**
+   * How many of each list's best events pass their share to their neighbours. The neighbours
+   * of weak matches far down a list crowd the fused ranking more than they help it, and each
+   * one spread costs a few index lookups.
+   */
+  neighbourDepth: number
   /** BM25 term-frequency saturation. */
   bm25K1: number
   /** BM25 length normalisation. */
@@ -71,12 +77,16 @@ export interface Scoring {
   staleness: number
 }
 
+/** The deepest `neighbourDepth`: a list never ranks more candidates than this. */
+export const MAX_NEIGHBOUR_DEPTH = 2000
+
 export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
   fusion: 'rrf',
   rrfK: 60,
   vector: 0.3,
   keyword: 1,
   neighbour: 0.5,
+  neighbourDepth: 30,
   bm25K1: 1.2,
   bm25B: 0.75,
   actorMatch: 0.3,
@@ -118,6 +128,7 @@ export const scoringInput = z
     vector: weight,
     keyword: weight,
     neighbour: z.number().finite().min(0).max(1),
+    neighbourDepth: z.number().int().min(1).max(MAX_NEIGHBOUR_DEPTH),
     bm25K1: z.number().finite().min(0).max(10),
     bm25B: z.number().finite().min(0).max(1),
     actorMatch: weight,

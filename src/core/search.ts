@@ -283,12 +283,13 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const vectorOn = o.mode !== 'keyword' && plan.vector !== null
   const candidates = `${p.add(plan.candidates)}::int`
   const neighbour = `${p.add(s.neighbour)}::float8`
+  const depth = `${p.add(s.neighbourDepth)}::int`
 
   // Spreads a per-event score to the events just before and after it in its conversation
   // (by time, then insertion order), keeping only neighbours the reader may see.
   const neighbours = (name: string, from: string) => `${name} AS MATERIALIZED (
       SELECT nb.id, ${neighbour} * f.score AS score
-      FROM ${from} f
+      FROM (SELECT * FROM ${from} ORDER BY score DESC, event_id LIMIT ${depth}) f
       CROSS JOIN LATERAL (
         SELECT e0.tenant_id, e0.conversation_id, e0.created_at, e0.seq FROM events e0 WHERE e0.id = f.event_id OFFSET 0
       ) e0

@@ -136,6 +136,19 @@ describe('search', () => {
     expect(none.map((h) => h.eventId)).toEqual([q.eventId])
   })
 
+  it('passes a share to the neighbours of only the best neighbourDepth events of each list', async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    const q1 = await memory.record(say('c1', 'Did you ever visit the lighthouse museum?'))
+    const r1 = await memory.record(say('c1', 'Yes, last summer with my sister.'))
+    const q2 = await memory.record(say('c2', 'Is the museum worth a visit?'))
+    const r2 = await memory.record(say('c2', 'Only on a rainy day.'))
+    const ids = async (neighbourDepth: number) =>
+      (await memory.search('lighthouse museum visit', { mode: 'keyword', weights: { neighbourDepth } })).map((h) => h.eventId)
+    expect(await ids(1)).toEqual([q1.eventId, q2.eventId, r1.eventId])
+    expect((await ids(2)).sort()).toEqual([q1.eventId, q2.eventId, r1.eventId, r2.eventId].sort())
+    await expect(memory.search('museum', { weights: { neighbourDepth: 0 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
   it('ranks the recent one of two equally relevant events first', async () => {
     const clock = testClock('2025-03-01T00:00:00Z')
     await using memory = await openTestMemory({ now: clock.now })
