@@ -46,7 +46,10 @@ export interface CreateMemoryOptions extends EngineSettings {
    * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
    */
   worker?: Worker | (() => Worker)
-  /** Postgres' page cache in MiB, 16–512 (default 128); a memory of ~100,000 events searches faster with 512. */
+  /**
+   * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
+   * cache it has grown to: 128 MiB, raised (up to 512) as the memory grows, from the next open.
+   */
   cacheMB?: number
   /** A boot that has not answered by then rejects with BOOT_TIMEOUT. Default 30 s. */
   bootTimeoutMs?: number

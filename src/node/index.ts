@@ -11,8 +11,9 @@ export interface OpenMemoryOptions {
   /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
   loadDataDir?: Blob
   /**
-   * Postgres' page cache in MiB, 16–512 (default 128). A memory of ~100,000 events outgrows
-   * the default; 512 made search there about a third faster (docs/BENCHMARKS.md).
+   * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
+   * cache it has grown to: 128 MiB, raised (up to 512, half the size of its tables and
+   * indexes) by the statistics refresh, from the next open (docs/BENCHMARKS.md).
    */
   cacheMB?: number
   now?: () => Date

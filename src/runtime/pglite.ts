@@ -2,6 +2,7 @@ import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Db, Queryable, QueryOptions } from '../core/db.ts'
 import { MemoryError } from '../core/errors.ts'
+import { MAX_CACHE_MB } from '../core/statistics.ts'
 
 export interface OpenPGliteOptions {
   /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */
@@ -10,23 +11,18 @@ export interface OpenPGliteOptions {
   fs?: PGliteOptions['fs']
   /** A `dumpDataDir()` tarball to start from instead of running initdb. */
   loadDataDir?: Blob
-  /** Postgres shared buffers in MiB (`DEFAULT_CACHE_MB`, 16 to `MAX_CACHE_MB`); see `cacheSetting`. */
+  /** Postgres shared buffers in MiB (16 to `MAX_CACHE_MB`), for this open; see `cacheSetting`. */
   cacheMB?: number
 }
-
-/** Postgres' own default: enough for a memory of tens of thousands of events. */
-export const DEFAULT_CACHE_MB = 128
-/** A quarter of the 2 GiB WASM heap, which also holds the data files (in memory or OPFS). */
-export const MAX_CACHE_MB = 512
 
 /**
  * The `shared_buffers` setting for a cache of `cacheMB` MiB: the table and index pages kept
  * in Postgres' buffer pool. Pages outside it are copied in from the in-memory file system on
  * every read; once a memory's working set outgrows the pool (around 100,000 events) search
- * spends much of its time there. The pool is allocated in full when the memory opens, empty or
- * not, so the default stays Postgres' own and large memories opt in.
+ * spends much of its time there. Without `cacheMB` a memory opens with the pool its data
+ * directory names: `DEFAULT_CACHE_MB`, raised by the engine as the memory grows (`growCache`).
  */
-export function cacheSetting(cacheMB: number = DEFAULT_CACHE_MB): string {
+export function cacheSetting(cacheMB: number): string {
   if (!Number.isInteger(cacheMB) || cacheMB < 16 || cacheMB > MAX_CACHE_MB) {
     throw new MemoryError('INVALID_INPUT', `cacheMB must be a whole number of MiB from 16 to ${MAX_CACHE_MB}; got ${String(cacheMB)}`)
   }
@@ -44,13 +40,13 @@ export const WAL_SETTINGS = ['max_wal_size=64MB', 'min_wal_size=32MB'] as const
 
 /** PGlite with the extensions Engram needs, in Node or in a worker. */
 export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
-  const cache = cacheSetting(options.cacheMB)
+  const cache = options.cacheMB === undefined ? [] : [cacheSetting(options.cacheMB)]
   return PGlite.create({
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     ...(options.fs === undefined ? {} : { fs: options.fs }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
     extensions: { vector },
-    startParams: [...PGlite.defaultStartParams, ...[...WAL_SETTINGS, cache].flatMap((s) => ['-c', s])],
+    startParams: [...PGlite.defaultStartParams, ...[...WAL_SETTINGS, ...cache].flatMap((s) => ['-c', s])],
   })
 }
 

@@ -226,7 +226,7 @@ export class MemoryHost {
     const started = performance.now()
     checkMemoryName(options.name)
     // Bad settings are refused before anything is opened.
-    cacheSetting(options.cacheMB)
+    if (options.cacheMB !== undefined) cacheSetting(options.cacheMB)
     checkThreads(options.embedder?.threads)
     this.#options = options
     this.#storage = resolveStorage(options.storage, env)

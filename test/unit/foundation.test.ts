@@ -3,6 +3,7 @@ import { migrate, SCHEMA_VERSION } from '../../src/core/schema/migrations.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
 import { openMemory } from '../../src/node/index.ts'
+import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/statistics.ts'
 import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
 
 describe('foundation', () => {
@@ -65,5 +66,28 @@ describe('foundation', () => {
     for (const cacheMB of [8, 513, 100.5, Number.NaN]) {
       await expect(openMemory({ cacheMB })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     }
+  })
+
+  it('the page cache grows with the memory from its next open, and an explicit cacheMB still wins', async () => {
+    const MiB = 2 ** 20
+    expect([0, 256 * MiB, 300 * MiB, 800 * MiB, 5000 * MiB].map(cacheFor)).toEqual([DEFAULT_CACHE_MB, 128, 192, 448, MAX_CACHE_MB])
+    const shared = async (pg: Awaited<ReturnType<typeof openPGlite>>) =>
+      (await pg.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]?.shared_buffers
+    const first = await openPGlite({ loadDataDir: await templateBlob(), cacheMB: 64 })
+    // A small memory needs no more than the default.
+    expect(await growCache(durableDb(first))).toBe(null)
+    expect(await growCache(durableDb(first), () => 192)).toBe(192)
+    expect(await shared(first)).toBe('64MB') // the running pool stays until the next open
+    const files = await first.dumpDataDir('none')
+    await first.close()
+    const next = await openPGlite({ loadDataDir: files })
+    expect(await shared(next)).toBe('192MB')
+    // Never lowered, and not written again when already set.
+    expect(await growCache(durableDb(next), () => 160)).toBe(null)
+    expect(await growCache(durableDb(next), () => 192)).toBe(null)
+    await next.close()
+    const pinned = await openPGlite({ loadDataDir: files, cacheMB: 64 })
+    expect(await shared(pinned)).toBe('64MB')
+    await pinned.close()
   })
 })
