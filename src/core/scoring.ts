@@ -41,6 +41,11 @@ export interface Scoring {
    * one spread costs a few index lookups.
    */
   neighbourDepth: number
+  /**
+   * How many events on each side receive it: the next one over gets `neighbour` squared (a
+   * question answered two turns later, a reply that continues the one before).
+   */
+  neighbourReach: number
   /** BM25 term-frequency saturation. */
   bm25K1: number
   /** BM25 length normalisation. */
@@ -87,6 +92,7 @@ export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
   keyword: 1,
   neighbour: 0.5,
   neighbourDepth: 30,
+  neighbourReach: 2,
   bm25K1: 1.2,
   bm25B: 0.75,
   actorMatch: 0.3,
@@ -129,6 +135,7 @@ export const scoringInput = z
     keyword: weight,
     neighbour: z.number().finite().min(0).max(1),
     neighbourDepth: z.number().int().min(1).max(MAX_NEIGHBOUR_DEPTH),
+    neighbourReach: z.number().int().min(1).max(3),
     bm25K1: z.number().finite().min(0).max(10),
     bm25B: z.number().finite().min(0).max(1),
     actorMatch: weight,

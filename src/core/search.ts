@@ -284,25 +284,27 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const candidates = `${p.add(plan.candidates)}::int`
   const neighbour = `${p.add(s.neighbour)}::float8`
   const depth = `${p.add(s.neighbourDepth)}::int`
+  const reach = `${p.add(s.neighbourReach)}::int`
 
-  // Spreads a per-event score to the events just before and after it in its conversation
-  // (by time, then insertion order), keeping only neighbours the reader may see.
+  // Spreads a per-event score to the `neighbourReach` events before and after it in its
+  // conversation (by time, then insertion order), `neighbour` to the power of the step,
+  // keeping only neighbours the reader may see.
   const neighbours = (name: string, from: string) => `${name} AS MATERIALIZED (
-      SELECT nb.id, ${neighbour} * f.score AS score
+      SELECT nb.id, power(${neighbour}, nb.step) * f.score AS score
       FROM (SELECT * FROM ${from} ORDER BY score DESC, event_id LIMIT ${depth}) f
       CROSS JOIN LATERAL (
         SELECT e0.tenant_id, e0.conversation_id, e0.created_at, e0.seq FROM events e0 WHERE e0.id = f.event_id OFFSET 0
       ) e0
       CROSS JOIN LATERAL (
-        (SELECT x.id FROM events x
+        (SELECT x.id, row_number() OVER (ORDER BY x.created_at DESC, x.seq DESC) AS step FROM events x
          WHERE x.tenant_id = e0.tenant_id AND x.conversation_id = e0.conversation_id
            AND (x.created_at, x.seq) < (e0.created_at, e0.seq)
-         ORDER BY x.created_at DESC, x.seq DESC LIMIT 1)
+         ORDER BY x.created_at DESC, x.seq DESC LIMIT ${reach})
         UNION ALL
-        (SELECT x.id FROM events x
+        (SELECT x.id, row_number() OVER (ORDER BY x.created_at, x.seq) AS step FROM events x
          WHERE x.tenant_id = e0.tenant_id AND x.conversation_id = e0.conversation_id
            AND (x.created_at, x.seq) > (e0.created_at, e0.seq)
-         ORDER BY x.created_at, x.seq LIMIT 1)
+         ORDER BY x.created_at, x.seq LIMIT ${reach})
       ) nb
       WHERE ${neighbour} > 0
     )`

@@ -149,6 +149,24 @@ describe('search', () => {
     await expect(memory.search('museum', { weights: { neighbourDepth: 0 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
+  it('passes a smaller share to the event two steps away, up to neighbourReach steps', async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    const q = await memory.record(say('c1', 'Did you ever visit the lighthouse museum?'))
+    const next = await memory.record(say('c1', 'Which one do you mean?'))
+    const after = await memory.record(say('c1', 'Yes, last summer with my sister.'))
+    await memory.record(say('c1', 'Shall we order pizza tonight?'))
+    const search = (neighbourReach: number) =>
+      memory.search('lighthouse museum visit', { mode: 'keyword', weights: { neighbourReach } })
+    expect((await search(1)).map((h) => h.eventId)).toEqual([q.eventId, next.eventId])
+    const two = await search(2)
+    expect(two.map((h) => h.eventId)).toEqual([q.eventId, next.eventId, after.eventId])
+    // Half the question's score one step away, a quarter two steps away.
+    const [own, one, second] = two.map((h) => h.explain.keyword!.score)
+    expect(one! / own!).toBeCloseTo(0.5, 5)
+    expect(second! / own!).toBeCloseTo(0.25, 5)
+    expect((await search(3)).length).toBe(4)
+  })
+
   it('ranks the recent one of two equally relevant events first', async () => {
     const clock = testClock('2025-03-01T00:00:00Z')
     await using memory = await openTestMemory({ now: clock.now })
