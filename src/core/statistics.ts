@@ -79,8 +79,9 @@ export interface StatisticsOptions {
  * Writes report how many rows they changed (`changed(n)`, no query); once the changes reach
  * a tenth of the memory (and at least 500 rows) one `ANALYZE` of the engine's tables, then a
  * `CHECKPOINT` (PGlite has no checkpointer either, so the write-ahead log would only grow) and
- * `growCache`, runs on the next macrotask, off the write's path. A memory opened from files that were never
- * analysed (an older build, a fresh import) is analysed once shortly after opening.
+ * `growCache`, runs on the next macrotask, off the write's path. A memory opened from files
+ * that were never analysed (an older build, a fresh import) is analysed once shortly after
+ * opening.
  */
 export function createStatistics(db: Db, options: StatisticsOptions) {
   let pending = 0
