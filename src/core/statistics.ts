@@ -72,14 +72,14 @@ export interface StatisticsOptions {
 }
 
 /**
- * Keeps the query planner's statistics current. PGlite runs no autovacuum daemon, so a table
- * is analysed only when someone asks: without statistics the planner takes a scope filter that
+ * Keeps the query planner's statistics current and the tables vacuumed. PGlite runs no
+ * autovacuum daemon, so a table is vacuumed and analysed only when someone asks: without statistics the planner takes a scope filter that
  * matches every row for a selective one and walks thousands of rows in nested loops.
  *
  * Writes report how many rows they changed (`changed(n)`, no query); once the changes reach
- * a tenth of the memory (and at least 500 rows) one `ANALYZE` of the engine's tables, then a
- * `CHECKPOINT` (PGlite has no checkpointer either, so the write-ahead log would only grow) and
- * `growCache`, runs on the next macrotask, off the write's path. A memory opened from files
+ * a tenth of the memory (and at least 500 rows) a `VACUUM` of each of the engine's tables, one
+ * `ANALYZE` of them all, a `CHECKPOINT` (PGlite has no checkpointer either, so the write-ahead
+ * log would only grow) and `growCache` run on the next macrotask, off the write's path. A memory opened from files
  * that were never analysed (an older build, a fresh import) is analysed once shortly after
  * opening.
  */
@@ -105,6 +105,10 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     const changedBefore = pending
     running = (async () => {
       const names = await tables()
+      // No autovacuum either: the indexer's vector writes leave a dead version of every chunk,
+      // which every read then steps over. One table per statement, so a write waits for one
+      // table's vacuum at most.
+      for (const name of names) await db.exec(`VACUUM "${name}"`)
       // One statement, so a concurrent search waits for all of it or none.
       await db.exec(`ANALYZE ${names.map((n) => `"${n}"`).join(', ')}`)
       // No checkpointer runs in PGlite: without this the write-ahead log only grows.

@@ -3,6 +3,7 @@ import type { Db } from '../../src/core/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import type { EngineErrorEvent } from '../../src/core/indexer.ts'
 import { steppingClock } from '../support/clock.ts'
+import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestDb } from '../support/memory.ts'
 import { say } from '../support/events.ts'
@@ -176,6 +177,27 @@ describe('planner statistics', () => {
     expect((await t.db.query<{ max_wal_size: string }>(`SHOW max_wal_size`)).rows[0]?.max_wal_size).toBe('64MB')
   })
 
+  it('a refresh vacuums the tables: the dead versions the indexer leaves behind are gone', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), embedder: createTestEmbedder(), indexing: 'manual', statistics: 'manual' })
+    for (let i = 0; i < 40; i++) {
+      await t.engine.recordTurn({ conversationId: `c${i % 3}`, user: `question ${i}`, agent: `answer ${i}` })
+    }
+    await t.engine.indexNow()
+    // Every chunk was written twice: once by the turn, once with its vector.
+    const stats = async () => {
+      // Single-user Postgres reports its counters when asked to.
+      await t.db.query('SELECT pg_stat_force_next_flush()')
+      return (
+        await t.db.query<{ dead: number; vacuums: number }>(
+          `SELECT n_dead_tup::int AS dead, vacuum_count::int AS vacuums FROM pg_stat_user_tables WHERE relname = 'chunks'`,
+        )
+      ).rows[0]
+    }
+    expect(await stats()).toEqual({ dead: 80, vacuums: 0 })
+    await t.engine.refreshStatistics()
+    expect(await stats()).toEqual({ dead: 0, vacuums: 1 })
+  })
+
   it("in 'manual' mode wait for refreshStatistics()", async () => {
     await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', statistics: 'manual' })
     for (let i = 0; i < 130; i++) {
@@ -206,7 +228,7 @@ describe('planner statistics', () => {
       const inner: Db = db
       const failing: Db = {
         query: (sql, params, options) => inner.query(sql, params, options),
-        exec: (sql) => (sql.startsWith('ANALYZE') ? Promise.reject(new Error('disk on fire')) : inner.exec(sql)),
+        exec: (sql) => (/^(VACUUM|ANALYZE)/.test(sql) ? Promise.reject(new Error('disk on fire')) : inner.exec(sql)),
         transaction: (fn) => inner.transaction(fn),
       }
       const second = await createEngine({ db: failing, indexing: 'manual' })
