@@ -73,15 +73,16 @@ export interface StatisticsOptions {
 
 /**
  * Keeps the query planner's statistics current and the tables vacuumed. PGlite runs no
- * autovacuum daemon, so a table is vacuumed and analysed only when someone asks: without statistics the planner takes a scope filter that
- * matches every row for a selective one and walks thousands of rows in nested loops.
+ * autovacuum daemon, so a table is vacuumed and analysed only when someone asks: without
+ * statistics the planner takes a scope filter that matches every row for a selective one and
+ * walks thousands of rows in nested loops.
  *
  * Writes report how many rows they changed (`changed(n)`, no query); once the changes reach
  * a tenth of the memory (and at least 500 rows) a `VACUUM` of each of the engine's tables, one
  * `ANALYZE` of them all, a `CHECKPOINT` (PGlite has no checkpointer either, so the write-ahead
- * log would only grow) and `growCache` run on the next macrotask, off the write's path. A memory opened from files
- * that were never analysed (an older build, a fresh import) is analysed once shortly after
- * opening.
+ * log would only grow) and `growCache` run on the next macrotask, off the write's path. A
+ * memory opened from files that were never analysed (an older build, a fresh import) is
+ * analysed once shortly after opening.
  */
 export function createStatistics(db: Db, options: StatisticsOptions) {
   let pending = 0
