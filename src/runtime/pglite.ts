@@ -2,7 +2,7 @@ import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Db, Queryable, QueryOptions } from '../core/db.ts'
 import { MemoryError } from '../core/errors.ts'
-import { MAX_CACHE_MB } from '../core/statistics.ts'
+import { MAX_CACHE_MB } from '../core/page-cache.ts'
 
 export interface OpenPGliteOptions {
   /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */

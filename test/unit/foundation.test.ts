@@ -3,7 +3,7 @@ import { migrate, SCHEMA_VERSION } from '../../src/core/schema/migrations.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
 import { openMemory } from '../../src/node/index.ts'
-import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/statistics.ts'
+import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/page-cache.ts'
 import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
 
 describe('foundation', () => {
