@@ -363,6 +363,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const halfLife = `${p.add(s.recencyHalfLifeDays * 86_400)}::float8`
   const importance = p.add(JSON.stringify(s.importanceByKind))
   const famScale = `${p.add(s.familiarityScale)}::float8`
+  const famCap = `${p.add(Math.ceil(s.familiarityScale))}::int`
   const top = `${p.add(Math.min(Math.max(o.limit * 3, 50), 600))}::int`
   const limit = `${p.add(o.limit)}::int`
   const weights = {
@@ -422,15 +423,18 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       GROUP BY t.event_id
     ), doc_conversations AS MATERIALIZED (
       -- Per document, once: the conversations whose edges reach any of its versions, one
-      -- index range per document (edges_document), behind OFFSET 0 so that it stays one.
-      SELECT d.document_id, array_agg(DISTINCT x.conversation_id) AS conversations
+      -- index range per document (edges_document). At most familiarityScale of them: a hit
+      -- whose documents were touched in that many conversations has the full bonus whichever
+      -- they are, and one whose documents were touched in fewer has every one counted.
+      SELECT d.document_id, x.conversations
       FROM (SELECT DISTINCT unnest(docs) AS document_id FROM seen) d
       CROSS JOIN LATERAL (
-        SELECT x.conversation_id FROM edges x
-        WHERE x.document_id = d.document_id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
-        OFFSET 0
+        SELECT array_agg(c.conversation_id) AS conversations FROM (
+          SELECT DISTINCT x.conversation_id FROM edges x
+          WHERE x.document_id = d.document_id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
+          LIMIT ${famCap}
+        ) c
       ) x
-      GROUP BY d.document_id
     ), familiar AS (
       -- One join for all hits (a subquery per hit scanned every document's row again).
       SELECT s.event_id, count(DISTINCT c.conversation_id) AS n

@@ -252,5 +252,15 @@ describe('search', () => {
     // As of before c3: only c1 and c2 had touched a.ts.
     const [then] = await memory.search('deploy pipeline', { limit: 1, asOf: beforeC3 })
     expect(then?.explain.familiarity).toBeCloseTo(Math.log(1 + 2) / scale, 9)
+
+    // Each document's conversations are counted up to familiarityScale (the bonus is full from
+    // there): below it every one counts, across documents each once; at or above it, full.
+    const at = async (query: string, familiarityScale: number) =>
+      (await memory.search(query, { limit: 1, weights: { familiarityScale } }))[0]?.explain.familiarity
+    expect(await at('deploy pipeline', 4.5)).toBeCloseTo(Math.log(1 + 4) / Math.log(1 + 4.5), 9)
+    expect(await at('deploy pipeline', 3.5)).toBe(1) // four conversations, more than 3.5
+    expect(await at('deploy pipeline', 2)).toBe(1)
+    expect(await at('release checklist', 4.5)).toBe(1) // five conversations: four from a.ts, c4 from b.ts
+    expect(await at('release checklist', 6)).toBeCloseTo(Math.log(1 + 5) / Math.log(1 + 6), 9)
   })
 })
