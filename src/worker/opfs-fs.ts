@@ -23,7 +23,7 @@ type ApplyOptions = Parameters<OpfsBackend['apply']>[1]
  *   round trips each, all in a row. This one lists each level of folders at once and keeps
  *   `LOAD_CONCURRENCY` reads in flight; entries still come parents first, files in listing
  *   order.
- * - Creating (`created`): the first flush holds the whole new data directory, ~1,050 files
+ * - Creating (`created`): the first flush holds the whole new data directory, ~480 files
  *   that OPFS creates one after another, most of a new memory's start (docs/BENCHMARKS.md,
  *   "Cold starts"). It is written in the background: the
  *   memory answers while it runs, and the next flush — the first write to acknowledge — waits

@@ -56,7 +56,7 @@ export function dataDirFor(kind: StorageKind, name: string): string {
     case 'opfs':
       // PGlite's memfs2opfs: the database runs in memory and every commit's log is written to
       // OPFS before it is acknowledged (the data files follow, see opfs-fs.ts). Starting from
-      // the template writes ~1,050 files once, where the access-handle pool (opfs-ahp) must
+      // the template writes ~480 files once, where the access-handle pool (opfs-ahp) must
       // pre-open a handle per file. The worker opens it through `opfsFileSystem` (opfs-fs.ts).
       return `memfs2opfs://${storageKey(name)}`
   }
