@@ -515,7 +515,7 @@ function keywordCtes(
       SELECT c.source_id AS event_id, c.id AS chunk_id, NULL::float8 AS score FROM ${from} WHERE false AND ${pred}
     ), ${ranked}`
   }
-  const branch = (query: string) => `(SELECT c.id FROM ${from}
+  const branch = (query: string) => `(SELECT c.id, c.source_id, c.tsv FROM ${from}
         WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred}
         ORDER BY c.created_at DESC, c.id LIMIT ${candidates})`
   const branches = terms.map((t) => branch(tsqueryTerm(t.lexeme)))
@@ -529,9 +529,11 @@ function keywordCtes(
   return `kw_terms AS (
       SELECT * FROM unnest(${lexemes}::text[], ${dfs}::float8[]) AS t(lexeme, df)
     ), kw_chunks AS MATERIALIZED (
-      SELECT c.id, c.source_id, c.tsv, greatest(length(c.tsv), 1)::float8 AS dl
-      FROM chunks c
-      WHERE c.id IN (${branches.join(' UNION ALL ')})
+      -- Each branch reads its chunks' rows anyway (to filter and order them): they bring
+      -- what BM25 needs along instead of each candidate being fetched again by key.
+      SELECT DISTINCT ON (c.id) c.id, c.source_id, c.tsv, greatest(length(c.tsv), 1)::float8 AS dl
+      FROM (${branches.join(' UNION ALL ')}) c
+      ORDER BY c.id
     ), kw_chunk AS (
       SELECT k.id, k.source_id,
              sum(ln(1 + (${n} - t.df + 0.5) / (t.df + 0.5)) * tf.tf * (${k1} + 1)
