@@ -22,8 +22,8 @@ if (previous === stamp && existing) {
   const pg = await openPGlite()
   await migrations.migrate(pg)
   // A memory is one database. The two template databases initdb makes (for CREATE DATABASE,
-  // which a memory never runs) are two thirds of the directory's files, and a memory reads
-  // every file of its directory when it opens.
+  // which a memory never runs) are more than half of the directory's files, and a memory
+  // reads every file of its directory when it opens.
   for (const name of ['template0', 'template1']) {
     await pg.exec(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false IS_TEMPLATE false`)
     await pg.exec(`DROP DATABASE ${name}`)

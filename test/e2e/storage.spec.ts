@@ -14,7 +14,7 @@ for (const storage of ['opfs', 'idb'] as const) {
     expect(first).toMatchObject({ storage, role: 'leader', created: true, fromTemplate: true })
     if (storage === 'opfs') {
       // The template holds one database (the memory's): initdb's two template databases are
-      // dropped when it is built, so an open reads a third of the files.
+      // dropped when it is built, so an open reads less than half as many files.
       const databases = await page.evaluate(async () => {
         const root = await navigator.storage.getDirectory()
         const base = await (await root.getDirectoryHandle('engram-reload')).getDirectoryHandle('base')
