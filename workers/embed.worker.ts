@@ -18,6 +18,7 @@ export interface LoadedModel {
   device: TransformersEmbedder['device']
   fallbackReason: string | undefined
   threads: number | undefined
+  batchSize: number
 }
 
 /** The options of `createTransformersEmbedder` that can cross to a worker (no signal, no callback). */
@@ -37,7 +38,7 @@ const api = {
       ...(onProgress ? { onProgress: (progress: ModelLoadProgress) => void onProgress(progress) } : {}),
     })
     const e = await embedder
-    return { id: e.id, dims: e.dims, device: e.device, fallbackReason: e.fallbackReason, threads: e.threads }
+    return { id: e.id, dims: e.dims, device: e.device, fallbackReason: e.fallbackReason, threads: e.threads, batchSize: e.batchSize }
   },
   async embed(texts: string[]): Promise<Float32Array[]> {
     if (!embedder) throw new MemoryError('MODEL_UNAVAILABLE', 'The embedding worker has no model loaded')

@@ -239,7 +239,7 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
           out.metrics[name] = median(
             result.rates,
             'per_s',
-            `${result.info.model} in the memory worker through memory.embed, ${how}, ${sample.length} sentences of ${await meanTokens(sample)} tokens on average, batches of 32`,
+            `${result.info.model} in the memory worker through memory.embed, ${how}, ${sample.length} sentences of ${await meanTokens(sample)} tokens on average, batches of ${result.info.batchSize ?? '?'}`,
           )
         }
       } finally {

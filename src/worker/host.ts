@@ -75,6 +75,8 @@ export interface EmbedderInfo {
   fallbackReason?: string
   /** Threads the WASM backend runs on (WASM only). */
   threads?: number
+  /** Texts per model call. */
+  batchSize?: number
   /** Whether the model runs in a worker of its own (see `EmbedderBootOptions.dedicatedWorker`). */
   dedicatedWorker?: boolean
   error?: string
@@ -404,6 +406,7 @@ export class MemoryHost {
           device: embedder.device,
           ...(embedder.fallbackReason === undefined ? {} : { fallbackReason: embedder.fallbackReason }),
           ...(embedder.threads === undefined ? {} : { threads: embedder.threads }),
+          batchSize: embedder.batchSize,
           dedicatedWorker: dedicated,
         }),
       (error: unknown) =>

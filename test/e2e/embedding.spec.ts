@@ -1,6 +1,6 @@
 import { type Browser, expect, type Page, test } from '@playwright/test'
 import { cosineSimilarity } from '../../src/embed/embedder.ts'
-import { createTransformersEmbedder } from '../../src/embed/transformers-embedder.ts'
+import { createTransformersEmbedder, DEFAULT_BATCH_SIZE, WASM_BATCH_SIZE } from '../../src/embed/transformers-embedder.ts'
 import { openHarness } from './support.ts'
 
 const SENTENCES = [
@@ -11,7 +11,7 @@ const SENTENCES = [
 ]
 
 interface Outcome {
-  info: { state: string; model?: string; device?: string; fallbackReason?: string; threads?: number; dedicatedWorker?: boolean }
+  info: { state: string; model?: string; device?: string; fallbackReason?: string; threads?: number; batchSize?: number; dedicatedWorker?: boolean }
   isolated: boolean
   cores: number
   vectors: number[][]
@@ -99,6 +99,7 @@ test('the worker embeds with WASM, indexes in the background, and every request 
     model: 'all-MiniLM-L6-v2/q8',
     device: 'wasm',
     threads: Math.min(4, outcome.cores),
+    batchSize: WASM_BATCH_SIZE,
     dedicatedWorker: true,
   })
   expect(outcome.indexed).toEqual({ pending: 0, done: 1, model: 'all-MiniLM-L6-v2/q8' })
@@ -145,13 +146,14 @@ test('on the page itself (no worker), cross-origin isolated, the model runs on t
     })
     try {
       const vectors = await model.embed(sentences)
-      return { isolated: crossOriginIsolated, threads: model.threads, vectors: vectors.map((v) => Array.from(v)) }
+      return { isolated: crossOriginIsolated, threads: model.threads, batchSize: model.batchSize, vectors: vectors.map((v) => Array.from(v)) }
     } finally {
       await model.dispose()
     }
   }, SENTENCES)
   expect(outcome.isolated).toBe(true)
   expect(outcome.threads).toBe(2)
+  expect(outcome.batchSize).toBe(WASM_BATCH_SIZE)
   expectClose(outcome.vectors, reference, 5e-3, 0.999)
 })
 
@@ -261,7 +263,13 @@ test.describe('with WebGPU enabled (SwiftShader)', () => {
     const page = await browser.newPage(baseURL ? { baseURL } : {})
     await openHarness(page)
     const outcome = await embedInWorker(page, 'auto')
-    expect(outcome.info).toEqual({ state: 'ready', model: 'all-MiniLM-L6-v2/q8', device: 'webgpu', dedicatedWorker: true })
+    expect(outcome.info).toEqual({
+      state: 'ready',
+      model: 'all-MiniLM-L6-v2/q8',
+      device: 'webgpu',
+      batchSize: DEFAULT_BATCH_SIZE, // WASM's smaller batches are for WASM only
+      dedicatedWorker: true,
+    })
     expect(outcome.indexed).toEqual({ pending: 0, done: 1, model: 'all-MiniLM-L6-v2/q8' })
     expectClose(outcome.vectors, reference, 1e-2, 0.999)
     await page.close()

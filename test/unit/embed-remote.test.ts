@@ -15,7 +15,7 @@ function fakeWorker(options: { failLoad?: boolean } = {}) {
       async load() {
         calls.push('load')
         if (options.failLoad) throw new MemoryError('MODEL_UNAVAILABLE', 'no such model')
-        return { id: 'fake/q8', dims: 2, device: 'wasm', fallbackReason: undefined, threads: 1 }
+        return { id: 'fake/q8', dims: 2, device: 'wasm', fallbackReason: undefined, threads: 1, batchSize: 16 }
       },
       async embed(texts: string[]) {
         calls.push(`embed:${texts.length}`)
@@ -47,7 +47,7 @@ describe('the embedder in a worker of its own', () => {
   it('loads there, embeds there in input order, and is terminated on dispose', async () => {
     const { worker, calls } = fakeWorker()
     const embedder = await createWorkerEmbedder({ modelPath: '/m' }, () => worker as unknown as Worker)
-    expect(embedder).toMatchObject({ id: 'fake/q8', dims: 2, device: 'wasm', threads: 1 })
+    expect(embedder).toMatchObject({ id: 'fake/q8', dims: 2, device: 'wasm', threads: 1, batchSize: 16 })
     const vectors = await embedder.embed(['a', 'abc'])
     expect(vectors.map((v) => Array.from(v))).toEqual([[1, 1], [3, 1]])
     await embedder.dispose()

@@ -10,6 +10,7 @@ import { chooseDevice, chooseWasmThreads, detectEmbedEnvironment } from '../../s
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import {
   createTransformersEmbedder,
+  DEFAULT_BATCH_SIZE,
   type ModelLoadProgress,
   type TransformersEmbedder,
 } from '../../src/embed/transformers-embedder.ts'
@@ -70,6 +71,9 @@ describe('the bundled MiniLM embedder', () => {
     expect([q8.dims, fp32.dims]).toEqual([384, 384])
     expect([q8.device, fp32.device]).toEqual(['cpu', 'cpu'])
     expect(q8.fallbackReason).toBeUndefined()
+    // Batches of 16 are the WASM default; Node's CPU runtime keeps 32.
+    expect(q8.batchSize).toBe(DEFAULT_BATCH_SIZE)
+    expect(DEFAULT_BATCH_SIZE).toBe(32)
   })
 
   it('reproduces the reference sentence-transformers vectors at fp32', async () => {
@@ -108,6 +112,7 @@ describe('the bundled MiniLM embedder', () => {
       (_, i) => `${SENTENCES[i % SENTENCES.length]} ${'and then the build ran again '.repeat(i % 9)}(${i})`,
     )
     const small = await createTransformersEmbedder({ batchSize: 7 })
+    expect(small.batchSize).toBe(7)
     try {
       const batched = await q8.embed(texts)
       const inSevens = await small.embed(texts)
