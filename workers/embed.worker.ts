@@ -11,15 +11,8 @@ import {
 
 installErrorTransfer()
 
-/** What a worker's own embedder reports once its model is ready. */
-export interface LoadedModel {
-  id: string
-  dims: number
-  device: TransformersEmbedder['device']
-  fallbackReason: string | undefined
-  threads: number | undefined
-  batchSize: number
-}
+/** What a worker's own embedder reports once its model is ready: its fields that are plain data. */
+export type LoadedModel = Pick<TransformersEmbedder, 'id' | 'dims' | 'device' | 'fallbackReason' | 'threads' | 'batchSize'>
 
 /** The options of `createTransformersEmbedder` that can cross to a worker (no signal, no callback). */
 export type EmbedWorkerOptions = Omit<TransformersEmbedderOptions, 'signal' | 'onProgress'>

@@ -363,7 +363,6 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const halfLife = `${p.add(s.recencyHalfLifeDays * 86_400)}::float8`
   const importance = p.add(JSON.stringify(s.importanceByKind))
   const famScale = `${p.add(s.familiarityScale)}::float8`
-  const famCap = `${p.add(Math.ceil(s.familiarityScale))}::int`
   const top = `${p.add(Math.min(Math.max(o.limit * 3, 50), 600))}::int`
   const limit = `${p.add(o.limit)}::int`
   const weights = {
@@ -432,7 +431,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
         SELECT array_agg(c.conversation_id) AS conversations FROM (
           SELECT DISTINCT x.conversation_id FROM edges x
           WHERE x.document_id = d.document_id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
-          LIMIT ${famCap}
+          LIMIT ceil(${famScale})::bigint
         ) c
       ) x
     ), familiar AS (
