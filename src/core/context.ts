@@ -56,6 +56,13 @@ export const MAX_RETRIEVED = 200
  * asks for no more than that (at least 20, at most MAX_RETRIEVED).
  */
 export const MIN_TOKENS_PER_HIT = 50
+/**
+ * Tokens a retrieved turn is taken to need on a first pass: search is first asked for the
+ * section's cap over this (at least 10). Turns are rarely this short, so the first pass
+ * nearly always fills the section; only when it leaves MIN_TOKENS_PER_HIT or more unfilled
+ * is search asked again for the most hits that could fit.
+ */
+export const FIRST_PASS_TOKENS_PER_HIT = 150
 /** The most other conversations' turns one document of the current conversation brings in. */
 export const DOCUMENT_FAN_OUT = 5
 /** Search score given to a past turn found only because it touched a document the current conversation touches. */
@@ -127,6 +134,10 @@ export interface ContextBundle {
     queryTerms: string[]
     poolSize: number
     scored: number
+    /** Hits search was asked for by the pass whose candidates were packed (0 without retrieval). */
+    searchLimit: number
+    /** Search passes run: 1, or 2 when the first left the evidence section short (0 without retrieval). */
+    searchPasses: number
     filters: {
       tenantId: string
       userId: string | null
@@ -277,9 +288,34 @@ export function createContext(ctx: EngineContext) {
     return lines.join('\n')
   }
 
+  /**
+   * Evidence candidates in one or two passes: search for as many hits as would fill the
+   * section at FIRST_PASS_TOKENS_PER_HIT each, then, only if those leave MIN_TOKENS_PER_HIT or
+   * more of the cap unfilled and more could exist, for the most that could fit (the cap over
+   * MIN_TOKENS_PER_HIT, at least 20, at most MAX_RETRIEVED). The bundle packs the candidates
+   * of the last pass run.
+   */
   async function retrieved(i: Input, now: Date, omissions: ContextOmission[], evidenceCap: number) {
+    const full = Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidenceCap / MIN_TOKENS_PER_HIT)))
+    const first = Math.min(full, Math.max(10, Math.ceil(evidenceCap / FIRST_PASS_TOKENS_PER_HIT)))
+    if (first < full) {
+      const noted: ContextOmission[] = []
+      const pass = await retrievalPass(i, now, noted, first)
+      const trial = pack('retrieved_evidence', evidenceCap, pass.candidates, [])
+      // Fewer hits and fewer linked replies than asked for: a deeper pass finds no more.
+      const exhausted = pass.hits < first && pass.linked < first
+      if (exhausted || evidenceCap - trial.usedTokens < MIN_TOKENS_PER_HIT) {
+        omissions.push(...noted)
+        return { ...pass, searchLimit: first, searchPasses: 1 }
+      }
+      return { ...(await retrievalPass(i, now, omissions, full)), searchLimit: full, searchPasses: 2 }
+    }
+    return { ...(await retrievalPass(i, now, omissions, full)), searchLimit: full, searchPasses: 1 }
+  }
+
+  async function retrievalPass(i: Input, now: Date, omissions: ContextOmission[], limit: number) {
     const plan = await planSearch(ctx, i.query, {
-      limit: Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidenceCap / MIN_TOKENS_PER_HIT))),
+      limit,
       scope: {
         tenantId: i.tenantId,
         ...(i.userId ? { userId: i.userId } : {}),
@@ -337,7 +373,7 @@ export function createContext(ctx: EngineContext) {
         `document:${l.canonical_key}`,
       )
     }
-    return { candidates, poolSize: poolSize + linked.length, scored: hits.length + linked.length }
+    return { candidates, poolSize: poolSize + linked.length, scored: hits.length + linked.length, hits: hits.length, linked: linked.length }
   }
 
   /** Hypernode lookup: other conversations' replies that touched any version of a document this conversation touched. */
@@ -642,7 +678,9 @@ export function createContext(ctx: EngineContext) {
           [i.query],
         ),
       ])
-      const evidence = i.retrieval ? await retrieved(i, now, omissions, cap.retrieved_evidence) : { candidates: [], poolSize: 0, scored: 0 }
+      const evidence = i.retrieval
+        ? await retrieved(i, now, omissions, cap.retrieved_evidence)
+        : { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
       if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
 
       const candidatesBySection: Record<SectionName, Candidate[]> = {
@@ -688,6 +726,8 @@ export function createContext(ctx: EngineContext) {
           queryTerms: terms.rows[0]?.terms ?? [],
           poolSize: evidence.poolSize,
           scored: evidence.scored,
+          searchLimit: evidence.searchLimit,
+          searchPasses: evidence.searchPasses,
           filters: {
             tenantId: i.tenantId,
             userId: i.userId ?? null,

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type ContextBundle, MAX_RETRIEVED, MIN_TOKENS_PER_HIT } from '../../src/core/context.ts'
+import { type ContextBundle, FIRST_PASS_TOKENS_PER_HIT, MAX_RETRIEVED, MIN_TOKENS_PER_HIT } from '../../src/core/context.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { estimateTokens } from '../../src/core/tokens.ts'
 import { DAY, testClock } from '../support/clock.ts'
@@ -329,11 +329,74 @@ describe('buildContext: acceptance scenarios', () => {
     // Search is asked for as many hits as could fit the section: its cap over the smallest turn.
     const asked = Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidence.capTokens / MIN_TOKENS_PER_HIT)))
     expect(asked).toBe(26)
+    // Ten short notes (the first pass: 1,292 / 150 → 9, at least 10) leave the section short,
+    // so search is asked again for the most that could fit.
+    expect(bundle.provenance.searchPasses).toBe(2)
+    expect(bundle.provenance.searchLimit).toBe(asked)
     expect(bundle.provenance.scored).toBe(asked)
     expect(evidence.items.length).toBeGreaterThan(0)
     expect(evidence.usedTokens).toBeLessThanOrEqual(evidence.capTokens)
     expect(bundle.tokenUsedEst).toBeLessThanOrEqual(3000)
     expect(bundle.omissions.filter((o) => o.reason === 'over_section_cap').length).toBe(asked - evidence.items.length)
+  })
+
+  it('when the first search pass fills the evidence section, no second pass runs: the section holds the best hits search gives', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now })
+    const filler = (n: number) => Array.from({ length: 60 }, (_, k) => `ledger${(n * 7 + k) % 97} entry`).join(' ')
+    for (let n = 0; n < 80; n++) {
+      clock.advance(1000)
+      await memory.record({
+        kind: 'message',
+        scope: { ...scope, conversationId: `c${n % 8}` },
+        actor: { type: 'human', id: 'ann' },
+        content: { text: `invoice parsing note ${n} about currency ${n % 5}: ${filler(n)}` },
+      })
+    }
+    const request = { ...scope, query: 'invoice parsing currency', conversationId: 'new', maxTokens: 8000 }
+    const bundle = await memory.buildContext(request)
+    const evidence = section(bundle, 'retrieved_evidence')
+    const first = Math.max(10, Math.ceil(evidence.capTokens / FIRST_PASS_TOKENS_PER_HIT))
+    expect(first).toBe(23)
+    expect(first).toBeLessThan(Math.ceil(evidence.capTokens / MIN_TOKENS_PER_HIT))
+    expect(bundle.provenance.searchPasses).toBe(1)
+    expect(bundle.provenance.searchLimit).toBe(first)
+    expect(bundle.provenance.scored).toBe(first)
+    expect(evidence.capTokens - evidence.usedTokens).toBeLessThan(MIN_TOKENS_PER_HIT)
+    // The packed items are the best hits of the public search with the same reader and clock, in order.
+    const hits = await memory.search(request.query, {
+      limit: first,
+      scope: { tenantId: scope.tenantId, userId: scope.userId },
+      channel: 'private',
+      excludeConversation: 'new',
+      asOf: clock.now(),
+    })
+    expect(evidence.items.length).toBeGreaterThan(5)
+    expect(evidence.items.map((it) => it.source.eventId)).toEqual(hits.slice(0, evidence.items.length).map((h) => h.eventId))
+    // Over-cap omissions count the first pass's candidates only.
+    const overCap = bundle.omissions.filter((o) => o.reason === 'over_section_cap').length
+    expect(overCap).toBe(first - evidence.items.length)
+  })
+
+  it('a search that finds fewer hits than the first pass asked for is not repeated', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now })
+    for (let n = 0; n < 4; n++) {
+      clock.advance(1000)
+      await memory.record({
+        kind: 'message',
+        scope: { ...scope, conversationId: `c${n}` },
+        actor: { type: 'human', id: 'ann' },
+        content: { text: `invoice parsing note ${n}` },
+      })
+    }
+    const bundle = await memory.buildContext({ ...scope, query: 'invoice parsing', conversationId: 'new', maxTokens: 8000 })
+    const evidence = section(bundle, 'retrieved_evidence')
+    expect(evidence.items).toHaveLength(4)
+    expect(evidence.capTokens - evidence.usedTokens).toBeGreaterThan(MIN_TOKENS_PER_HIT)
+    expect(bundle.provenance.searchPasses).toBe(1)
+    expect(bundle.provenance.searchLimit).toBe(23)
+    expect(bundle.provenance.scored).toBe(4)
   })
 
   it('derived vectors can be dropped and rebuilt: the bundle comes back identical', async () => {
