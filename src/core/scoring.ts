@@ -64,6 +64,14 @@ export interface Scoring {
    * period, pass `since` / `until` instead.
    */
   dateMatch: number
+  /**
+   * Weight, as a keyword term, of a query word that is the whole id of a person or agent in
+   * the memory (case aside): 0 leaves it out of the keyword ranking, 1 counts it like any
+   * other term. A question that names a person is mostly answered by that person's own turns
+   * (`actorMatch`); the name as a keyword ranks up the turns of others that address them by
+   * name. A query made only of such words keeps them. Tools' names are always terms.
+   */
+  actorNameTerm: number
   /** Weight of the fused search score in the final score. */
   search: number
   /** Weight of recency decay. */
@@ -97,6 +105,7 @@ export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
   bm25B: 0.75,
   actorMatch: 0.3,
   dateMatch: 1,
+  actorNameTerm: 0,
   search: 1,
   recency: 0.1,
   recencyHalfLifeDays: 30,
@@ -140,6 +149,7 @@ export const scoringInput = z
     bm25B: z.number().finite().min(0).max(1),
     actorMatch: weight,
     dateMatch: weight,
+    actorNameTerm: z.number().finite().min(0).max(1),
     search: weight,
     recency: weight,
     recencyHalfLifeDays: z.number().finite().positive().max(1e6),

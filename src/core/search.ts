@@ -222,8 +222,11 @@ interface HitRow {
 
 /** The keyword statistics a search ranks with (read in the search's transaction). */
 export interface KeywordStats {
-  /** The query's terms found in the pool, rarest first, with their document frequencies. */
-  terms: { lexeme: string; df: number }[]
+  /**
+   * The query's terms found in the pool, rarest first, with their document frequencies and
+   * their weight in BM25 (1, or `actorNameTerm` for a word that is an actor's id).
+   */
+  terms: { lexeme: string; df: number; weight: number }[]
   /** Chunks in the tenant at the sensitivities the reader may see. */
   chunks: number
   /** Their average number of distinct terms. */
@@ -521,12 +524,13 @@ function keywordCtes(
   if (terms.length > 1) branches.push(branch(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & ')))
   const lexemes = p.add(terms.map((t) => t.lexeme))
   const dfs = p.add(terms.map((t) => t.df))
+  const termWeights = p.add(terms.map((t) => t.weight))
   const n = `${p.add(Math.max(stats.chunks, 1))}::float8`
   const avgdl = `${p.add(stats.avgLength > 0 ? stats.avgLength : 1)}::float8`
   const k1 = `${p.add(s.bm25K1)}::float8`
   const b = `${p.add(s.bm25B)}::float8`
   return `kw_terms AS (
-      SELECT * FROM unnest(${lexemes}::text[], ${dfs}::float8[]) AS t(lexeme, df)
+      SELECT * FROM unnest(${lexemes}::text[], ${dfs}::float8[], ${termWeights}::float8[]) AS t(lexeme, df, weight)
     ), kw_chunks AS MATERIALIZED (
       -- Each branch reads its chunks' rows anyway (to filter and order them): they bring
       -- what BM25 needs along instead of each candidate being fetched again by key.
@@ -535,7 +539,7 @@ function keywordCtes(
       ORDER BY c.id
     ), kw_chunk AS (
       SELECT k.id, k.source_id,
-             sum(ln(1 + (${n} - t.df + 0.5) / (t.df + 0.5)) * tf.tf * (${k1} + 1)
+             sum(t.weight * ln(1 + (${n} - t.df + 0.5) / (t.df + 0.5)) * tf.tf * (${k1} + 1)
                  / (tf.tf + ${k1} * (1 - ${b} + ${b} * k.dl / ${avgdl}))) AS score
       FROM kw_chunks k
       -- Only the query's lexemes are unnested: they are marked (weight A) and filtered out of the
@@ -554,21 +558,34 @@ function keywordCtes(
 /** Reads the keyword statistics for a query's terms: their document frequencies, the pool's size. */
 async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordStats> {
   const allowed = allowedSensitivities(plan.options.channel)
-  const { rows } = await db.query<{ lexeme: string | null; df: number; chunks: number; lexemes: number }>(
+  const { rows } = await db.query<{ lexeme: string | null; df: number; chunks: number; lexemes: number; actor: boolean }>(
     `WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector('english', $1)) t),
+          -- Words of the query that are the whole id of a person or agent (events_actor_names).
+          actor_words AS (
+            SELECT DISTINCT n.lexeme
+            FROM (SELECT DISTINCT btrim(w, '._-') AS w
+                  FROM regexp_split_to_table(lower($1), '[^[:alnum:]_.@-]+') AS w) q
+            CROSS JOIN LATERAL unnest(to_tsvector('english', q.w)) n
+            WHERE q.w <> '' AND EXISTS (
+              SELECT 1 FROM events e WHERE e.tenant_id = $2 AND lower(e.actor_id) = q.w AND e.actor_type <> 'tool')
+          ),
           corpus AS (SELECT coalesce(sum(chunks), 0)::float8 AS chunks, coalesce(sum(lexemes), 0)::float8 AS lexemes
                      FROM chunk_stats WHERE tenant_id = $2 AND sensitivity = ANY($3::text[]))
      SELECT q.lexeme,
             coalesce((SELECT sum(s.df) FROM term_stats s
                       WHERE s.tenant_id = $2 AND s.lexeme = q.lexeme AND s.sensitivity = ANY($3::text[])), 0)::float8 AS df,
-            corpus.chunks, corpus.lexemes
+            corpus.chunks, corpus.lexemes,
+            coalesce(q.lexeme IN (SELECT lexeme FROM actor_words), false) AS actor
      FROM corpus LEFT JOIN q ON true`,
     [plan.text, plan.options.scope.tenantId, allowed],
   )
   const chunks = Number(rows[0]?.chunks ?? 0)
-  const terms = rows
-    .filter((r): r is typeof r & { lexeme: string } => r.lexeme !== null && Number(r.df) > 0)
-    .map((r) => ({ lexeme: r.lexeme, df: Number(r.df) }))
+  const found = rows.filter((r): r is typeof r & { lexeme: string } => r.lexeme !== null && Number(r.df) > 0)
+  // A query made only of actors' names keeps them as terms: there is nothing else to match.
+  const actorWeight = found.every((r) => r.actor) ? 1 : plan.scoring.actorNameTerm
+  const terms = found
+    .map((r) => ({ lexeme: r.lexeme, df: Number(r.df), weight: r.actor ? actorWeight : 1 }))
+    .filter((t) => t.weight > 0)
     // Rarest first: when a long query is cut to MAX_QUERY_TERMS, the telling terms stay.
     .sort((x, y) => x.df - y.df || (x.lexeme < y.lexeme ? -1 : 1))
   return { terms, chunks, avgLength: chunks > 0 ? Number(rows[0]?.lexemes ?? 0) / chunks : 1 }

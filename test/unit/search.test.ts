@@ -194,6 +194,40 @@ describe('search', () => {
     expect(off.map((h) => h.explain.actorNamed)).toEqual(off.map((h) => h.eventId === bo.eventId))
   })
 
+  it("leaves a word that is a person's or agent's id out of the keyword ranking; a tool's name stays a term", async () => {
+    await using t = await openTestEngine({ now: testClock().now, indexing: 'manual' })
+    const at = { createdAt: '2025-01-01T00:00:00Z' }
+    const by = (type: 'human' | 'agent' | 'tool', id: string) => ({ actor: { type, id } })
+    const mention = await t.engine.record(say('c1', 'Bo, that trip sounds lovely', { ...at, ...by('human', 'ann') }))
+    const own = await t.engine.record(say('c2', 'I say the trip was lovely', { ...at, ...by('human', 'Bo') }))
+    const ran = await t.engine.record(say('c3', 'I ran grep on the logs', { ...at, ...by('agent', 'coder') }))
+    await t.engine.record(say('c4', '3 matches', { ...at, ...by('tool', 'grep') }))
+    const ids = (hits: { eventId: string }[]) => hits.map((h) => h.eventId)
+    const search = (query: string, weights: Record<string, number> = {}) =>
+      t.engine.search(query, { mode: 'keyword', weights: { neighbour: 0, ...weights } })
+
+    // "bo" names a person (case aside, possessive too): only "say" is a keyword, so Ann's
+    // turn addressing Bo is not matched for his name.
+    expect(ids(await search("What did Bo's sister say?"))).toEqual([own.eventId])
+    expect(ids(await search('what did BO say'))).toEqual([own.eventId])
+    // Counted like any other term, the name brings Ann's turn in; at half weight, half its score.
+    const full = await search("What did Bo's sister say?", { actorNameTerm: 1 })
+    expect(new Set(ids(full))).toEqual(new Set([own.eventId, mention.eventId]))
+    const half = await search("What did Bo's sister say?", { actorNameTerm: 0.5 })
+    const score = (hits: Awaited<typeof full>, id: string) => hits.find((h) => h.eventId === id)?.explain.keyword?.score
+    expect(score(half, mention.eventId)).toBeCloseTo((score(full, mention.eventId) ?? 0) / 2, 9)
+    // A query made only of names keeps them.
+    expect(ids(await search('Bo'))).toEqual([mention.eventId])
+    // A tool is not a person: its name is a term, and the agent's message that mentions it matches.
+    expect(new Set(ids(await search('what did grep say')))).toEqual(new Set([ran.eventId, own.eventId]))
+    await expect(search('x', { actorNameTerm: 2 })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    // The lookup is an index probe per query word, not a scan of the log.
+    const { rows } = await t.db.query<{ plan: string }>(
+      `EXPLAIN SELECT 1 FROM events e WHERE e.tenant_id = 'default' AND lower(e.actor_id) = 'bo' AND e.actor_type <> 'tool'`,
+    )
+    expect(rows.map((r) => Object.values(r)[0]).join('\n')).toContain('events_actor_names')
+  })
+
   it('ranks events from a date the query names above more recent ones with the same words', async () => {
     await using memory = await openTestMemory({ now: testClock('2023-08-01T00:00:00Z').now })
     const june = await memory.record(say('c1', 'we chose postgres for storage', { createdAt: '2023-06-03T15:00:00Z' }))

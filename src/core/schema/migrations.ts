@@ -5,6 +5,7 @@ import { privacy } from './0003-privacy.ts'
 import { keywordStats } from './0004-keyword-stats.ts'
 import { scanIndexes } from './0005-scan-indexes.ts'
 import { edgesByDocument } from './0006-edges-by-document.ts'
+import { actorNames } from './0007-actor-names.ts'
 
 export interface Migration {
   version: number
@@ -20,6 +21,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'keyword-stats', sql: keywordStats },
   { version: 5, name: 'scan-indexes', sql: scanIndexes },
   { version: 6, name: 'edges-by-document', sql: edgesByDocument },
+  { version: 7, name: 'actor-names', sql: actorNames },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
