@@ -58,9 +58,9 @@ export const MAX_RETRIEVED = 200
 export const MIN_TOKENS_PER_HIT = 50
 /**
  * Tokens a retrieved turn is taken to need on a first pass: search is first asked for the
- * section's cap over this (at least 10). Turns are rarely this short, so the first pass
- * nearly always fills the section; only when it leaves MIN_TOKENS_PER_HIT or more unfilled
- * is search asked again for the most hits that could fit.
+ * section's cap over this (at least 10), three times fewer hits than could fit. Only when
+ * those leave MIN_TOKENS_PER_HIT or more of the section unfilled is search asked again for
+ * the most hits that could fit (docs/retrieval-and-context.md, "Evidence in one or two passes").
  */
 export const FIRST_PASS_TOKENS_PER_HIT = 150
 /** The most other conversations' turns one document of the current conversation brings in. */
