@@ -59,6 +59,7 @@ export function median(samples: readonly number[], unit: Exclude<Unit, 'ms'>, no
 export const METRIC_ORDER = [
   'record_turn_ms',
   'record_turn_no_index_ms',
+  'record_turn_model_busy_ms',
   'record_turn_idb_ms',
   'search_ms',
   'build_context_ms',
@@ -174,6 +175,7 @@ export function markdownReport(result: BenchResult): string {
     ['orama_search_ms', 'bruteforce_search_ms'],
     ['cold_start_existing_ms', 'orama_restore_ms'],
     ['record_turn_ms', 'record_turn_no_index_ms'],
+    ['record_turn_model_busy_ms', 'record_turn_no_index_ms'],
   ]
   for (const [a, b] of pairs) {
     lines.push(`| \`${a}\` / \`${b}\` | ${ratio(metrics[a], metrics[b], 'p50')} | ${ratio(metrics[a], metrics[b], 'p95')} |`)

@@ -18,7 +18,7 @@ import { installErrorTransfer } from './error-transfer.ts'
 export type { EmbedderBootOptions, EmbedderInfo, EngineErrorEvent, IndexStatus, ModelLoadProgress, StorageKind }
 
 /**
- * Also the engine's plain settings (`scoring`, `dedupThreshold`, `indexing`, `statistics`, as
+ * Also the engine's plain settings (`scoring`, `dedupThreshold`, `indexing`, `indexingPause`, `statistics`, as
  * `createEngine` takes them), carried to the worker; invalid ones fail the boot with `INVALID_INPUT`.
  */
 export interface CreateMemoryOptions extends EngineSettings {
@@ -202,6 +202,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
           ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
           ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
           ...(options.indexing === undefined ? {} : { indexing: options.indexing }),
+          ...(options.indexingPause === undefined ? {} : { indexingPause: options.indexingPause }),
           ...(options.statistics === undefined ? {} : { statistics: options.statistics }),
         },
       }),

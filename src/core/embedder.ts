@@ -13,6 +13,11 @@ export interface Embedder {
   readonly id: string
   /** Length of every vector `embed` returns. */
   readonly dims: number
+  /**
+   * Texts per model call, when the embedder works in batches: background indexing hands it
+   * no more at once, so it can yield to writes between calls.
+   */
+  readonly batchSize?: number
   /** One L2-normalised vector per text, in input order. */
   embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>
 }

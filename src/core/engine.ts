@@ -8,7 +8,7 @@ import { entityGraphApi } from './entity-graph.ts'
 import { createEvents } from './events.ts'
 import { createForget } from './forget.ts'
 import { createGraph } from './graph.ts'
-import { createIndexer } from './indexer.ts'
+import { createIndexer, type IndexingPause } from './indexer.ts'
 import { createStatistics, MIN_REFRESH_ROWS } from './statistics.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
@@ -41,6 +41,12 @@ export interface EngineOptions {
    */
   indexing?: 'auto' | 'manual'
   /**
+   * How background indexing yields to writes: each batch waits until writes have paused for
+   * `quietMs` (200), at most `maxWaitMs` (5,000). `{ quietMs: 0 }` indexes at once.
+   * `waitForIndex()` and `indexNow()` never wait. See `DEFAULT_INDEXING_PAUSE`.
+   */
+  indexingPause?: Partial<IndexingPause>
+  /**
    * `auto` (default): the query planner's statistics are refreshed in the background once
    * writes have changed a tenth of the memory; `manual`: only on `refreshStatistics()`.
    */
@@ -62,7 +68,7 @@ export interface EngineOptions {
 }
 
 /** The engine's settings that are plain data, so they can cross to a worker. */
-export type EngineSettings = Pick<EngineOptions, 'indexing' | 'statistics' | 'dedupThreshold' | 'scoring'>
+export type EngineSettings = Pick<EngineOptions, 'indexing' | 'indexingPause' | 'statistics' | 'dedupThreshold' | 'scoring'>
 
 export interface EngineContext {
   db: Db
@@ -124,7 +130,7 @@ export async function createEngine(options: EngineOptions) {
   await statistics.start()
   ctx.changed = statistics.changed
   ctx.beforeRead = statistics.beforeRead
-  const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto' })
+  const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto', pause: options.indexingPause })
   reportStatisticsError = (cause) => indexer.report(cause, 'Refreshing the planner statistics failed')
   ctx.wrote = indexer.nudge
   /** After a write: the indexer looks for rows without vectors; statistics count `rows`. */

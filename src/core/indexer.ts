@@ -10,6 +10,27 @@ import { lookupVectorOid, vectorQueryOptions } from '../embed/vectors.ts'
 /** Rows embedded per model call and per write transaction. */
 export const INDEX_BATCH_SIZE = 32
 
+/**
+ * Background indexing yields to writes: before each batch it waits until no write has come
+ * for `quietMs`, but never more than `maxWaitMs` in all, so a steady stream of writes still
+ * gets its vectors. The model takes the CPU while it embeds (on a 2-core machine both
+ * cores), which would otherwise slow the writes that keep arriving. `waitForIndex` and
+ * `indexNow` never wait for a pause. `quietMs: 0` indexes at once.
+ */
+export const DEFAULT_INDEXING_PAUSE: Readonly<IndexingPause> = Object.freeze({ quietMs: 1_000, maxWaitMs: 10_000 })
+
+export interface IndexingPause {
+  /** How long writes must pause before a background batch starts (ms). */
+  quietMs: number
+  /** The longest a batch waits for that pause (ms). */
+  maxWaitMs: number
+}
+
+const pauseInput = z.strictObject({
+  quietMs: z.number().int().min(0).max(60_000).optional(),
+  maxWaitMs: z.number().int().min(0).max(600_000).optional(),
+})
+
 /** Where the background indexer stands. */
 export interface IndexStatus {
   /** Chunks and active memories without a vector of the current model (all of them when there is no model). */
@@ -50,6 +71,8 @@ export interface IndexerOptions {
   /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
   mode?: 'auto' | 'manual'
   batchSize?: number
+  /** How background batches yield to writes (`DEFAULT_INDEXING_PAUSE`). */
+  pause?: Partial<IndexingPause> | undefined
 }
 
 const waitOptions = z.strictObject({
@@ -117,6 +140,11 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   const db: Db = ctx.db
   const mode = options.mode ?? 'auto'
   const batchSize = options.batchSize ?? INDEX_BATCH_SIZE
+  const given = parseInput(pauseInput, options.pause ?? {}, 'indexingPause')
+  const pause: IndexingPause = {
+    quietMs: given.quietMs ?? DEFAULT_INDEXING_PAUSE.quietMs,
+    maxWaitMs: given.maxWaitMs ?? DEFAULT_INDEXING_PAUSE.maxWaitMs,
+  }
   const progressListeners = new Set<IndexProgressListener>()
   const errorListeners = new Set<EngineErrorListener>()
 
@@ -126,6 +154,12 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   let stopped = false
   let dirty = false
   let timer: ReturnType<typeof setTimeout> | undefined
+  /** When the last write came (`performance.now()`). */
+  let lastWrite = -Infinity
+  /** Callers waiting for the index (`waitForIndex`, `indexNow`): batches then do not wait for a pause. */
+  let urgent = 0
+  /** Ends the pause a batch is waiting in, if any. */
+  let wake: (() => void) | undefined
   /** The run in progress; every run ends resolved, with the error it stopped on, if any. */
   let current: Promise<MemoryError | undefined> | undefined
 
@@ -215,7 +249,17 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       [model, batchSize],
     )
     if (rows.length === 0) return 0
-    const vectors = await embedder.embed(rows.map((r) => r.text))
+    // One model call at a time, each after a pause in the writes (`quiet`): a call takes the
+    // CPU for as long as it runs.
+    const step = Math.max(1, Math.floor(embedder.batchSize ?? rows.length))
+    const vectors: Float32Array[] = []
+    for (let i = 0; i < rows.length; i += step) {
+      if (i > 0) {
+        await quiet()
+        if (stopped) return 0
+      }
+      vectors.push(...(await embedder.embed(rows.slice(i, i + step).map((r) => r.text))))
+    }
     if (vectors.length !== rows.length || vectors.some((v) => v.length !== embedder.dims)) {
       throw new MemoryError(
         'MODEL_UNAVAILABLE',
@@ -273,12 +317,33 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     }
   }
 
+  /** Waits until writes have paused for `quietMs`, `maxWaitMs` at most; at once when someone waits for the index. */
+  async function quiet(): Promise<void> {
+    const began = performance.now()
+    for (;;) {
+      if (urgent > 0 || stopped || mode !== 'auto') return
+      const now = performance.now()
+      const left = Math.min(pause.quietMs - (now - lastWrite), pause.maxWaitMs - (now - began))
+      if (left <= 0) return
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left)
+        wake = () => {
+          clearTimeout(t)
+          resolve()
+        }
+      })
+      wake = undefined
+    }
+  }
+
   /** Batches until nothing is left and no write came in meanwhile. */
   async function run(): Promise<MemoryError | undefined> {
     const embedder = ctx.embedder
     if (!embedder) return undefined
     let dropped: string[] | undefined
     try {
+      await quiet()
+      if (stopped) return undefined
       await publish(true)
       for (;;) {
         dirty = false
@@ -297,6 +362,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
           if (s.pending > 0 || dirty) for (const listener of progressListeners) callListener(listener, s)
         }
         await macrotask()
+        await quiet()
         if (stopped) return undefined
       }
     } catch (cause) {
@@ -327,6 +393,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   /** Cheap: a flag and at most one timer; no query until the timer fires. */
   function nudge(): void {
     dirty = true
+    lastWrite = performance.now()
     if (mode !== 'auto' || stopped || !ctx.embedder || current || timer) return
     timer = setTimeout(() => {
       timer = undefined
@@ -342,16 +409,22 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
         new MemoryError('MODEL_UNAVAILABLE', 'This memory has no embedder: search is keyword-only and nothing is indexed.')
       )
     }
-    for (;;) {
-      if (signal?.aborted) throw new MemoryError('ABORTED', 'Waiting for the index was cancelled', { cause: signal.reason })
-      if (timer) {
-        clearTimeout(timer)
-        timer = undefined
+    urgent++
+    wake?.()
+    try {
+      for (;;) {
+        if (signal?.aborted) throw new MemoryError('ABORTED', 'Waiting for the index was cancelled', { cause: signal.reason })
+        if (timer) {
+          clearTimeout(timer)
+          timer = undefined
+        }
+        const error = await (current ?? start())
+        if (error) return error
+        const s = await status(false)
+        if (s.pending === 0 || stopped) return undefined
       }
-      const error = await (current ?? start())
-      if (error) return error
-      const s = await status(false)
-      if (s.pending === 0 || stopped) return undefined
+    } finally {
+      urgent--
     }
   }
 
@@ -369,6 +442,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       stopped = true
       if (timer) clearTimeout(timer)
       timer = undefined
+      wake?.()
       await current
     },
 

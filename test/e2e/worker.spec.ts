@@ -70,16 +70,19 @@ test('engine settings given to createMemory reach the engine in the worker; inva
     })
     const bundle = await memory.buildContext({ query: 'anything', retrieval: false })
     await memory.close()
-    let code = 'none'
-    try {
-      await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' }, scoring: { neighbour: 2 } })
-    } catch (error) {
-      code = String((error as { code?: string }).code)
+    const codes: string[] = []
+    for (const settings of [{ scoring: { neighbour: 2 } }, { indexingPause: { quietMs: -5 } }]) {
+      try {
+        await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' }, ...settings })
+        codes.push('none')
+      } catch (error) {
+        codes.push(String((error as { code?: string }).code))
+      }
     }
-    return { weights: bundle.provenance.weights, code }
+    return { weights: bundle.provenance.weights, codes }
   })
   expect(outcome.weights).toMatchObject({ recency: 0, familiarityScale: 3 })
-  expect(outcome.code).toBe('INVALID_INPUT')
+  expect(outcome.codes).toEqual(['INVALID_INPUT', 'INVALID_INPUT'])
 })
 
 test('cacheMB reaches the worker: a memory opens with it, and a size out of range fails the boot', async ({ page }) => {

@@ -8,6 +8,7 @@ import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { createTransformersEmbedder, type TransformersEmbedder } from '../../src/embed/transformers-embedder.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../../src/embed/vectors.ts'
 import { openTestEngine } from '../support/engine.ts'
+import { openTestDb } from '../support/memory.ts'
 
 const scope = { conversationId: 'c1', userId: 'u1' }
 const human = { type: 'human', id: 'u1' } as const
@@ -70,6 +71,52 @@ describe('background indexing', () => {
     expect(await chunkModels(t.db)).toEqual([['hash/384', 2]])
     expect((await t.engine.stats()).indexing).toEqual(after)
     expect((await t.engine.stats()).unembeddedChunks).toBe(0)
+  })
+
+  it('background batches wait for writes to pause (at most maxWaitMs); waitForIndex and stopping never wait', async () => {
+    const calls: number[] = []
+    const counting = (inner: Embedder): Embedder => ({
+      id: inner.id,
+      dims: inner.dims,
+      embed(texts) {
+        calls.push(performance.now())
+        return inner.embed(texts)
+      },
+    })
+    // Writes never pause long enough: nothing is embedded in the background meanwhile…
+    {
+      await using t = await openTestEngine({ embedder: counting(createHashEmbedder()), indexingPause: { quietMs: 60_000, maxWaitMs: 60_000 } })
+      for (let n = 0; n < 5; n++) await t.engine.record(message(`note ${n} about the invoice export`))
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(calls).toEqual([])
+      expect((await t.engine.indexing()).pending).toBe(5)
+      // …until someone waits for the index, which does not wait for the (60 s) pause.
+      expect((await t.engine.waitForIndex({ timeoutMs: 10_000 })).pending).toBe(0)
+      expect(calls.length).toBeGreaterThan(0)
+      await t.engine.record(message('one more note'))
+      // Stopping ends a pause at once instead of waiting it out.
+      await Promise.race([
+        t.engine.stopIndexing(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('stopIndexing waited for the pause')), 20_000)),
+      ])
+    }
+    // A steady stream of writes still gets its vectors once a batch has waited maxWaitMs.
+    calls.length = 0
+    {
+      await using t = await openTestEngine({ embedder: counting(createHashEmbedder()), indexingPause: { quietMs: 60_000, maxWaitMs: 200 } })
+      const began = performance.now()
+      let writes = 0
+      while (calls.length === 0 && performance.now() - began < 20_000) {
+        await t.engine.record(message(`streamed note ${writes++}`))
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      expect(calls.length).toBeGreaterThan(0)
+      expect(writes).toBeGreaterThan(1)
+      await t.engine.stopIndexing()
+    }
+    const db = await openTestDb()
+    await expect(createEngine({ db, indexingPause: { quietMs: -1 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await db.close()
   })
 
   it('stores exactly the vector the embedder returned, sent in binary', async () => {
