@@ -42,7 +42,7 @@ export interface EngineOptions {
   indexing?: 'auto' | 'manual'
   /**
    * How background indexing yields to writes: each batch waits until writes have paused for
-   * `quietMs` (200), at most `maxWaitMs` (5,000). `{ quietMs: 0 }` indexes at once.
+   * `quietMs` (1,000), at most `maxWaitMs` (10,000). `{ quietMs: 0 }` indexes at once.
    * `waitForIndex()` and `indexNow()` never wait. See `DEFAULT_INDEXING_PAUSE`.
    */
   indexingPause?: Partial<IndexingPause>

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
-import { createEngine, type Engine } from '../core/engine.ts'
+import { createEngine, type Engine, type EngineOptions } from '../core/engine.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import type { ScoringInput } from '../core/scoring.ts'
 
@@ -24,6 +24,8 @@ export interface OpenMemoryOptions {
   embedder?: Embedder | Promise<Embedder>
   /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
   indexing?: 'auto' | 'manual'
+  /** How background batches wait for a pause in the writes (default 1 s, 10 s at most); see `createEngine`. */
+  indexingPause?: EngineOptions['indexingPause']
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
   dedupThreshold?: number
   /** Retrieval and ranking weights over `DEFAULT_SCORING`. */
@@ -66,6 +68,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
       ...(options.indexing ? { indexing: options.indexing } : {}),
+      ...(options.indexingPause === undefined ? {} : { indexingPause: options.indexingPause }),
       ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
       ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
       ...(options.tokenCounter === undefined ? {} : { tokenCounter: options.tokenCounter }),

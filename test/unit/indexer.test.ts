@@ -8,7 +8,7 @@ import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { createTransformersEmbedder, type TransformersEmbedder } from '../../src/embed/transformers-embedder.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../../src/embed/vectors.ts'
 import { openTestEngine } from '../support/engine.ts'
-import { openTestDb } from '../support/memory.ts'
+import { openTestDb, openTestMemory } from '../support/memory.ts'
 
 const scope = { conversationId: 'c1', userId: 'u1' }
 const human = { type: 'human', id: 'u1' } as const
@@ -117,6 +117,8 @@ describe('background indexing', () => {
     const db = await openTestDb()
     await expect(createEngine({ db, indexingPause: { quietMs: -1 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await db.close()
+    // openMemory passes it on.
+    await expect(openTestMemory({ indexingPause: { maxWaitMs: 0.5 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
   it('stores exactly the vector the embedder returned, sent in binary', async () => {
