@@ -20,6 +20,14 @@ const section = (b: ContextBundle, name: string) => {
 
 type Memory = Awaited<ReturnType<typeof openTestMemory>>
 
+/** `count` messages from Ann a second apart: the n-th in conversation `conversation(n)`, saying `text(n)`. */
+async function notes(memory: Memory, clock: ReturnType<typeof testClock>, count: number, conversation: (n: number) => string, text: (n: number) => string) {
+  for (let n = 0; n < count; n++) {
+    clock.advance(1000)
+    await memory.record({ kind: 'message', scope: { ...scope, conversationId: conversation(n) }, actor: { type: 'human', id: 'ann' }, content: { text: text(n) } })
+  }
+}
+
 async function onboard(memory: Memory, conversationId = 'onboard') {
   const turn = await memory.recordTurn({
     conversationId,
@@ -313,15 +321,7 @@ describe('buildContext: acceptance scenarios', () => {
   it('the retrieval path stays within its pool and scoring bounds', async () => {
     const clock = testClock()
     await using memory = await openTestMemory({ now: clock.now })
-    for (let n = 0; n < 260; n++) {
-      clock.advance(1000)
-      await memory.record({
-        kind: 'message',
-        scope: { ...scope, conversationId: `c${n % 13}` },
-        actor: { type: 'human', id: 'ann' },
-        content: { text: `invoice parsing note ${n} about currency ${n % 7}` },
-      })
-    }
+    await notes(memory, clock, 260, (n) => `c${n % 13}`, (n) => `invoice parsing note ${n} about currency ${n % 7}`)
     const bundle = await memory.buildContext({ ...scope, query: 'invoice parsing currency', conversationId: 'new', maxTokens: 3000 })
     // 260 events match; each list is ranked 200 deep (three times the hits asked for, at least 200).
     expect(bundle.provenance.poolSize).toBe(200)
@@ -344,15 +344,7 @@ describe('buildContext: acceptance scenarios', () => {
     const clock = testClock()
     await using memory = await openTestMemory({ now: clock.now })
     const filler = (n: number) => Array.from({ length: 60 }, (_, k) => `ledger${(n * 7 + k) % 97} entry`).join(' ')
-    for (let n = 0; n < 80; n++) {
-      clock.advance(1000)
-      await memory.record({
-        kind: 'message',
-        scope: { ...scope, conversationId: `c${n % 8}` },
-        actor: { type: 'human', id: 'ann' },
-        content: { text: `invoice parsing note ${n} about currency ${n % 5}: ${filler(n)}` },
-      })
-    }
+    await notes(memory, clock, 80, (n) => `c${n % 8}`, (n) => `invoice parsing note ${n} about currency ${n % 5}: ${filler(n)}`)
     const request = { ...scope, query: 'invoice parsing currency', conversationId: 'new', maxTokens: 8000 }
     const bundle = await memory.buildContext(request)
     const evidence = section(bundle, 'retrieved_evidence')
@@ -381,15 +373,7 @@ describe('buildContext: acceptance scenarios', () => {
   it('a search that finds fewer hits than the first pass asked for is not repeated', async () => {
     const clock = testClock()
     await using memory = await openTestMemory({ now: clock.now })
-    for (let n = 0; n < 4; n++) {
-      clock.advance(1000)
-      await memory.record({
-        kind: 'message',
-        scope: { ...scope, conversationId: `c${n}` },
-        actor: { type: 'human', id: 'ann' },
-        content: { text: `invoice parsing note ${n}` },
-      })
-    }
+    await notes(memory, clock, 4, (n) => `c${n}`, (n) => `invoice parsing note ${n}`)
     const bundle = await memory.buildContext({ ...scope, query: 'invoice parsing', conversationId: 'new', maxTokens: 8000 })
     const evidence = section(bundle, 'retrieved_evidence')
     expect(evidence.items).toHaveLength(4)
