@@ -7,13 +7,13 @@ import { ALL_CHUNKS_SQL, buildVectorIndexes, bulkWorthIt, dropVectorIndexes, MIS
 import { parseInput, z } from './validate.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../embed/vectors.ts'
 
-/** Rows embedded per model call and per write transaction. */
+/** Rows per indexing batch: embedded in the embedder's own batches (`batchSize`), written in one transaction. */
 export const INDEX_BATCH_SIZE = 32
 
 /**
- * Background indexing yields to writes: before each batch it waits until no write has come
- * for `quietMs`, but never more than `maxWaitMs` in all, so a steady stream of writes still
- * gets its vectors. The model takes the CPU while it embeds (on a 2-core machine both
+ * Background indexing yields to writes: before each batch, and before each model call within
+ * it, it waits until no write has come for `quietMs`, but never more than `maxWaitMs` in all,
+ * so a steady stream of writes still gets its vectors. The model takes the CPU while it embeds (on a 2-core machine both
  * cores), which would otherwise slow the writes that keep arriving. `waitForIndex` and
  * `indexNow` never wait for a pause. `quietMs: 0` indexes at once.
  */
