@@ -298,19 +298,15 @@ export function createContext(ctx: EngineContext) {
   async function retrieved(i: Input, now: Date, omissions: ContextOmission[], evidenceCap: number) {
     const full = Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidenceCap / MIN_TOKENS_PER_HIT)))
     const first = Math.min(full, Math.max(10, Math.ceil(evidenceCap / FIRST_PASS_TOKENS_PER_HIT)))
-    if (first < full) {
-      const noted: ContextOmission[] = []
-      const pass = await retrievalPass(i, now, noted, first)
-      const trial = pack('retrieved_evidence', evidenceCap, pass.candidates, [])
-      // Fewer hits and fewer linked replies than asked for: a deeper pass finds no more.
-      const exhausted = pass.hits < first && pass.linked < first
-      if (exhausted || evidenceCap - trial.usedTokens < MIN_TOKENS_PER_HIT) {
-        omissions.push(...noted)
-        return { ...pass, searchLimit: first, searchPasses: 1 }
-      }
-      return { ...(await retrievalPass(i, now, omissions, full)), searchLimit: full, searchPasses: 2 }
+    const noted: ContextOmission[] = []
+    const pass = await retrievalPass(i, now, noted, first)
+    // Fewer hits and fewer linked replies than asked for: a deeper pass finds no more.
+    const exhausted = pass.hits < first && pass.linked < first
+    if (first === full || exhausted || evidenceCap - pack('retrieved_evidence', evidenceCap, pass.candidates, []).usedTokens < MIN_TOKENS_PER_HIT) {
+      omissions.push(...noted)
+      return { ...pass, searchLimit: first, searchPasses: 1 }
     }
-    return { ...(await retrievalPass(i, now, omissions, full)), searchLimit: full, searchPasses: 1 }
+    return { ...(await retrievalPass(i, now, omissions, full)), searchLimit: full, searchPasses: 2 }
   }
 
   async function retrievalPass(i: Input, now: Date, omissions: ContextOmission[], limit: number) {

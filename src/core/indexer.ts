@@ -27,8 +27,8 @@ export interface IndexingPause {
 }
 
 const pauseInput = z.strictObject({
-  quietMs: z.number().int().min(0).max(60_000).optional(),
-  maxWaitMs: z.number().int().min(0).max(600_000).optional(),
+  quietMs: z.number().int().min(0).max(60_000).default(DEFAULT_INDEXING_PAUSE.quietMs),
+  maxWaitMs: z.number().int().min(0).max(600_000).default(DEFAULT_INDEXING_PAUSE.maxWaitMs),
 })
 
 /** Where the background indexer stands. */
@@ -140,11 +140,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   const db: Db = ctx.db
   const mode = options.mode ?? 'auto'
   const batchSize = options.batchSize ?? INDEX_BATCH_SIZE
-  const given = parseInput(pauseInput, options.pause ?? {}, 'indexingPause')
-  const pause: IndexingPause = {
-    quietMs: given.quietMs ?? DEFAULT_INDEXING_PAUSE.quietMs,
-    maxWaitMs: given.maxWaitMs ?? DEFAULT_INDEXING_PAUSE.maxWaitMs,
-  }
+  const pause: IndexingPause = parseInput(pauseInput, options.pause ?? {}, 'indexingPause')
   const progressListeners = new Set<IndexProgressListener>()
   const errorListeners = new Set<EngineErrorListener>()
 
@@ -321,7 +317,8 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   async function quiet(): Promise<void> {
     const began = performance.now()
     for (;;) {
-      if (urgent > 0 || stopped || mode !== 'auto') return
+      // Manual mode runs only for a caller waiting on the index (urgent).
+      if (urgent > 0 || stopped) return
       const now = performance.now()
       const left = Math.min(pause.quietMs - (now - lastWrite), pause.maxWaitMs - (now - began))
       if (left <= 0) return
