@@ -12,6 +12,11 @@ export interface QueryOptions {
   serializers?: Record<number, (value: unknown) => string | Uint8Array>
   /** Per-column parsers keyed by type oid, applied to the text form of result values. */
   parsers?: Record<number, (text: string) => unknown>
+  /**
+   * A fixed statement run often, whose plan does not depend on its values: inside a
+   * transaction on PGlite it is parsed once and kept prepared (src/core/prepared.ts).
+   */
+  prepare?: boolean
 }
 
 export interface Queryable {

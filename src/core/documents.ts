@@ -129,6 +129,7 @@ export async function observeInTx(
      ) v ON true
      WHERE d.tenant_id = $1 AND d.key_kind = $2 AND d.canonical_key = $3`,
     [w.tenantId, w.keyKind, w.canonicalKey],
+    { prepare: true },
   )
   const found = rows[0]
   const base = { canonicalKey: w.canonicalKey, keyKind: w.keyKind, contentHash: w.hash }
@@ -178,6 +179,7 @@ export async function observeInTx(
       w.eventId,
       versionOfEdgeId,
     ],
+    { prepare: true },
   )
   return {
     ...base,

@@ -2,6 +2,7 @@ import { createChanges } from './changes.ts'
 import { createConversationGraph } from './conversations.ts'
 import type { Db } from './db.ts'
 import { withMemoryErrors } from './db-errors.ts'
+import { withPreparedStatements } from './prepared.ts'
 import { createDocuments } from './documents.ts'
 import type { Embedder } from './embedder.ts'
 import { entityGraphApi } from './entity-graph.ts'
@@ -105,7 +106,7 @@ export interface PingResult {
 export async function createEngine(options: EngineOptions) {
   const now = options.now ?? (() => new Date())
   const ctx: EngineContext = {
-    db: options.db,
+    db: withPreparedStatements(options.db),
     now,
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),

@@ -375,6 +375,7 @@ export async function insertEvents(
       chunks.map((c) => c.text),
       chunks.map((c) => c.tokens),
     ],
+    { prepare: true },
   )
   const artifacts = events.flatMap((e) => (e.artifact ? [{ ...e.artifact, event: e }] : []))
   if (artifacts.length > 0) {

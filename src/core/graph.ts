@@ -88,6 +88,7 @@ export async function insertEdges(tx: Queryable, edges: readonly EdgeWrite[]): P
       edges.map((e) => e.turnIndex ?? null),
       edges.map((e) => e.createdAt.toISOString()),
     ],
+    { prepare: true },
   )
   return ids
 }

@@ -3,6 +3,7 @@ import { vector } from '@electric-sql/pglite-pgvector'
 import type { Db, Queryable, QueryOptions } from '../core/db.ts'
 import { MemoryError } from '../core/errors.ts'
 import { MAX_CACHE_MB } from '../core/page-cache.ts'
+import { preparingQueries } from '../core/prepared.ts'
 
 export interface OpenPGliteOptions {
   /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */
@@ -73,7 +74,7 @@ export function durableDb(pg: PGlite): Db {
     transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
       exclusive(async () => {
         try {
-          return await pg.transaction((tx) => fn(tx as unknown as Queryable))
+          return await pg.transaction((tx) => fn(preparingQueries(pg as unknown as Db, tx as unknown as Queryable)))
         } finally {
           await pg.syncToFs()
         }

@@ -1,0 +1,152 @@
+import { parse, protocol } from '@electric-sql/pglite'
+import type { Db, QueryOptions, QueryResult, Queryable } from './db.ts'
+
+/**
+ * Prepared statements for the write path's fixed statements.
+ *
+ * PGlite's `query` sends every statement unnamed: each call parses, analyses and plans it
+ * again, and makes six trips into the WASM backend (parse, describe, bind, describe, execute,
+ * sync). A statement run with `{ prepare: true }` inside a transaction is parsed once per
+ * database under a name of its own; later calls bind and execute it in one trip, and after
+ * five runs Postgres may keep a generic plan (`plan_cache_mode` auto). Only fixed-shape
+ * statements whose plan does not depend on their values ask for this: the inserts and
+ * key lookups of `recordTurn`, `record` and the document observer. Searches never do.
+ *
+ * Prepared statements outlive a rollback and belong to the connection; the engine owns it,
+ * so nothing else may `DEALLOCATE` them. A database that is not a PGlite (a PGliteWorker, an
+ * adapter) runs such statements like any other.
+ */
+export function withPreparedStatements(db: Db): Db {
+  if (!isProtocolDb(db)) return db
+  const backend = db
+  return {
+    query: (sql, params, options) => backend.query(sql, params, stripPrepare(options)),
+    exec: (sql) => backend.exec(sql),
+    transaction: (fn) => backend.transaction((tx) => fn(preparingQueries(backend, tx))),
+  }
+}
+
+/**
+ * `tx` (a transaction of `db`) with `{ prepare: true }` statements run prepared. For wrappers
+ * of a PGlite such as `durableDb`, which hand their own transaction to the engine.
+ */
+export function preparingQueries(db: Db, tx: Queryable): Queryable {
+  if (!isProtocolDb(db)) return tx
+  return {
+    query: <T>(sql: string, params?: unknown[], options?: QueryOptions) =>
+      options?.prepare === true && canPrepare(db, sql)
+        ? preparedQuery<T>(db, sql, params ?? [], options)
+        : tx.query<T>(sql, params, stripPrepare(options)),
+    exec: (sql) => tx.exec(sql),
+  }
+}
+
+/** Most statements kept prepared per database; the rest run unnamed. */
+export const MAX_PREPARED = 64
+
+type Messages = Parameters<typeof parse.parseResults>[0]
+type Parsers = Parameters<typeof parse.parseResults>[1]
+
+/** The part of PGlite a prepared statement needs, beyond `Db`. */
+interface ProtocolDb extends Db {
+  runExclusive<T>(fn: () => Promise<T>): Promise<T>
+  execProtocolStream(message: Uint8Array, options: { syncToFs?: boolean }): Promise<Messages>
+  serializers: Record<number, (value: unknown) => unknown>
+  parsers: Parsers
+}
+
+function isProtocolDb(db: Db): db is ProtocolDb {
+  const d = db as Partial<ProtocolDb>
+  return (
+    typeof d.runExclusive === 'function' &&
+    typeof d.execProtocolStream === 'function' &&
+    typeof d.serializers === 'object' &&
+    typeof d.parsers === 'object'
+  )
+}
+
+interface Statement {
+  name: string
+  /** Parameter type oids, as the server inferred them. */
+  types: number[]
+}
+
+const prepared = new WeakMap<ProtocolDb, Map<string, Statement>>()
+
+function statementsOf(db: ProtocolDb): Map<string, Statement> {
+  let statements = prepared.get(db)
+  if (!statements) prepared.set(db, (statements = new Map<string, Statement>()))
+  return statements
+}
+
+function canPrepare(db: ProtocolDb, sql: string): boolean {
+  const statements = statementsOf(db)
+  return statements.has(sql) || statements.size < MAX_PREPARED
+}
+
+function stripPrepare(options: QueryOptions | undefined): QueryOptions | undefined {
+  if (options?.prepare === undefined) return options
+  const { prepare: _, ...rest } = options
+  return rest
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+/**
+ * Runs `sql` as a named statement, parsing it first if this database has not yet. Called only
+ * inside a transaction: PGlite's query lock (`runExclusive`) orders it with the transaction's
+ * other statements, and the commit writes it to storage, as for `tx.query`.
+ */
+async function preparedQuery<T>(
+  db: ProtocolDb,
+  sql: string,
+  params: unknown[],
+  options: QueryOptions,
+): Promise<QueryResult<T>> {
+  const { serialize } = protocol
+  return db.runExclusive(async () => {
+    const statements = statementsOf(db)
+    let statement = statements.get(sql)
+    if (!statement) {
+      const name = `engram_${statements.size + 1}`
+      const described = await db.execProtocolStream(
+        concat([serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+        { syncToFs: false },
+      )
+      statement = { name, types: parse.parseDescribeStatementResults(described) }
+      statements.set(sql, statement)
+    }
+    const { types } = statement
+    // As PGlite's own query does: the serializer for the inferred type, else the text form.
+    const values = params.map((value, i) => {
+      if (value === null || value === undefined) return null
+      const type = types[i] ?? 0
+      const serializer = options.serializers?.[type] ?? db.serializers[type]
+      return (serializer ? serializer(value) : (value as { toString(): string }).toString()) as string | Uint8Array
+    })
+    const messages = await db.execProtocolStream(
+      concat([
+        serialize.bind({ statement: statement.name, values }),
+        serialize.describe({ type: 'P' }),
+        serialize.execute({}),
+        serialize.sync(),
+      ]),
+      { syncToFs: false },
+    )
+    const [result] = parse.parseResults(
+      messages,
+      db.parsers,
+      options.parsers ? { parsers: options.parsers } : undefined,
+    )
+    const rows = (result?.rows ?? []) as T[]
+    return { rows, ...(result?.affectedRows === undefined ? {} : { affectedRows: result.affectedRows }) }
+  })
+}
