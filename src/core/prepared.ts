@@ -2,15 +2,16 @@ import { parse, protocol } from '@electric-sql/pglite'
 import type { Db, QueryOptions, QueryResult, Queryable } from './db.ts'
 
 /**
- * Prepared statements for the write path's fixed statements.
+ * Prepared statements for the engine's frequent statements.
  *
- * PGlite's `query` sends every statement unnamed: each call parses, analyses and plans it
- * again, and makes six trips into the WASM backend (parse, describe, bind, describe, execute,
- * sync). A statement run with `{ prepare: true }` inside a transaction is parsed once per
- * database under a name of its own; later calls bind and execute it in one trip, and after
- * five runs Postgres may keep a generic plan (`plan_cache_mode` auto). Only fixed-shape
- * statements whose plan does not depend on their values ask for this: the inserts and
- * key lookups of `recordTurn`, `record` and the document observer. Searches never do.
+ * PGlite's `query` sends every statement unnamed: each call parses and analyses it again and
+ * makes six trips into the WASM backend (parse, describe, bind, describe, execute, sync). A
+ * statement run with `{ prepare: true }` inside a transaction is parsed once per database
+ * under a name of its own; later calls bind and execute it in one trip. The write path's
+ * fixed inserts and key lookups (`recordTurn`, `record`, the document observer) may then get
+ * a generic plan after five runs (`plan_cache_mode` auto); a search sets
+ * `plan_cache_mode = force_custom_plan` for its transaction, so it is still planned for its
+ * own values every time. At most `MAX_PREPARED` statements are kept per database.
  *
  * Prepared statements outlive a rollback and belong to the connection; the engine owns it,
  * so nothing else may `DEALLOCATE` them. A database that is not a PGlite (a PGliteWorker, an
@@ -34,14 +35,17 @@ export function preparingQueries(db: Db, tx: Queryable): Queryable {
   if (!isProtocolDb(db)) return tx
   return {
     query: <T>(sql: string, params?: unknown[], options?: QueryOptions) =>
-      options?.prepare === true && canPrepare(db, sql)
+      options?.prepare === true
         ? preparedQuery<T>(db, sql, params ?? [], options)
         : tx.query<T>(sql, params, stripPrepare(options)),
     exec: (sql) => tx.exec(sql),
   }
 }
 
-/** Most statements kept prepared per database; the rest run unnamed. */
+/**
+ * Most statements kept prepared per database. A search's text varies with its options and
+ * its number of terms; past this bound the least recently used statement is closed.
+ */
 export const MAX_PREPARED = 64
 
 type Messages = Parameters<typeof parse.parseResults>[0]
@@ -71,17 +75,18 @@ interface Statement {
   types: number[]
 }
 
-const prepared = new WeakMap<ProtocolDb, Map<string, Statement>>()
-
-function statementsOf(db: ProtocolDb): Map<string, Statement> {
-  let statements = prepared.get(db)
-  if (!statements) prepared.set(db, (statements = new Map<string, Statement>()))
-  return statements
+/** A database's statements by text, least recently used first, and the last name given. */
+interface Statements {
+  byText: Map<string, Statement>
+  named: number
 }
 
-function canPrepare(db: ProtocolDb, sql: string): boolean {
-  const statements = statementsOf(db)
-  return statements.has(sql) || statements.size < MAX_PREPARED
+const prepared = new WeakMap<ProtocolDb, Statements>()
+
+function statementsOf(db: ProtocolDb): Statements {
+  let statements = prepared.get(db)
+  if (!statements) prepared.set(db, (statements = { byText: new Map<string, Statement>(), named: 0 }))
+  return statements
 }
 
 function stripPrepare(options: QueryOptions | undefined): QueryOptions | undefined {
@@ -114,15 +119,32 @@ async function preparedQuery<T>(
   const { serialize } = protocol
   return db.runExclusive(async () => {
     const statements = statementsOf(db)
-    let statement = statements.get(sql)
-    if (!statement) {
-      const name = `engram_${statements.size + 1}`
+    let statement = statements.byText.get(sql)
+    if (statement) {
+      // Most recently used last.
+      statements.byText.delete(sql)
+      statements.byText.set(sql, statement)
+    } else {
+      const name = `engram_${++statements.named}`
+      const closing: Uint8Array[] = []
+      if (statements.byText.size >= MAX_PREPARED) {
+        const [oldest] = statements.byText
+        if (oldest) {
+          statements.byText.delete(oldest[0])
+          closing.push(serialize.close({ type: 'S', name: oldest[1].name }))
+        }
+      }
       const described = await db.execProtocolStream(
-        concat([serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+        concat([
+          ...closing,
+          serialize.parse({ name, text: sql }),
+          serialize.describe({ type: 'S', name }),
+          serialize.sync(),
+        ]),
         { syncToFs: false },
       )
       statement = { name, types: parse.parseDescribeStatementResults(described) }
-      statements.set(sql, statement)
+      statements.byText.set(sql, statement)
     }
     const { types } = statement
     // As PGlite's own query does: the serializer for the inferred type, else the text form.

@@ -578,6 +578,7 @@ async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordSta
             coalesce(q.lexeme IN (SELECT lexeme FROM actor_words), false) AS actor
      FROM corpus LEFT JOIN q ON true`,
     [plan.text, plan.options.scope.tenantId, allowed],
+    { prepare: true },
   )
   const chunks = Number(rows[0]?.chunks ?? 0)
   const found = rows.filter((r): r is typeof r & { lexeme: string } => r.lexeme !== null && Number(r.df) > 0)
@@ -629,15 +630,20 @@ export async function runSearch(db: Db, plan: SearchPlan): Promise<SearchHit[]> 
 /** `runSearch`, also saying how many events were ranked before the cut. */
 export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
   const rows = await db.transaction(async (tx) => {
+    // The statements below are kept prepared, but planned for this search's own values every
+    // time: the best plan for a search depends on them.
+    await tx.exec(
+      `SET LOCAL plan_cache_mode = force_custom_plan` +
+        // A filtered HNSW scan stops at ef_search rows unless it may keep scanning.
+        (plan.vector
+          ? `; SET LOCAL hnsw.iterative_scan = relaxed_order;
+             SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(100, plan.candidates))};
+             SET LOCAL hnsw.max_scan_tuples = 100000`
+          : ''),
+    )
     const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
     const { sql, params } = searchStatement(planned)
-    if (plan.vector) {
-      // A filtered HNSW scan stops at ef_search rows unless it may keep scanning.
-      await tx.exec(`SET LOCAL hnsw.iterative_scan = relaxed_order;
-                     SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(100, plan.candidates))};
-                     SET LOCAL hnsw.max_scan_tuples = 100000`)
-    }
-    return (await tx.query<HitRow>(sql, params)).rows
+    return (await tx.query<HitRow>(sql, params, { prepare: true })).rows
   })
   return { hits: rows.map(toHit), poolSize: Number(rows[0]?.pool_size ?? 0) }
 }

@@ -84,20 +84,29 @@ describe('prepared statements', () => {
     expect(await preparedNames(pg)).toHaveLength(1)
   })
 
-  it(`keep at most ${MAX_PREPARED} statements; the rest run unnamed`, async () => {
+  it(`keep the ${MAX_PREPARED} most recently used statements`, async () => {
     const pg = await openTestDb()
     await using _ = { [Symbol.asyncDispose]: () => pg.close() }
     const db = withPreparedStatements(pg)
+    const sql = (k: number) => `SELECT $1::int + ${k} AS n`
     const sums = await db.transaction(async (tx) => {
       const out: number[] = []
       for (let k = 0; k < MAX_PREPARED + 5; k++) {
-        const { rows } = await tx.query<{ n: number }>(`SELECT $1::int + ${k} AS n`, [1], { prepare: true })
+        const { rows } = await tx.query<{ n: number }>(sql(k), [1], { prepare: true })
         out.push(rows[0]?.n ?? -1)
+        // Statement 0 stays in use, so it is never the least recently used.
+        if (k > 0) await tx.query(sql(0), [1], { prepare: true })
       }
       return out
     })
     expect(sums).toEqual(Array.from({ length: MAX_PREPARED + 5 }, (_, k) => k + 1))
-    expect(await preparedNames(pg)).toHaveLength(MAX_PREPARED)
+    const kept = (await preparedNames(pg)).map((s) => s.statement)
+    expect(kept).toHaveLength(MAX_PREPARED)
+    expect(kept).toContain(sql(0))
+    expect(kept).toContain(sql(MAX_PREPARED + 4))
+    // The oldest of the others were closed: 1–5 made room for the last five.
+    for (let k = 1; k <= 5; k++) expect(kept).not.toContain(sql(k))
+    expect(kept).toContain(sql(6))
   })
 
   it("run prepared in the runtime's durable transactions (Node and the worker)", async () => {
@@ -140,5 +149,14 @@ describe('prepared statements', () => {
     expect(statements.some((s) => s.includes('INSERT INTO events'))).toBe(true)
     expect(statements.some((s) => s.includes('INSERT INTO edges'))).toBe(true)
     expect(statements.some((s) => s.includes('FROM documents d'))).toBe(true)
+
+    // A search is prepared too, but planned for its own values on every call.
+    for (let run = 0; run < 7; run++) expect(await first.search('port config', { limit: 3 })).not.toHaveLength(0)
+    const { rows } = await pg.query<{ statement: string; generic_plans: number; custom_plans: number }>(
+      `SELECT statement, generic_plans::int, custom_plans::int FROM pg_prepared_statements`,
+    )
+    const searches = rows.filter((r) => r.statement.includes('term_stats') || r.statement.includes('ORDER BY s.final DESC'))
+    expect(searches.length).toBeGreaterThanOrEqual(2)
+    for (const r of searches) expect([r.generic_plans, r.custom_plans]).toEqual([0, 7])
   })
 })
