@@ -13,8 +13,9 @@ export interface QueryOptions {
   /** Per-column parsers keyed by type oid, applied to the text form of result values. */
   parsers?: Record<number, (text: string) => unknown>
   /**
-   * A fixed statement run often, whose plan does not depend on its values: inside a
-   * transaction on PGlite it is parsed once and kept prepared (src/core/prepared.ts).
+   * A statement run often: inside a transaction on PGlite it is parsed once and kept prepared
+   * (src/core/prepared.ts). After five runs Postgres may give it a generic plan, unless the
+   * transaction sets `plan_cache_mode = force_custom_plan` as a search does.
    */
   prepare?: boolean
 }
