@@ -21,7 +21,7 @@ export function withPreparedStatements(db: Db): Db {
   if (!isProtocolDb(db)) return db
   const backend = db
   return {
-    query: (sql, params, options) => backend.query(sql, params, stripPrepare(options)),
+    query: (sql, params, options) => backend.query(sql, params, options),
     exec: (sql) => backend.exec(sql),
     transaction: (fn) => backend.transaction((tx) => fn(preparingQueries(backend, tx))),
   }
@@ -37,7 +37,7 @@ export function preparingQueries(db: Db, tx: Queryable): Queryable {
     query: <T>(sql: string, params?: unknown[], options?: QueryOptions) =>
       options?.prepare === true
         ? preparedQuery<T>(db, sql, params ?? [], options)
-        : tx.query<T>(sql, params, stripPrepare(options)),
+        : tx.query<T>(sql, params, options),
     exec: (sql) => tx.exec(sql),
   }
 }
@@ -87,12 +87,6 @@ function statementsOf(db: ProtocolDb): Statements {
   let statements = prepared.get(db)
   if (!statements) prepared.set(db, (statements = { byText: new Map<string, Statement>(), named: 0 }))
   return statements
-}
-
-function stripPrepare(options: QueryOptions | undefined): QueryOptions | undefined {
-  if (options?.prepare === undefined) return options
-  const { prepare: _, ...rest } = options
-  return rest
 }
 
 function concat(parts: Uint8Array[]): Uint8Array {

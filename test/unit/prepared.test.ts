@@ -8,10 +8,13 @@ import { openTestDb } from '../support/memory.ts'
 
 const INSERT = `INSERT INTO scratch (tenant_id, key, value, created_at) VALUES ($1, $2, $3::jsonb, $4) RETURNING key, value, created_at`
 
-async function openScratchDb() {
+/** A fresh test database, closed when the test's `await using` scope ends. */
+async function openDb(withScratchTable = false) {
   const pg = await openTestDb()
-  await pg.exec(`CREATE TABLE scratch (tenant_id text, key text PRIMARY KEY, value jsonb, created_at timestamptz)`)
-  return pg
+  if (withScratchTable) {
+    await pg.exec(`CREATE TABLE scratch (tenant_id text, key text PRIMARY KEY, value jsonb, created_at timestamptz)`)
+  }
+  return Object.assign(pg, { [Symbol.asyncDispose]: () => pg.close() })
 }
 
 async function preparedNames(pg: Db): Promise<{ name: string; statement: string }[]> {
@@ -23,8 +26,7 @@ async function preparedNames(pg: Db): Promise<{ name: string; statement: string 
 
 describe('prepared statements', () => {
   it('parse a statement once and give the rows an unnamed run gives', async () => {
-    const pg = await openScratchDb()
-    await using _ = { [Symbol.asyncDispose]: () => pg.close() }
+    await using pg = await openDb(true)
     const db = withPreparedStatements(pg)
     const at = new Date('2025-01-02T03:04:05.000Z')
     const results = []
@@ -49,8 +51,7 @@ describe('prepared statements', () => {
   })
 
   it('outlive a rollback, and a failure inside one writes nothing', async () => {
-    const pg = await openScratchDb()
-    await using _ = { [Symbol.asyncDispose]: () => pg.close() }
+    await using pg = await openDb(true)
     const db = withPreparedStatements(pg)
     const at = new Date()
     const failed = db.transaction(async (tx) => {
@@ -67,8 +68,7 @@ describe('prepared statements', () => {
   })
 
   it('serialize and parse with per-call options (binary vectors)', async () => {
-    const pg = await openTestDb()
-    await using _ = { [Symbol.asyncDispose]: () => pg.close() }
+    await using pg = await openDb()
     const db = withPreparedStatements(pg)
     const options = vectorQueryOptions(await lookupVectorOid(pg))
     const vector = new Float32Array([0.5, -0.25, 1])
@@ -85,8 +85,7 @@ describe('prepared statements', () => {
   })
 
   it(`keep the ${MAX_PREPARED} most recently used statements`, async () => {
-    const pg = await openTestDb()
-    await using _ = { [Symbol.asyncDispose]: () => pg.close() }
+    await using pg = await openDb()
     const db = withPreparedStatements(pg)
     const sql = (k: number) => `SELECT $1::int + ${k} AS n`
     const sums = await db.transaction(async (tx) => {
@@ -110,8 +109,7 @@ describe('prepared statements', () => {
   })
 
   it("run prepared in the runtime's durable transactions (Node and the worker)", async () => {
-    const pg = await openScratchDb()
-    await using _ = { [Symbol.asyncDispose]: () => pg.close() }
+    await using pg = await openDb(true)
     const db = durableDb(pg)
     for (const key of ['a', 'b']) await db.transaction((tx) => tx.query(INSERT, ['t1', key, '{}', new Date()], { prepare: true }))
     expect(await preparedNames(pg)).toEqual([{ name: 'engram_1', statement: INSERT }])
@@ -128,8 +126,7 @@ describe('prepared statements', () => {
   })
 
   it("hold the write path's statements, shared by two engines on one database", async () => {
-    const pg = await openTestDb()
-    await using _ = { [Symbol.asyncDispose]: () => pg.close() }
+    await using pg = await openDb()
     const workspace = { mode: 'local' as const, root: '/repo' }
     const first = await createEngine({ db: pg, workspace, indexing: 'manual' })
     const second = await createEngine({ db: pg, workspace, indexing: 'manual' })
