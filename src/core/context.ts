@@ -1,9 +1,10 @@
+import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { edgeVisibleAt } from './graph.ts'
 import type { JsonValue } from './json.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { CHANNELS, identifier, type StoredSensitivity } from './scope.ts'
-import { type SearchExplain, type SearchHit, planSearch, runSearchWithPool } from './search.ts'
+import { type SearchExplain, type SearchHit, type SearchPlan, planSearch, searchInTransaction, withLimit } from './search.ts'
 import { recencyOf } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { estimateTokens } from './tokens.ts'
@@ -47,6 +48,9 @@ const SECTION_TITLES: Record<SectionName, string> = {
   recent_window: 'Recent conversation',
   handoff_packet: 'Handoff',
 }
+
+/** Sections read with statements kept prepared: they run on every call, with the same text. */
+const PREPARED = { prepare: true } as const
 
 /** The most events `buildContext` retrieves by search before packing. */
 export const MAX_RETRIEVED = 200
@@ -218,9 +222,9 @@ export function createContext(ctx: EngineContext) {
   const count = ctx.tokenCounter ?? estimateTokens
 
   /** For each hit: its turn (question and reply), the procedures of the reply and the versions they saw. */
-  async function expandTurns(eventIds: string[], tenantId: string, asOf: Date | null): Promise<Map<string, TurnRow>> {
+  async function expandTurns(db: Queryable, eventIds: string[], tenantId: string, asOf: Date | null): Promise<Map<string, TurnRow>> {
     if (eventIds.length === 0) return new Map()
-    const { rows } = await ctx.db.query<TurnRow>(
+    const { rows } = await db.query<TurnRow>(
       `WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE'),
        hit AS (SELECT DISTINCT unnest($1::text[]) AS id),
        -- Materialized: each lookup runs once per hit, not once per column that reads it.
@@ -258,7 +262,7 @@ export function createContext(ctx: EngineContext) {
                FROM events h WHERE h.id = t.hit_id) AS truncated_artifact
        -- One index lookup per hit (scalar subqueries): a hash join would read every event.
        FROM turn2 t`,
-      [eventIds, tenantId, asOf],
+      [eventIds, tenantId, asOf], PREPARED,
     )
     return new Map(rows.map((r) => [r.hit_id, r]))
   }
@@ -288,29 +292,15 @@ export function createContext(ctx: EngineContext) {
     return lines.join('\n')
   }
 
-  /**
-   * Evidence candidates in one or two passes: search for as many hits as would fill the
-   * section at FIRST_PASS_TOKENS_PER_HIT each, then, only if those leave MIN_TOKENS_PER_HIT or
-   * more of the cap unfilled and more could exist, for the most that could fit (the cap over
-   * MIN_TOKENS_PER_HIT, at least 20, at most MAX_RETRIEVED). The bundle packs the candidates
-   * of the last pass run.
-   */
-  async function retrieved(i: Input, now: Date, omissions: ContextOmission[], evidenceCap: number) {
+  /** How many hits each search pass asks for: see `retrieved`. */
+  function passLimits(evidenceCap: number): { first: number; full: number } {
     const full = Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidenceCap / MIN_TOKENS_PER_HIT)))
-    const first = Math.min(full, Math.max(10, Math.ceil(evidenceCap / FIRST_PASS_TOKENS_PER_HIT)))
-    const noted: ContextOmission[] = []
-    const pass = await retrievalPass(i, now, noted, first)
-    // Fewer hits and fewer linked replies than asked for: a deeper pass finds no more.
-    const exhausted = pass.hits < first && pass.linked < first
-    if (first === full || exhausted || evidenceCap - pack('retrieved_evidence', evidenceCap, pass.candidates, []).usedTokens < MIN_TOKENS_PER_HIT) {
-      omissions.push(...noted)
-      return { ...pass, searchLimit: first, searchPasses: 1 }
-    }
-    return { ...(await retrievalPass(i, now, omissions, full)), searchLimit: full, searchPasses: 2 }
+    return { first: Math.min(full, Math.max(10, Math.ceil(evidenceCap / FIRST_PASS_TOKENS_PER_HIT))), full }
   }
 
-  async function retrievalPass(i: Input, now: Date, omissions: ContextOmission[], limit: number) {
-    const plan = await planSearch(ctx, i.query, {
+  /** The evidence search's plan for the first pass: validated and its query embedded once. */
+  function planEvidence(i: Input, now: Date, limit: number): Promise<SearchPlan> {
+    return planSearch(ctx, i.query, {
       limit,
       scope: {
         tenantId: i.tenantId,
@@ -320,12 +310,35 @@ export function createContext(ctx: EngineContext) {
       ...(i.conversationId ? { excludeConversation: i.conversationId } : {}),
       asOf: now,
     })
-    const { hits, poolSize } = await runSearchWithPool(ctx.db, plan)
+  }
+
+  /**
+   * Evidence candidates in one or two passes: search for as many hits as would fill the
+   * section at FIRST_PASS_TOKENS_PER_HIT each, then, only if those leave MIN_TOKENS_PER_HIT or
+   * more of the cap unfilled and more could exist, for the most that could fit (the cap over
+   * MIN_TOKENS_PER_HIT, at least 20, at most MAX_RETRIEVED). The bundle packs the candidates
+   * of the last pass run. The second pass reuses the first's plan (and its query vector).
+   */
+  async function retrieved(tx: Queryable, i: Input, now: Date, plan: SearchPlan, omissions: ContextOmission[], evidenceCap: number) {
+    const { first, full } = passLimits(evidenceCap)
+    const noted: ContextOmission[] = []
+    const pass = await retrievalPass(tx, i, now, plan, noted)
+    // Fewer hits and fewer linked replies than asked for: a deeper pass finds no more.
+    const exhausted = pass.hits < first && pass.linked < first
+    if (first === full || exhausted || evidenceCap - pack('retrieved_evidence', evidenceCap, pass.candidates, []).usedTokens < MIN_TOKENS_PER_HIT) {
+      omissions.push(...noted)
+      return { ...pass, searchLimit: first, searchPasses: 1 }
+    }
+    return { ...(await retrievalPass(tx, i, now, withLimit(plan, full), omissions)), searchLimit: full, searchPasses: 2 }
+  }
+
+  async function retrievalPass(tx: Queryable, i: Input, now: Date, plan: SearchPlan, omissions: ContextOmission[]) {
+    const { hits, poolSize } = await searchInTransaction(tx, plan)
     // Linked replies all score alike but for recency, so no more of them than the section can
     // hold (the same bound search is asked for) could ever be packed: the newest are read.
-    const linked = i.conversationId ? await documentLinked(i, now, plan.options.limit) : []
+    const linked = i.conversationId ? await documentLinked(tx, i, now, plan.options.limit) : []
     const ids = [...hits.map((h) => h.eventId), ...linked.map((l) => l.reply_id)]
-    const turns = await expandTurns(ids, i.tenantId, now)
+    const turns = await expandTurns(tx, ids, i.tenantId, now)
     const candidates: Candidate[] = []
     const seenTurns = new Set<string>()
     const add = (hit: Pick<SearchHit, 'eventId' | 'kind' | 'conversationId' | 'createdAt' | 'text'> & { chunkId?: string }, score: number, explain: SearchExplain | undefined, via: string) => {
@@ -373,8 +386,8 @@ export function createContext(ctx: EngineContext) {
   }
 
   /** Hypernode lookup: other conversations' replies that touched any version of a document this conversation touched. */
-  async function documentLinked(i: Input, now: Date, limit: number) {
-    const { rows } = await ctx.db.query<{
+  async function documentLinked(db: Queryable, i: Input, now: Date, limit: number) {
+    const { rows } = await db.query<{
       reply_id: string
       conversation_id: string
       created_at: Date
@@ -413,13 +426,13 @@ export function createContext(ctx: EngineContext) {
        ) l
        ORDER BY l.created_at DESC, l.reply_id
        LIMIT $7`,
-      [i.tenantId, i.conversationId, now, allowedSensitivities(i.channel), i.userId ?? null, DOCUMENT_FAN_OUT, limit],
+      [i.tenantId, i.conversationId, now, allowedSensitivities(i.channel), i.userId ?? null, DOCUMENT_FAN_OUT, limit], PREPARED,
     )
     return rows
   }
 
-  async function policy(i: Input, namespaces: readonly string[], now: Date): Promise<Candidate[]> {
-    const { rows } = await ctx.db.query<{ id: string; scope: string; namespace: string; key: string; rev: number; payload: unknown }>(
+  async function policy(db: Queryable, i: Input, namespaces: readonly string[], now: Date): Promise<Candidate[]> {
+    const { rows } = await db.query<{ id: string; scope: string; namespace: string; key: string; rev: number; payload: unknown }>(
       `SELECT id, scope, namespace, key, rev, payload FROM (
          SELECT DISTINCT ON (scope, namespace, key) * FROM kv
          WHERE tenant_id = $1 AND scope = ANY($2::text[]) AND namespace = ANY($3::text[]) AND created_at <= $4
@@ -427,7 +440,7 @@ export function createContext(ctx: EngineContext) {
        ) latest
        WHERE NOT deleted
        ORDER BY array_position($2::text[], scope) DESC, namespace, key`,
-      [i.tenantId, policyScopes(i), namespaces, now],
+      [i.tenantId, policyScopes(i), namespaces, now], PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -438,14 +451,14 @@ export function createContext(ctx: EngineContext) {
     }))
   }
 
-  async function curated(i: Input, categories: readonly string[], now: Date): Promise<Candidate[]> {
-    const { rows } = await ctx.db.query<{ id: string; content: string; category: string; confidence: number }>(
+  async function curated(db: Queryable, i: Input, categories: readonly string[], now: Date): Promise<Candidate[]> {
+    const { rows } = await db.query<{ id: string; content: string; category: string; confidence: number }>(
       `SELECT id, content, category, confidence FROM memories
        WHERE tenant_id = $1 AND status = 'active' AND category = ANY($2::text[]) AND created_at <= $3
          AND (scope = 'global' OR user_id IS NOT DISTINCT FROM $4)
        ORDER BY confidence DESC, use_count DESC, updated_at DESC, id
        LIMIT 500`,
-      [i.tenantId, categories, now, i.userId ?? null],
+      [i.tenantId, categories, now, i.userId ?? null], PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -456,8 +469,8 @@ export function createContext(ctx: EngineContext) {
     }))
   }
 
-  async function decisions(i: Input, now: Date, omissions: ContextOmission[]): Promise<Candidate[]> {
-    const { rows } = await ctx.db.query<{
+  async function decisions(db: Queryable, i: Input, now: Date, omissions: ContextOmission[]): Promise<Candidate[]> {
+    const { rows } = await db.query<{
       id: string
       text: string
       conversation_id: string
@@ -493,7 +506,7 @@ export function createContext(ctx: EngineContext) {
        FROM dec d
        ORDER BY relevant DESC, d.created_at DESC, d.id
        LIMIT 1000`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query],
+      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query], PREPARED,
     )
     const out: Candidate[] = []
     for (const [n, r] of rows.entries()) {
@@ -512,8 +525,8 @@ export function createContext(ctx: EngineContext) {
     return out
   }
 
-  async function tasks(i: Input, now: Date): Promise<Candidate[]> {
-    const { rows } = await ctx.db.query<{ id: string; task: string; status: string | null; text: string; conversation_id: string; created_at: Date }>(
+  async function tasks(db: Queryable, i: Input, now: Date): Promise<Candidate[]> {
+    const { rows } = await db.query<{ id: string; task: string; status: string | null; text: string; conversation_id: string; created_at: Date }>(
       `SELECT * FROM (
          SELECT DISTINCT ON (task) e.id, task, e.content ->> 'status' AS status,
                 coalesce(e.content ->> 'text', e.content ->> 'title', e.content::text) AS text, e.conversation_id, e.created_at
@@ -526,7 +539,7 @@ export function createContext(ctx: EngineContext) {
        WHERE coalesce(status, 'open') NOT IN ('done', 'cancelled', 'closed')
        ORDER BY (conversation_id = $5) DESC, created_at DESC, id
        LIMIT 500`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.conversationId ?? null],
+      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.conversationId ?? null], PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -537,9 +550,9 @@ export function createContext(ctx: EngineContext) {
     }))
   }
 
-  async function recent(i: Input, now: Date): Promise<Candidate[]> {
+  async function recent(db: Queryable, i: Input, now: Date): Promise<Candidate[]> {
     if (!i.conversationId) return []
-    const { rows } = await ctx.db.query<{ id: string; actor_type: string; actor_id: string; text: string; n: number }>(
+    const { rows } = await db.query<{ id: string; actor_type: string; actor_id: string; text: string; n: number }>(
       `SELECT e.id, e.actor_type, e.actor_id, e.content ->> 'text' AS text,
               row_number() OVER (ORDER BY e.created_at DESC, e.seq DESC)::int AS n
        FROM events e
@@ -547,7 +560,7 @@ export function createContext(ctx: EngineContext) {
          AND e.sensitivity = ANY($3::text[]) AND e.created_at <= $4
        ORDER BY e.created_at DESC, e.seq DESC
        LIMIT 200`,
-      [i.tenantId, i.conversationId, allowedSensitivities(i.channel), now],
+      [i.tenantId, i.conversationId, allowedSensitivities(i.channel), now], PREPARED,
     )
     return rows.map((r) => ({
       id: r.id,
@@ -559,8 +572,8 @@ export function createContext(ctx: EngineContext) {
     }))
   }
 
-  async function handoff(i: Input, now: Date): Promise<Candidate[]> {
-    const { rows } = await ctx.db.query<{ id: string; actor_id: string; text: string; conversation_id: string; created_at: Date }>(
+  async function handoff(db: Queryable, i: Input, now: Date): Promise<Candidate[]> {
+    const { rows } = await db.query<{ id: string; actor_id: string; text: string; conversation_id: string; created_at: Date }>(
       `SELECT e.id, e.actor_id, coalesce(e.content ->> 'text', e.content ->> 'decision', e.content::text) AS text,
               e.conversation_id, e.created_at
        FROM events e
@@ -570,7 +583,7 @@ export function createContext(ctx: EngineContext) {
          AND ($4::text IS NULL OR e.agent_id IS DISTINCT FROM $4)
        ORDER BY e.created_at DESC, e.seq DESC
        LIMIT 100`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.agentId ?? null, i.conversationId ?? null],
+      [i.tenantId, allowedSensitivities(i.channel), now, i.agentId ?? null, i.conversationId ?? null], PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -661,22 +674,31 @@ export function createContext(ctx: EngineContext) {
       const omissions: ContextOmission[] = []
       const cap = caps(i)
 
-      const [identity, rules, memoryRules, taskItems, decisionItems, recentItems, handoffItems, terms] = await Promise.all([
-        policy(i, IDENTITY_NAMESPACES, now),
-        policy(i, RULE_NAMESPACES, now),
-        curated(i, RULE_CATEGORIES, now),
-        tasks(i, now),
-        decisions(i, now, omissions),
-        recent(i, now),
-        handoff(i, now),
-        ctx.db.query<{ terms: string[] | null }>(
-          `SELECT array_agg(DISTINCT lexeme ORDER BY lexeme) AS terms FROM unnest(to_tsvector('english', $1))`,
-          [i.query],
-        ),
-      ])
-      const evidence = i.retrieval
-        ? await retrieved(i, now, omissions, cap.retrieved_evidence)
-        : { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
+      // The query is validated and embedded before any read; then every read runs in one
+      // transaction: the sections come from one state of the memory, each statement is kept
+      // prepared, and PGlite flushes its storage once, not after each.
+      const plan = i.retrieval ? await planEvidence(i, now, passLimits(cap.retrieved_evidence).first) : null
+      const read = await ctx.db.transaction(async (tx) => {
+        const sections = await Promise.all([
+          policy(tx, i, IDENTITY_NAMESPACES, now),
+          policy(tx, i, RULE_NAMESPACES, now),
+          curated(tx, i, RULE_CATEGORIES, now),
+          tasks(tx, i, now),
+          decisions(tx, i, now, omissions),
+          recent(tx, i, now),
+          handoff(tx, i, now),
+          tx.query<{ terms: string[] | null }>(
+            `SELECT array_agg(DISTINCT lexeme ORDER BY lexeme) AS terms FROM unnest(to_tsvector('english', $1))`,
+            [i.query],
+            { prepare: true },
+          ),
+        ])
+        // Last: the search's settings hold for the rest of the transaction.
+        const evidence = plan ? await retrieved(tx, i, now, plan, omissions, cap.retrieved_evidence) : null
+        return { sections, evidence }
+      })
+      const [identity, rules, memoryRules, taskItems, decisionItems, recentItems, handoffItems, terms] = read.sections
+      const evidence = read.evidence ?? { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
       if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
 
       const candidatesBySection: Record<SectionName, Candidate[]> = {

@@ -629,22 +629,29 @@ export async function runSearch(db: Db, plan: SearchPlan): Promise<SearchHit[]> 
 
 /** `runSearch`, also saying how many events were ranked before the cut. */
 export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
-  const rows = await db.transaction(async (tx) => {
-    // The statements below are kept prepared, but planned for this search's own values every
-    // time: the best plan for a search depends on them.
-    await tx.exec(
-      `SET LOCAL plan_cache_mode = force_custom_plan` +
-        // A filtered HNSW scan stops at ef_search rows unless it may keep scanning.
-        (plan.vector
-          ? `; SET LOCAL hnsw.iterative_scan = relaxed_order;
-             SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(100, plan.candidates))};
-             SET LOCAL hnsw.max_scan_tuples = 100000`
-          : ''),
-    )
-    const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
-    const { sql, params } = searchStatement(planned)
-    return (await tx.query<HitRow>(sql, params, { prepare: true })).rows
-  })
+  return db.transaction((tx) => searchInTransaction(tx, plan))
+}
+
+/**
+ * `runSearchWithPool` inside the caller's transaction (`buildContext` reads all it needs in
+ * one). Its settings are `SET LOCAL`: they hold for the rest of that transaction, so the
+ * statements run after it there are planned for their own values as well.
+ */
+export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
+  // The statements below are kept prepared, but planned for this search's own values every
+  // time: the best plan for a search depends on them.
+  await tx.exec(
+    `SET LOCAL plan_cache_mode = force_custom_plan` +
+      // A filtered HNSW scan stops at ef_search rows unless it may keep scanning.
+      (plan.vector
+        ? `; SET LOCAL hnsw.iterative_scan = relaxed_order;
+           SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(100, plan.candidates))};
+           SET LOCAL hnsw.max_scan_tuples = 100000`
+        : ''),
+  )
+  const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
+  const { sql, params } = searchStatement(planned)
+  const { rows } = await tx.query<HitRow>(sql, params, { prepare: true })
   return { hits: rows.map(toHit), poolSize: Number(rows[0]?.pool_size ?? 0) }
 }
 
@@ -677,9 +684,18 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
     scoring,
     vector,
     now: o.asOf === undefined ? ctx.now() : toDate(o.asOf),
-    // Each list is ranked three times as deep as the hits asked for, and never shallower than 200.
-    candidates: Math.min(MAX_CANDIDATES, Math.max(200, o.limit * 3)),
+    candidates: candidatesFor(o.limit),
   }
+}
+
+/** Each list is ranked three times as deep as the hits asked for, and never shallower than 200. */
+function candidatesFor(limit: number): number {
+  return Math.min(MAX_CANDIDATES, Math.max(200, limit * 3))
+}
+
+/** The same search asking for `limit` hits: the query is not validated or embedded again. */
+export function withLimit(plan: SearchPlan, limit: number): SearchPlan {
+  return { ...plan, options: { ...plan.options, limit }, candidates: candidatesFor(limit) }
 }
 
 /** `search`: hybrid retrieval over the event log. */

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { type ContextBundle, FIRST_PASS_TOKENS_PER_HIT, MAX_RETRIEVED, MIN_TOKENS_PER_HIT } from '../../src/core/context.ts'
+import type { Db } from '../../src/core/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { estimateTokens } from '../../src/core/tokens.ts'
 import { DAY, testClock } from '../support/clock.ts'
@@ -338,6 +339,40 @@ describe('buildContext: acceptance scenarios', () => {
     expect(evidence.usedTokens).toBeLessThanOrEqual(evidence.capTokens)
     expect(bundle.tokenUsedEst).toBeLessThanOrEqual(3000)
     expect(bundle.omissions.filter((o) => o.reason === 'over_section_cap').length).toBe(asked - evidence.items.length)
+  })
+
+  it('reads every section and both search passes in one transaction, embedding the query once', async () => {
+    const clock = testClock()
+    const embedder = createTestEmbedder()
+    await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual' })
+    // The engine over a Db that notes each call made on it once counting starts.
+    const calls = { outside: [] as string[], transactions: 0 }
+    let counting = false
+    const inner = t.db as unknown as Db
+    const db: Db = {
+      query: (sql, params, options) => {
+        if (counting) calls.outside.push(sql)
+        return inner.query(sql, params, options)
+      },
+      exec: (sql) => {
+        if (counting) calls.outside.push(sql)
+        return inner.exec(sql)
+      },
+      transaction: (fn) => {
+        if (counting) calls.transactions++
+        return inner.transaction(fn)
+      },
+    }
+    const engine = await createEngine({ db, now: clock.now, embedder, indexing: 'manual' })
+    await notes(engine as unknown as Memory, clock, 40, (n) => `c${n % 5}`, (n) => `invoice parsing note ${n} about currency ${n % 7}`)
+    await engine.indexNow()
+    counting = true
+    embedder.calls = 0
+    const bundle = await engine.buildContext({ ...scope, query: 'invoice parsing currency', conversationId: 'new', maxTokens: 3000 })
+    expect(bundle.provenance.searchPasses).toBe(2)
+    expect(section(bundle, 'retrieved_evidence').items[0]?.explain?.vector).not.toBeNull()
+    expect(calls).toEqual({ outside: [], transactions: 1 })
+    expect(embedder.calls).toBe(1)
   })
 
   it('when the first search pass fills the evidence section, no second pass runs: the section holds the best hits search gives', async () => {
