@@ -18,16 +18,11 @@ const existing = await readFile(out).catch(() => undefined)
 if (previous === stamp && existing) {
   console.log(`build-template: ${out} is up to date`)
 } else {
-  const { openPGlite } = await import('../dist/lib/src/runtime/pglite.js')
+  const { dropTemplateDatabases, openPGlite } = await import('../dist/lib/src/runtime/pglite.js')
   const pg = await openPGlite()
   await migrations.migrate(pg)
-  // A memory is one database. The two template databases initdb makes (for CREATE DATABASE,
-  // which a memory never runs) are more than half of the directory's files, and a memory
-  // reads every file of its directory when it opens.
-  for (const name of ['template0', 'template1']) {
-    await pg.exec(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false IS_TEMPLATE false`)
-    await pg.exec(`DROP DATABASE ${name}`)
-  }
+  // A memory is one database: initdb's template databases are left out.
+  await dropTemplateDatabases(pg)
   await pg.exec('CHECKPOINT')
   const dump = await pg.dumpDataDir('gzip')
   await pg.close()
