@@ -262,7 +262,8 @@ export function createContext(ctx: EngineContext) {
                FROM events h WHERE h.id = t.hit_id) AS truncated_artifact
        -- One index lookup per hit (scalar subqueries): a hash join would read every event.
        FROM turn2 t`,
-      [eventIds, tenantId, asOf], PREPARED,
+      [eventIds, tenantId, asOf],
+      PREPARED,
     )
     return new Map(rows.map((r) => [r.hit_id, r]))
   }
@@ -426,7 +427,8 @@ export function createContext(ctx: EngineContext) {
        ) l
        ORDER BY l.created_at DESC, l.reply_id
        LIMIT $7`,
-      [i.tenantId, i.conversationId, now, allowedSensitivities(i.channel), i.userId ?? null, DOCUMENT_FAN_OUT, limit], PREPARED,
+      [i.tenantId, i.conversationId, now, allowedSensitivities(i.channel), i.userId ?? null, DOCUMENT_FAN_OUT, limit],
+      PREPARED,
     )
     return rows
   }
@@ -440,7 +442,8 @@ export function createContext(ctx: EngineContext) {
        ) latest
        WHERE NOT deleted
        ORDER BY array_position($2::text[], scope) DESC, namespace, key`,
-      [i.tenantId, policyScopes(i), namespaces, now], PREPARED,
+      [i.tenantId, policyScopes(i), namespaces, now],
+      PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -458,7 +461,8 @@ export function createContext(ctx: EngineContext) {
          AND (scope = 'global' OR user_id IS NOT DISTINCT FROM $4)
        ORDER BY confidence DESC, use_count DESC, updated_at DESC, id
        LIMIT 500`,
-      [i.tenantId, categories, now, i.userId ?? null], PREPARED,
+      [i.tenantId, categories, now, i.userId ?? null],
+      PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -506,7 +510,8 @@ export function createContext(ctx: EngineContext) {
        FROM dec d
        ORDER BY relevant DESC, d.created_at DESC, d.id
        LIMIT 1000`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query], PREPARED,
+      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query],
+      PREPARED,
     )
     const out: Candidate[] = []
     for (const [n, r] of rows.entries()) {
@@ -539,7 +544,8 @@ export function createContext(ctx: EngineContext) {
        WHERE coalesce(status, 'open') NOT IN ('done', 'cancelled', 'closed')
        ORDER BY (conversation_id = $5) DESC, created_at DESC, id
        LIMIT 500`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.conversationId ?? null], PREPARED,
+      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.conversationId ?? null],
+      PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -560,7 +566,8 @@ export function createContext(ctx: EngineContext) {
          AND e.sensitivity = ANY($3::text[]) AND e.created_at <= $4
        ORDER BY e.created_at DESC, e.seq DESC
        LIMIT 200`,
-      [i.tenantId, i.conversationId, allowedSensitivities(i.channel), now], PREPARED,
+      [i.tenantId, i.conversationId, allowedSensitivities(i.channel), now],
+      PREPARED,
     )
     return rows.map((r) => ({
       id: r.id,
@@ -583,7 +590,8 @@ export function createContext(ctx: EngineContext) {
          AND ($4::text IS NULL OR e.agent_id IS DISTINCT FROM $4)
        ORDER BY e.created_at DESC, e.seq DESC
        LIMIT 100`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.agentId ?? null, i.conversationId ?? null], PREPARED,
+      [i.tenantId, allowedSensitivities(i.channel), now, i.agentId ?? null, i.conversationId ?? null],
+      PREPARED,
     )
     return rows.map((r, n) => ({
       id: r.id,
@@ -690,7 +698,7 @@ export function createContext(ctx: EngineContext) {
           tx.query<{ terms: string[] | null }>(
             `SELECT array_agg(DISTINCT lexeme ORDER BY lexeme) AS terms FROM unnest(to_tsvector('english', $1))`,
             [i.query],
-            { prepare: true },
+            PREPARED,
           ),
         ])
         // Last: the search's settings hold for the rest of the transaction.

@@ -373,6 +373,21 @@ describe('buildContext: acceptance scenarios', () => {
     expect(section(bundle, 'retrieved_evidence').items[0]?.explain?.vector).not.toBeNull()
     expect(calls).toEqual({ outside: [], transactions: 1 })
     expect(embedder.calls).toBe(1)
+
+    // Over PGlite itself, the sections' statements are kept prepared: parsed once, run again.
+    const direct = await createEngine({ db: t.db, now: clock.now, embedder, indexing: 'manual' })
+    for (let n = 0; n < 2; n++) await direct.buildContext({ ...scope, query: 'invoice parsing currency', conversationId: `c${n}` })
+    const { rows } = await t.db.query<{ statement: string; runs: number }>(
+      `SELECT statement, (generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements`,
+    )
+    const runs = (fragment: string) => rows.filter((r) => r.statement.includes(fragment)).map((r) => r.runs)
+    expect(runs('FROM kv')).toEqual([4]) // identity and rules, twice
+    expect(runs('category, confidence FROM memories')).toEqual([2])
+    expect(runs('array_agg(DISTINCT lexeme')).toEqual([2])
+    expect(runs("WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE')")).toEqual([2])
+    // Every statement of the bundle, the search's two included, was parsed once for both calls.
+    expect(rows.every((r) => r.runs === 2 || r.runs === 4)).toBe(true)
+    expect(rows.length).toBe(11)
   })
 
   it('when the first search pass fills the evidence section, no second pass runs: the section holds the best hits search gives', async () => {
