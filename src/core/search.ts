@@ -695,6 +695,9 @@ function candidatesFor(limit: number): number {
 
 /** The same search asking for `limit` hits: the query is not validated or embedded again. */
 export function withLimit(plan: SearchPlan, limit: number): SearchPlan {
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) {
+    throw new MemoryError('INVALID_INPUT', `limit must be a whole number from 1 to ${MAX_SEARCH_LIMIT}; got ${String(limit)}`)
+  }
   return { ...plan, options: { ...plan.options, limit }, candidates: candidatesFor(limit) }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
+import { MAX_SEARCH_LIMIT, type SearchPlan, withLimit } from '../../src/core/search.ts'
 import { testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -296,5 +297,20 @@ describe('search', () => {
     expect(await at('deploy pipeline', 2)).toBe(1)
     expect(await at('release checklist', 4.5)).toBe(1) // five conversations: four from a.ts, c4 from b.ts
     expect(await at('release checklist', 6)).toBeCloseTo(Math.log(1 + 5) / Math.log(1 + 6), 9)
+  })
+})
+
+describe('withLimit', () => {
+  it('asks the same planned search for more hits, ranking deeper, and refuses a limit search would refuse', () => {
+    const vector = new Float32Array([1, 0])
+    const plan = { query: 'q', vector, options: { limit: 23, mode: 'hybrid' }, candidates: 200 } as unknown as SearchPlan
+    const deeper = withLimit(plan, 100)
+    expect(deeper.options).toEqual({ limit: 100, mode: 'hybrid' })
+    expect(deeper.candidates).toBe(300)
+    expect(deeper.vector).toBe(vector)
+    expect(plan.options.limit).toBe(23)
+    for (const bad of [0, MAX_SEARCH_LIMIT + 1, 2.5, Number.NaN]) {
+      expect(() => withLimit(plan, bad)).toThrow(MemoryError)
+    }
   })
 })
