@@ -49,6 +49,12 @@ const SECTION_TITLES: Record<SectionName, string> = {
   handoff_packet: 'Handoff',
 }
 
+/** How many hits the first search pass asks for, and a second pass if one runs. */
+interface PassLimits {
+  first: number
+  full: number
+}
+
 /** Sections read with statements kept prepared: they run on every call, with the same text. */
 const PREPARED = { prepare: true } as const
 
@@ -294,7 +300,7 @@ export function createContext(ctx: EngineContext) {
   }
 
   /** How many hits each search pass asks for: see `retrieved`. */
-  function passLimits(evidenceCap: number): { first: number; full: number } {
+  function passLimits(evidenceCap: number): PassLimits {
     const full = Math.min(MAX_RETRIEVED, Math.max(20, Math.ceil(evidenceCap / MIN_TOKENS_PER_HIT)))
     return { first: Math.min(full, Math.max(10, Math.ceil(evidenceCap / FIRST_PASS_TOKENS_PER_HIT))), full }
   }
@@ -320,8 +326,15 @@ export function createContext(ctx: EngineContext) {
    * MIN_TOKENS_PER_HIT, at least 20, at most MAX_RETRIEVED). The bundle packs the candidates
    * of the last pass run. The second pass reuses the first's plan (and its query vector).
    */
-  async function retrieved(tx: Queryable, i: Input, now: Date, plan: SearchPlan, omissions: ContextOmission[], evidenceCap: number) {
-    const { first, full } = passLimits(evidenceCap)
+  async function retrieved(
+    tx: Queryable,
+    i: Input,
+    now: Date,
+    plan: SearchPlan,
+    omissions: ContextOmission[],
+    evidenceCap: number,
+    { first, full }: PassLimits,
+  ) {
     const noted: ContextOmission[] = []
     const pass = await retrievalPass(tx, i, now, plan, noted)
     // Fewer hits and fewer linked replies than asked for: a deeper pass finds no more.
@@ -685,7 +698,8 @@ export function createContext(ctx: EngineContext) {
       // The query is validated and embedded before any read; then every read runs in one
       // transaction: the sections come from one state of the memory, each statement is kept
       // prepared, and PGlite flushes its storage once, not after each.
-      const plan = i.retrieval ? await planEvidence(i, now, passLimits(cap.retrieved_evidence).first) : null
+      const limits = passLimits(cap.retrieved_evidence)
+      const plan = i.retrieval ? await planEvidence(i, now, limits.first) : null
       const read = await ctx.db.transaction(async (tx) => {
         const sections = await Promise.all([
           policy(tx, i, IDENTITY_NAMESPACES, now),
@@ -702,7 +716,7 @@ export function createContext(ctx: EngineContext) {
           ),
         ])
         // Last: the search's settings hold for the rest of the transaction.
-        const evidence = plan ? await retrieved(tx, i, now, plan, omissions, cap.retrieved_evidence) : null
+        const evidence = plan ? await retrieved(tx, i, now, plan, omissions, cap.retrieved_evidence, limits) : null
         return { sections, evidence }
       })
       const [identity, rules, memoryRules, taskItems, decisionItems, recentItems, handoffItems, terms] = read.sections

@@ -695,10 +695,8 @@ function candidatesFor(limit: number): number {
 
 /** The same search asking for `limit` hits: the query is not validated or embedded again. */
 export function withLimit(plan: SearchPlan, limit: number): SearchPlan {
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SEARCH_LIMIT) {
-    throw new MemoryError('INVALID_INPUT', `limit must be a whole number from 1 to ${MAX_SEARCH_LIMIT}; got ${String(limit)}`)
-  }
-  return { ...plan, options: { ...plan.options, limit }, candidates: candidatesFor(limit) }
+  const checked = parseInput(searchOptions.shape.limit, limit, 'search limit')
+  return { ...plan, options: { ...plan.options, limit: checked }, candidates: candidatesFor(checked) }
 }
 
 /** `search`: hybrid retrieval over the event log. */
