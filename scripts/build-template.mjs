@@ -7,9 +7,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 const out = 'assets/pgdata-template.tar.gz'
 const stampFile = 'assets/pgdata-template.stamp'
 const migrations = await import('../dist/lib/src/core/schema/migrations.js')
+const runtime = await import('../dist/lib/src/runtime/pglite.js')
 const pgliteVersion = JSON.parse(await readFile('node_modules/@electric-sql/pglite/package.json', 'utf8')).version
 const stamp = createHash('sha256')
-  .update(JSON.stringify({ pgliteVersion, migrations: migrations.MIGRATIONS }))
+  .update(JSON.stringify({ pgliteVersion, migrations: migrations.MIGRATIONS, initdb: runtime.INITDB_PARAMS, wal: runtime.WAL_SETTINGS }))
   .update(await readFile(new URL(import.meta.url))) // this recipe
   .digest('hex')
 
@@ -18,7 +19,7 @@ const existing = await readFile(out).catch(() => undefined)
 if (previous === stamp && existing) {
   console.log(`build-template: ${out} is up to date`)
 } else {
-  const { dropTemplateDatabases, openPGlite } = await import('../dist/lib/src/runtime/pglite.js')
+  const { dropTemplateDatabases, openPGlite } = runtime
   const pg = await openPGlite()
   await migrations.migrate(pg)
   // A memory is one database: initdb's template databases are left out.

@@ -35,9 +35,20 @@ export function cacheSetting(cacheMB: number): string {
  * segments pile up (160 MB after 1,000 turns and their vectors) until a `CHECKPOINT`, and
  * the data directory — what OPFS or IndexedDB stores and a boot reads — carries them all.
  * The engine checkpoints after each statistics refresh; these bounds make that checkpoint
- * recycle the old segments down to a few.
+ * recycle the old segments down to a few. Postgres refuses to start when `min_wal_size` is
+ * under two segments, and a memory's segment size is fixed when it is made (1 MiB now, 16
+ * before `INITDB_PARAMS`): 32 MB suits both.
  */
 export const WAL_SETTINGS = ['max_wal_size=64MB', 'min_wal_size=32MB'] as const
+
+/**
+ * initdb's parameters for a new data directory: WAL segments of 1 MiB instead of Postgres'
+ * 16. IndexedDB stores a changed file whole at each flush, so with 16 MiB segments every
+ * durable write there rewrote 16 MiB; and an empty memory was two-thirds WAL, all of which
+ * an open reads. The size is fixed when the directory is made (`pg_control` records it), so
+ * it reaches browser memories through the bundled template.
+ */
+export const INITDB_PARAMS = ['--wal-segsize=1'] as const
 
 /** PGlite with the extensions Engram needs, in Node or in a worker. */
 export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
@@ -47,6 +58,7 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
     ...(options.fs === undefined ? {} : { fs: options.fs }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
     extensions: { vector },
+    initDbStartParams: [...INITDB_PARAMS],
     startParams: [...PGlite.defaultStartParams, ...[...WAL_SETTINGS, ...cache].flatMap((s) => ['-c', s])],
   })
 }

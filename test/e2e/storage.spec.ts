@@ -23,6 +23,18 @@ for (const storage of ['opfs', 'idb'] as const) {
         return names
       })
       expect(databases).toEqual(['5'])
+      // Its write-ahead log comes in 1 MiB segments (INITDB_PARAMS), not Postgres' 16 MiB.
+      const segments = await page.evaluate(async () => {
+        const root = await navigator.storage.getDirectory()
+        const wal = await (await root.getDirectoryHandle('engram-reload')).getDirectoryHandle('pg_wal')
+        const sizes: number[] = []
+        for await (const [name, handle] of (wal as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> }).entries()) {
+          if (/^[0-9A-F]{24}$/.test(name)) sizes.push((await (handle as FileSystemFileHandle).getFile()).size)
+        }
+        return sizes
+      })
+      expect(segments.length).toBeGreaterThan(0)
+      expect(new Set(segments)).toEqual(new Set([2 ** 20]))
     }
 
     await page.reload()

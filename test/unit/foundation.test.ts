@@ -1,3 +1,4 @@
+import { PGlite } from '@electric-sql/pglite'
 import { describe, expect, it } from 'vitest'
 import { migrate, SCHEMA_VERSION } from '../../src/core/schema/migrations.ts'
 import { createEngine } from '../../src/core/engine.ts'
@@ -60,6 +61,25 @@ describe('foundation', () => {
     await expect(pg.query(`UPDATE edges SET document_id = NULL`)).rejects.toThrow(/append-only/)
     await pg.close()
   })
+  it('write-ahead log segments are 1 MiB, and a directory made with 16 MiB segments still opens', async () => {
+    const segment = async (pg: Awaited<ReturnType<typeof openPGlite>>) =>
+      (await pg.query<{ wal_segment_size: string }>('SHOW wal_segment_size')).rows[0]?.wal_segment_size
+    // The test template comes from openPGlite's own initdb.
+    const current = await openPGlite({ loadDataDir: await templateBlob() })
+    expect(await segment(current)).toBe('1MB')
+    await current.close()
+    // Memories made before segments were 1 MiB keep Postgres' default, fixed in pg_control:
+    // the WAL settings every open passes must suit both.
+    const older = await PGlite.create({ initDbStartParams: ['--wal-segsize=16'] })
+    await older.exec('CREATE TABLE kept (n int); INSERT INTO kept VALUES (1); CHECKPOINT')
+    const files = await older.dumpDataDir('none')
+    await older.close()
+    const reopened = await openPGlite({ loadDataDir: files })
+    expect(await segment(reopened)).toBe('16MB')
+    expect((await reopened.query<{ n: number }>('SELECT n FROM kept')).rows).toEqual([{ n: 1 }])
+    await reopened.close()
+  })
+
   it('cacheMB sets the page cache, and a size out of range is refused before anything opens', async () => {
     const pg = await openPGlite({ loadDataDir: await templateBlob(), cacheMB: 64 })
     expect((await pg.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]?.shared_buffers).toBe('64MB')
