@@ -14,7 +14,7 @@ import type { SuiteOptions, SuiteOutput } from './node-suite.ts'
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
-const CHROMIUM_ARGS = [
+export const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-background-networking',
   '--disable-component-update',
@@ -24,7 +24,7 @@ const CHROMIUM_ARGS = [
   '--enable-unsafe-webgpu',
 ]
 
-async function startServer(): Promise<PreviewServer> {
+export async function startServer(): Promise<PreviewServer> {
   if (!existsSync('dist/demo/harness.html')) throw new Error('dist/demo/harness.html is missing: run `npm run build` first')
   // vite.config.ts's preview settings apply too: the pages are cross-origin isolated.
   return preview({
@@ -33,7 +33,7 @@ async function startServer(): Promise<PreviewServer> {
   })
 }
 
-async function openHarness(context: BrowserContext, origin: string): Promise<Page> {
+export async function openHarness(context: BrowserContext, origin: string): Promise<Page> {
   const page = await context.newPage()
   page.on('pageerror', (error) => console.error(`page error: ${error.message}`))
   page.on('response', (response) => {
