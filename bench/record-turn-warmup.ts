@@ -1,0 +1,65 @@
+/**
+ * How `recordTurn`'s latency changes over the first turns after a memory starts: one OPFS
+ * memory (no model, indexing manual) records TURNS turns (default 160) from a fresh page, and
+ * then TURNS more from another fresh page, so a second worker opens the memory it left. Prints,
+ * per start, p50 / p95 over turns 20 on (what `record_turn_no_index_ms` times after its 20
+ * warm-ups) and over turns 60 on, and every turn's time. JSFLAGS passes V8 flags to Chromium
+ * (`JSFLAGS=--no-liftoff` compiles PGlite's WASM with the optimizing compiler from the start).
+ * Needs `npm run build`.
+ *
+ *   node bench/run.mjs bench/record-turn-warmup.ts
+ */
+import { chromium } from '@playwright/test'
+import { CHROMIUM_ARGS, CHROMIUM_PATH, openHarness, startServer } from './lib/browser-suite.ts'
+import { makeTurns, sessionShape } from './lib/data.ts'
+import { percentile } from './lib/metrics.ts'
+
+const TURNS = Number(process.env.TURNS ?? 160)
+const flags = process.env.JSFLAGS ? [`--js-flags=${process.env.JSFLAGS}`] : []
+const turns = makeTurns(sessionShape(4 * 2 * TURNS), 4242)
+const summary = (timings: number[]) => {
+  const sorted = [...timings].sort((a, b) => a - b)
+  return `p50 ${percentile(sorted, 50).toFixed(1)} / p95 ${percentile(sorted, 95).toFixed(1)} ms`
+}
+
+const server = await startServer()
+const origin = (server.resolvedUrls?.local[0] ?? '').replace(/\/$/, '')
+const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, ...flags] })
+try {
+  const context = await browser.newContext()
+  for (const start of [0, 1]) {
+    const page = await openHarness(context, origin)
+    const timings = await page.evaluate(
+      async ({ json }) => {
+        const memory = await window.engram.createMemory({
+          name: 'warmup',
+          storage: 'opfs',
+          workspace: { mode: 'local', root: '/bench/repo' },
+          embedder: { kind: 'none' },
+          indexing: 'manual',
+        })
+        const times: number[] = []
+        try {
+          for (const turn of JSON.parse(json) as Parameters<typeof memory.recordTurn>[0][]) {
+            const t0 = performance.now()
+            await memory.recordTurn(turn)
+            times.push(performance.now() - t0)
+          }
+        } finally {
+          await memory.close()
+        }
+        return times
+      },
+      { json: JSON.stringify(turns.slice(start * TURNS, (start + 1) * TURNS)) },
+    )
+    process.stdout.write(
+      `${start === 0 ? 'new memory' : 'reopened'}${flags.length ? ` (${flags.join(' ')})` : ''}: ` +
+        `turns 20+ ${summary(timings.slice(20))}; turns 60+ ${summary(timings.slice(60))}\n` +
+        `  ${timings.map((t) => t.toFixed(0)).join(',')}\n`,
+    )
+    await page.close()
+  }
+} finally {
+  await browser.close()
+  await server.close()
+}
