@@ -9,7 +9,7 @@ import { entityGraphApi } from './entity-graph.ts'
 import { createEvents } from './events.ts'
 import { createForget } from './forget.ts'
 import { createGraph } from './graph.ts'
-import { createIndexer, type IndexingPause } from './indexer.ts'
+import { createIndexer, type IndexingPause, parseIndexingPause } from './indexer.ts'
 import { createStatistics, MIN_REFRESH_ROWS } from './statistics.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
@@ -42,9 +42,11 @@ export interface EngineOptions {
    */
   indexing?: 'auto' | 'manual'
   /**
-   * How background indexing yields to writes: each batch waits until writes have paused for
-   * `quietMs` (1,000), at most `maxWaitMs` (10,000). `{ quietMs: 0 }` indexes at once.
-   * `waitForIndex()` and `indexNow()` never wait. See `DEFAULT_INDEXING_PAUSE`.
+   * How background work yields to writes: each indexing batch, and the planner-statistics
+   * refresh, waits until writes have paused for `quietMs` (1,000), at most `maxWaitMs`
+   * (10,000). `{ quietMs: 0 }` starts them at once. `waitForIndex()`, `indexNow()` and
+   * `refreshStatistics()` never wait, and a search due for a refresh runs it first. See
+   * `DEFAULT_INDEXING_PAUSE`.
    */
   indexingPause?: Partial<IndexingPause>
   /**
@@ -119,6 +121,8 @@ export async function createEngine(options: EngineOptions) {
     changed: () => {},
     beforeRead: () => Promise.resolve(),
   }
+  // Background indexing and the statistics refresh wait for the same pause in the writes.
+  const pause = parseIndexingPause(options.indexingPause)
   const schemaVersion = await migrate(ctx.db)
   if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
   // A failed background refresh only leaves older statistics (the next writes retry it); it is
@@ -127,11 +131,12 @@ export async function createEngine(options: EngineOptions) {
   const statistics = createStatistics(ctx.db, {
     mode: options.statistics ?? 'auto',
     onError: (cause) => reportStatisticsError(cause),
+    pause,
   })
   await statistics.start()
   ctx.changed = statistics.changed
   ctx.beforeRead = statistics.beforeRead
-  const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto', pause: options.indexingPause })
+  const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto', pause })
   reportStatisticsError = (cause) => indexer.report(cause, 'Refreshing the planner statistics failed')
   ctx.wrote = indexer.nudge
   /** After a write: the indexer looks for rows without vectors; statistics count `rows`. */

@@ -31,6 +31,11 @@ const pauseInput = z.strictObject({
   maxWaitMs: z.number().int().min(0).max(600_000).default(DEFAULT_INDEXING_PAUSE.maxWaitMs),
 })
 
+/** `indexingPause` with its defaults filled in; refuses a value out of range. */
+export function parseIndexingPause(input: Partial<IndexingPause> | undefined): IndexingPause {
+  return parseInput(pauseInput, input ?? {}, 'indexingPause')
+}
+
 /** Where the background indexer stands. */
 export interface IndexStatus {
   /** Chunks and active memories without a vector of the current model (all of them when there is no model). */
@@ -140,7 +145,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   const db: Db = ctx.db
   const mode = options.mode ?? 'auto'
   const batchSize = options.batchSize ?? INDEX_BATCH_SIZE
-  const pause: IndexingPause = parseInput(pauseInput, options.pause ?? {}, 'indexingPause')
+  const pause = parseIndexingPause(options.pause)
   const progressListeners = new Set<IndexProgressListener>()
   const errorListeners = new Set<EngineErrorListener>()
 

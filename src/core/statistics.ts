@@ -1,4 +1,5 @@
 import type { Db } from './db.ts'
+import type { IndexingPause } from './indexer.ts'
 import { growCache } from './page-cache.ts'
 
 /**
@@ -28,6 +29,11 @@ export interface StatisticsOptions {
   mode: 'auto' | 'manual'
   /** Reports a failed background refresh (it is retried after the next writes). */
   onError?: (error: unknown) => void
+  /**
+   * How a due refresh waits for a pause in the writes (the engine's `indexingPause`): until
+   * none has come for `quietMs`, `maxWaitMs` at most. Without it, on the next macrotask.
+   */
+  pause?: IndexingPause
 }
 
 /**
@@ -39,9 +45,11 @@ export interface StatisticsOptions {
  * Writes report how many rows they changed (`changed(n)`, no query); once the changes reach
  * a tenth of the memory (and at least 500 rows) a `VACUUM` of each of the engine's tables, one
  * `ANALYZE` of them all, a `CHECKPOINT` (PGlite has no checkpointer either, so the write-ahead
- * log would only grow) and `growCache` run on the next macrotask, off the write's path. A
- * memory opened from files that were never analysed (an older build, a fresh import) is
- * analysed once shortly after opening.
+ * log would only grow) and `growCache` run off the write's path, once the writes pause
+ * (`pause`): a write that comes while they run waits for them, up to a second at 10,000
+ * events. A search or context read due for a refresh runs it first. A
+ * memory opened from files that were never analysed (an older build, a fresh import, a
+ * session closed before its writes paused) is analysed at the first pause after opening.
  */
 export function createStatistics(db: Db, options: StatisticsOptions) {
   let pending = 0
@@ -50,6 +58,9 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
   let timer: ReturnType<typeof setTimeout> | undefined
   let running: Promise<void> | undefined
   let stopped = false
+  /** When the last write was reported (`performance.now()`). */
+  let lastWrite = -Infinity
+  const pause = options.pause ?? { quietMs: 0, maxWaitMs: 0 }
 
   const tables = async (): Promise<string[]> => {
     const { rows } = await db.query<{ name: string }>(
@@ -92,16 +103,27 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
 
   function schedule(): void {
     if (options.mode !== 'auto' || stopped || timer || running) return
-    timer = setTimeout(() => {
-      timer = undefined
-      if (stopped) return
-      refresh().then(
-        () => {
-          if (due()) schedule()
-        },
-        (error: unknown) => options.onError?.(error),
-      )
-    }, 0)
+    const began = performance.now()
+    /** How long until writes have paused for `quietMs`, or `maxWaitMs` has passed. */
+    const left = () => {
+      const now = performance.now()
+      return Math.min(pause.quietMs - (now - lastWrite), pause.maxWaitMs - (now - began))
+    }
+    const wait = (ms: number) => {
+      timer = setTimeout(() => {
+        timer = undefined
+        if (stopped) return
+        const more = left()
+        if (more > 0) return wait(more)
+        refresh().then(
+          () => {
+            if (due()) schedule()
+          },
+          (error: unknown) => options.onError?.(error),
+        )
+      }, Math.max(0, ms))
+    }
+    wait(left())
   }
 
   /** Reads what the files say: chunks never analysed while rows exist → refresh soon. */
@@ -118,6 +140,9 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     const { rows: any } = await db.query<{ some: boolean }>('SELECT EXISTS (SELECT 1 FROM chunks) AS some')
     if (any[0]?.some) {
       pending = Number.MAX_SAFE_INTEGER / 2
+      // Counted as a write: the refresh waits for a pause after the open, not in front of the
+      // first writes.
+      lastWrite = performance.now()
       schedule()
     } else {
       baseline = 0
@@ -129,6 +154,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     /** Called by writes with the rows they changed; cheap (no query). */
     changed: (rows: number): void => {
       if (!(rows > 0)) return
+      lastWrite = performance.now()
       pending += rows
       if (due()) schedule()
     },

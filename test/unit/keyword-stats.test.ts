@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { Db } from '../../src/core/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import type { EngineErrorEvent } from '../../src/core/indexer.ts'
@@ -179,6 +179,34 @@ describe('planner statistics', () => {
     expect((await t.db.query<{ max_wal_size: string }>(`SHOW max_wal_size`)).rows[0]?.max_wal_size).toBe('64MB')
   })
 
+  it('the automatic refresh waits for a pause in the writes, and for maxWaitMs at most', async () => {
+    // Writes a few milliseconds apart, as a conversation's come: timers get their turn between them.
+    const gap = () => new Promise((resolve) => setTimeout(resolve, 5))
+    const turn = (t: Awaited<ReturnType<typeof openTestEngine>>, i: number) =>
+      t.engine.recordTurn({ conversationId: `c${i % 7}`, user: `question ${i}`, agent: `answer ${i}` })
+    {
+      await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', indexingPause: { quietMs: 1_000, maxWaitMs: 60_000 } })
+      for (let i = 0; i < 130; i++) {
+        await turn(t, i)
+        await gap()
+      }
+      // Due for some turns already, but the writes have not paused.
+      expect(await analysed(t.db)).toBeLessThan(0)
+      await vi.waitFor(async () => expect(await analysed(t.db)).toBeGreaterThanOrEqual(260), { timeout: 5_000, interval: 50 })
+    }
+    {
+      // Writes that never pause still get their refresh, maxWaitMs after it fell due.
+      await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', indexingPause: { quietMs: 60_000, maxWaitMs: 300 } })
+      let turns = 0
+      while ((await analysed(t.db)) < 0 && turns < 1_000) {
+        await turn(t, turns++)
+        await gap()
+      }
+      expect(await analysed(t.db)).toBeGreaterThanOrEqual(260)
+      expect(turns).toBeLessThan(1_000)
+    }
+  })
+
   it('a refresh vacuums the tables: the dead versions the indexer leaves behind are gone', async () => {
     await using t = await openTestEngine({ now: steppingClock(), embedder: createTestEmbedder(), indexing: 'manual', statistics: 'manual' })
     for (let i = 0; i < 40; i++) {
@@ -218,6 +246,18 @@ describe('planner statistics', () => {
       const second = await createEngine({ db, indexing: 'manual' })
       await second.search('note')
       expect(await analysed(db)).toBe(20)
+      await second.stopIndexing()
+    } finally {
+      await db.close()
+    }
+  })
+
+  it('…and without a search, at the first pause after opening', async () => {
+    const db = await neverAnalysed()
+    try {
+      const second = await createEngine({ db, indexing: 'manual', indexingPause: { quietMs: 300 } })
+      expect(await analysed(db)).toBeLessThan(0)
+      await vi.waitFor(async () => expect(await analysed(db)).toBe(20), { timeout: 5_000, interval: 50 })
       await second.stopIndexing()
     } finally {
       await db.close()
