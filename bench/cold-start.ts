@@ -11,9 +11,8 @@
  *   node bench/run.mjs bench/cold-start.ts
  */
 import { readdirSync } from 'node:fs'
-import { chromium } from '@playwright/test'
-import { CHROMIUM_ARGS, CHROMIUM_PATH, openHarness, startServer } from './lib/browser-suite.ts'
-import { percentile } from './lib/metrics.ts'
+import { launchBench, openHarness } from './lib/browser-suite.ts'
+import { latency } from './lib/metrics.ts'
 
 const RUNS = Number(process.env.RUNS ?? 3)
 const asset = (pattern: RegExp) => {
@@ -24,10 +23,9 @@ const asset = (pattern: RegExp) => {
 const wasmUrl = asset(/^pglite-.*\.wasm$/)
 const dataUrl = asset(/^pglite-.*\.data$/)
 
-const server = await startServer()
-const origin = (server.resolvedUrls?.local[0] ?? '').replace(/\/$/, '')
-const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })
-const median = (values: number[]) => Math.round(percentile([...values].sort((a, b) => a - b), 50))
+const bench = await launchBench()
+const { origin, browser } = bench
+const median = (values: number[]) => Math.round(latency(values).p50 ?? Number.NaN)
 const rows: string[] = ['| storage | start | runs | page ms (p50) | worker bootMs (p50) | page − boot |', '| --- | --- | ---: | ---: | ---: | ---: |']
 try {
   for (const storage of ['memory', 'opfs', 'idb'] as const) {
@@ -86,6 +84,5 @@ try {
   process.stdout.write(`${rows.join('\n')}\n`)
   process.stdout.write(`\nOn the page, fresh context, p50 of ${RUNS}: fetch ${wasmUrl} ${column(0)} ms, compile it ${column(1)} ms, fetch ${dataUrl} ${column(2)} ms\n`)
 } finally {
-  await browser.close()
-  await server.close()
+  await bench.close()
 }

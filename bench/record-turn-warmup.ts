@@ -9,22 +9,21 @@
  *
  *   node bench/run.mjs bench/record-turn-warmup.ts
  */
-import { chromium } from '@playwright/test'
-import { CHROMIUM_ARGS, CHROMIUM_PATH, openHarness, startServer } from './lib/browser-suite.ts'
+import { launchBench, openHarness } from './lib/browser-suite.ts'
 import { makeTurns, sessionShape } from './lib/data.ts'
-import { percentile } from './lib/metrics.ts'
+import { latency } from './lib/metrics.ts'
 
 const TURNS = Number(process.env.TURNS ?? 160)
 const flags = process.env.JSFLAGS ? [`--js-flags=${process.env.JSFLAGS}`] : []
 const turns = makeTurns(sessionShape(4 * 2 * TURNS), 4242)
 const summary = (timings: number[]) => {
-  const sorted = [...timings].sort((a, b) => a - b)
-  return `p50 ${percentile(sorted, 50).toFixed(1)} / p95 ${percentile(sorted, 95).toFixed(1)} ms`
+  if (timings.length === 0) return 'no turns'
+  const { p50, p95 } = latency(timings)
+  return `p50 ${p50} / p95 ${p95} ms`
 }
 
-const server = await startServer()
-const origin = (server.resolvedUrls?.local[0] ?? '').replace(/\/$/, '')
-const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, ...flags] })
+const bench = await launchBench(flags)
+const { origin, browser } = bench
 try {
   const context = await browser.newContext()
   for (const start of [0, 1]) {
@@ -60,6 +59,5 @@ try {
     await page.close()
   }
 } finally {
-  await browser.close()
-  await server.close()
+  await bench.close()
 }

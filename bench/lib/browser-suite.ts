@@ -14,7 +14,7 @@ import type { SuiteOptions, SuiteOutput } from './node-suite.ts'
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-background-networking',
   '--disable-component-update',
@@ -24,13 +24,35 @@ export const CHROMIUM_ARGS = [
   '--enable-unsafe-webgpu',
 ]
 
-export async function startServer(): Promise<PreviewServer> {
+async function startServer(): Promise<PreviewServer> {
   if (!existsSync('dist/demo/harness.html')) throw new Error('dist/demo/harness.html is missing: run `npm run build` first')
   // vite.config.ts's preview settings apply too: the pages are cross-origin isolated.
   return preview({
     logLevel: 'warn',
     preview: { host: '127.0.0.1', port: 4300 + Math.floor(Math.random() * 600), strictPort: false, open: false },
   })
+}
+
+/** The built harness served on 127.0.0.1 and a headless Chromium to drive it; `close()` stops both. */
+export async function launchBench(extraArgs: readonly string[] = []): Promise<{ origin: string; browser: Browser; close(): Promise<void> }> {
+  const server = await startServer()
+  const closeServer = () => new Promise<void>((done) => server.httpServer.close(() => done()))
+  try {
+    const origin = (server.resolvedUrls?.local[0] ?? '').replace(/\/$/, '')
+    if (!origin) throw new Error('vite preview did not report a URL')
+    const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, ...extraArgs] })
+    return {
+      origin,
+      browser,
+      close: async () => {
+        await browser.close()
+        await closeServer()
+      },
+    }
+  } catch (error) {
+    await closeServer()
+    throw error
+  }
 }
 
 export async function openHarness(context: BrowserContext, origin: string): Promise<Page> {
@@ -164,12 +186,9 @@ export async function chromiumVersion(): Promise<string> {
 export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number; webgpuSentences: number }): Promise<SuiteOutput> {
   const out: SuiteOutput = { metrics: {}, skipped: {} }
   if (!BROWSER_METRICS.some(options.wants)) return out
-  const server = await startServer()
-  const origin = (server.resolvedUrls?.local[0] ?? '').replace(/\/$/, '')
-  if (!origin) throw new Error('vite preview did not report a URL')
-  let browser: Browser | undefined
+  const bench = await launchBench()
+  const { origin, browser } = bench
   try {
-    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })
     options.log(`Chromium ${browser.version()} on ${origin}`)
 
     // The same turns on each storage, each in a fresh context (empty storage).
@@ -263,8 +282,7 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
       }
     }
   } finally {
-    await browser?.close()
-    await new Promise<void>((done) => server.httpServer.close(() => done()))
+    await bench.close()
   }
   return out
 }

@@ -36,6 +36,14 @@ export function parseIndexingPause(input: Partial<IndexingPause> | undefined): I
   return parseInput(pauseInput, input ?? {}, 'indexingPause')
 }
 
+/**
+ * Milliseconds until work waiting since `since` may start: once no write has come for
+ * `quietMs` since `lastWrite`, or once it has waited `maxWaitMs`. Zero or less: now.
+ */
+export function untilPause(pause: IndexingPause, lastWrite: number, since: number, now = performance.now()): number {
+  return Math.min(pause.quietMs - (now - lastWrite), pause.maxWaitMs - (now - since))
+}
+
 /** Where the background indexer stands. */
 export interface IndexStatus {
   /** Chunks and active memories without a vector of the current model (all of them when there is no model). */
@@ -76,8 +84,8 @@ export interface IndexerOptions {
   /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
   mode?: 'auto' | 'manual'
   batchSize?: number
-  /** How background batches yield to writes (`DEFAULT_INDEXING_PAUSE`). */
-  pause?: Partial<IndexingPause> | undefined
+  /** How background batches yield to writes, as `parseIndexingPause` gives it (default `DEFAULT_INDEXING_PAUSE`). */
+  pause?: IndexingPause | undefined
 }
 
 const waitOptions = z.strictObject({
@@ -145,7 +153,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   const db: Db = ctx.db
   const mode = options.mode ?? 'auto'
   const batchSize = options.batchSize ?? INDEX_BATCH_SIZE
-  const pause = parseIndexingPause(options.pause)
+  const pause = options.pause ?? DEFAULT_INDEXING_PAUSE
   const progressListeners = new Set<IndexProgressListener>()
   const errorListeners = new Set<EngineErrorListener>()
 
@@ -324,8 +332,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     for (;;) {
       // Manual mode runs only for a caller waiting on the index (urgent).
       if (urgent > 0 || stopped) return
-      const now = performance.now()
-      const left = Math.min(pause.quietMs - (now - lastWrite), pause.maxWaitMs - (now - began))
+      const left = untilPause(pause, lastWrite, began)
       if (left <= 0) return
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left)

@@ -1,5 +1,5 @@
 import type { Db } from './db.ts'
-import type { IndexingPause } from './indexer.ts'
+import { type IndexingPause, untilPause } from './indexer.ts'
 import { growCache } from './page-cache.ts'
 
 /**
@@ -104,16 +104,11 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
   function schedule(): void {
     if (options.mode !== 'auto' || stopped || timer || running) return
     const began = performance.now()
-    /** How long until writes have paused for `quietMs`, or `maxWaitMs` has passed. */
-    const left = () => {
-      const now = performance.now()
-      return Math.min(pause.quietMs - (now - lastWrite), pause.maxWaitMs - (now - began))
-    }
     const wait = (ms: number) => {
       timer = setTimeout(() => {
         timer = undefined
         if (stopped) return
-        const more = left()
+        const more = untilPause(pause, lastWrite, began)
         if (more > 0) return wait(more)
         refresh().then(
           () => {
@@ -123,7 +118,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
         )
       }, Math.max(0, ms))
     }
-    wait(left())
+    wait(untilPause(pause, lastWrite, began))
   }
 
   /** Reads what the files say: chunks never analysed while rows exist → refresh soon. */

@@ -64,19 +64,6 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
 }
 
 /**
- * Drops the two template databases initdb makes, for `CREATE DATABASE`, which a memory never
- * runs. They are more than half of an empty memory's files, and a memory reads every file of
- * its directory when it opens. Used on a migrated database that is about to become the
- * template new memories start from.
- */
-export async function dropTemplateDatabases(pg: Queryable): Promise<void> {
-  for (const name of ['template0', 'template1']) {
-    await pg.exec(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false IS_TEMPLATE false`)
-    await pg.exec(`DROP DATABASE ${name}`)
-  }
-}
-
-/**
  * The engine's view of a PGlite instance, with writes acknowledged only once durable.
  *
  * PGlite flushes its file system (IndexedDB, OPFS) after each statement run outside a
