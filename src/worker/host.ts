@@ -11,12 +11,14 @@ import { registerMemory } from '../client/registry.ts'
 import { cacheSetting, durableDb, openPGlite } from '../runtime/pglite.ts'
 import { checkThreads } from '../embed/environment.ts'
 import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
+import { idbPageFileSystem } from './idb-pages.ts'
 import { opfsFileSystem } from './opfs-fs.ts'
 import {
   checkMemoryName,
   dataDirFor,
   detectWorkerEnvironment,
   discardIncomplete,
+  idbLayout,
   resolveStorage,
   type StorageKind,
   storageError,
@@ -349,8 +351,13 @@ export class MemoryHost {
           console.warn('engram: template unavailable, creating the database from scratch', error)
         }
       }
+      const idbPages = this.#storage === 'idb' && (await idbLayout(options.name)) === 'pages'
       this.#pg = await openPGlite({
-        ...(this.#storage === 'opfs' ? { fs: opfsFileSystem(storageKey(options.name), { created }) } : { dataDir }),
+        ...(this.#storage === 'opfs'
+          ? { fs: opfsFileSystem(storageKey(options.name), { created }) }
+          : idbPages
+            ? { fs: idbPageFileSystem(storageKey(options.name)) }
+            : { dataDir }),
         ...(template ? { loadDataDir: template } : {}),
         ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
       })

@@ -1,5 +1,6 @@
 /// <reference lib="webworker" />
 import { MemoryError } from '../core/errors.ts'
+import { pageDatabaseHoldsFiles } from './idb-pages.ts'
 
 export type StorageKind = 'opfs' | 'idb' | 'memory'
 
@@ -85,18 +86,26 @@ export async function discardIncomplete(kind: StorageKind, name: string): Promis
   return true
 }
 
-/** PGlite's IndexedDB file system keeps each data dir in a database named after it. */
-const idbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
+/**
+ * IndexedDB memories are kept a page per record in the database named after the memory
+ * (idb-pages.ts). Memories made before that live in PGlite's IndexedDB file system, a file
+ * per record in a database of its own, and are opened there.
+ */
+const legacyIdbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
+
+/** How an IndexedDB memory is kept: `pages` (idb-pages.ts), or `files` (PGlite's IndexedDB file system). */
+export async function idbLayout(name: string): Promise<'pages' | 'files'> {
+  const dbs = await indexedDB.databases()
+  return dbs.some((db) => db.name === legacyIdbDatabaseName(name)) ? 'files' : 'pages'
+}
 
 /** Whether a database already exists for this memory (so it must not be created from the template). */
 export async function storageExists(kind: StorageKind, name: string): Promise<boolean> {
   switch (kind) {
     case 'memory':
       return false
-    case 'idb': {
-      const dbs = await indexedDB.databases()
-      return dbs.some((db) => db.name === idbDatabaseName(name))
-    }
+    case 'idb':
+      return (await idbLayout(name)) === 'files' || (await pageDatabaseHoldsFiles(storageKey(name)))
     case 'opfs': {
       const root = await navigator.storage.getDirectory()
       try {
@@ -114,13 +123,15 @@ export async function storageExists(kind: StorageKind, name: string): Promise<bo
 /** Deletes a memory's files. The caller must hold the memory's lock. */
 export async function deleteStorage(kind: StorageKind, name: string): Promise<void> {
   if (kind === 'idb') {
-    await new Promise<void>((resolve, reject) => {
-      const request = indexedDB.deleteDatabase(idbDatabaseName(name))
-      request.onsuccess = () => resolve()
-      request.onerror = () => reject(request.error ?? new Error('deleteDatabase failed'))
-      request.onblocked = () =>
-        reject(new MemoryError('LOCKED_BY_OTHER_TAB', `Memory "${name}" is open in another tab; close it first.`))
-    })
+    for (const database of [storageKey(name), legacyIdbDatabaseName(name)]) {
+      await new Promise<void>((resolve, reject) => {
+        const request = indexedDB.deleteDatabase(database)
+        request.onsuccess = () => resolve()
+        request.onerror = () => reject(request.error ?? new Error('deleteDatabase failed'))
+        request.onblocked = () =>
+          reject(new MemoryError('LOCKED_BY_OTHER_TAB', `Memory "${name}" is open in another tab; close it first.`))
+      })
+    }
   } else if (kind === 'opfs') {
     const root = await navigator.storage.getDirectory()
     // The folder first: a marker left without its folder is harmless, the reverse is not.

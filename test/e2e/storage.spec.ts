@@ -35,6 +35,36 @@ for (const storage of ['opfs', 'idb'] as const) {
       })
       expect(segments.length).toBeGreaterThan(0)
       expect(new Set(segments)).toEqual(new Set([2 ** 20]))
+    } else {
+      // A page per record in the database named after the memory, not PGlite's file-per-record store.
+      const kept = await page.evaluate(async () => {
+        const names = (await indexedDB.databases()).map((d) => d.name)
+        const db = await new Promise<IDBDatabase>((resolve, reject) => {
+          const req = indexedDB.open('engram-reload')
+          req.onsuccess = () => resolve(req.result)
+          req.onerror = () => reject(req.error ?? new Error('open failed'))
+        })
+        const count = (store: string) =>
+          new Promise<number>((resolve, reject) => {
+            const req = db.transaction(store).objectStore(store).count()
+            req.onsuccess = () => resolve(req.result)
+            req.onerror = () => reject(req.error ?? new Error('count failed'))
+          })
+        const pages = await count('pages')
+        const files = await count('files')
+        const control = await new Promise<unknown>((resolve) => {
+          const req = db.transaction('files').objectStore('files').get('/global/pg_control')
+          req.onsuccess = () => resolve(req.result)
+        })
+        db.close()
+        return { names, pages, files, control }
+      })
+      expect(kept.names).toContain('engram-reload')
+      expect(kept.names).not.toContain('/pglite/engram-reload')
+      expect(kept.files).toBeGreaterThan(400)
+      // 16.7 MB of directory in 8 KiB pages.
+      expect(kept.pages).toBeGreaterThan(1500)
+      expect(kept.control).toEqual({ dir: false, size: 8192 })
     }
 
     await page.reload()
@@ -52,6 +82,39 @@ for (const storage of ['opfs', 'idb'] as const) {
     expect(second.listed).toContain(`${storage}:reload`)
   })
 }
+
+test('idb: a memory kept in PGlite\'s own IndexedDB file system (before the page store) opens, takes writes and is deleted there', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    type Api = {
+      ready: Promise<{ created: boolean }>
+      recordTurn(input: { conversationId: string; user: string; agent: string }): Promise<{ userEventId: string }>
+      events: { get(id: string): Promise<unknown> }
+      stats(): Promise<{ counts: Record<string, number> }>
+      close(): Promise<void>
+    }
+    const names = async () => (await indexedDB.databases()).map((d) => d.name)
+    await window.engramLegacyIdb('legacy')
+    const options = { name: 'legacy', storage: 'idb', embedder: { kind: 'none' } } as const
+    const first = (await window.engram.createMemory(options)) as unknown as Api
+    const created = (await first.ready).created
+    const turn = await first.recordTurn({ conversationId: 'c', user: 'still here?', agent: 'yes' })
+    await first.close()
+    const again = (await window.engram.createMemory(options)) as unknown as Api
+    const found = Boolean(await again.events.get(turn.userEventId))
+    const events = (await again.stats()).counts.events
+    await again.close()
+    const whileKept = await names()
+    await window.engram.deleteMemory('legacy')
+    return { created, found, events, whileKept, afterDelete: await names() }
+  })
+  expect(outcome).toMatchObject({ created: false, found: true, events: 2 })
+  expect(outcome.whileKept).toContain('/pglite/engram-legacy')
+  expect(outcome.whileKept).not.toContain('engram-legacy')
+  expect(outcome.afterDelete).not.toContain('/pglite/engram-legacy')
+})
 
 test('auto storage picks OPFS in a worker on a secure origin', async ({ page }) => {
   await openHarness(page)
