@@ -51,6 +51,12 @@ export interface CreateMemoryOptions extends EngineSettings {
    * cache it has grown to: 128 MiB, raised (up to 512) as the memory grows, from the next open.
    */
   cacheMB?: number
+  /**
+   * Turns the worker rehearses (and rolls back) once the memory is open and a moment has
+   * passed without calls, so that the first real turns run at full speed (`warmUp()` on the
+   * engine). 0–200, default 20; 0 turns it off. It stops at the first real write.
+   */
+  warmUp?: number
   /** A boot that has not answered by then rejects with BOOT_TIMEOUT. Default 30 s. */
   bootTimeoutMs?: number
   /**
@@ -198,6 +204,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
         ...(options.workspace ? { workspace: options.workspace } : {}),
         ...(options.embedder ? { embedder: options.embedder } : {}),
         ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
+        ...(options.warmUp === undefined ? {} : { warmUp: options.warmUp }),
         settings: {
           ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
           ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),

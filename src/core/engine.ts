@@ -21,6 +21,7 @@ import { createStats } from './stats.ts'
 import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
 import { callTool, type ToolIdentity } from './tools.ts'
 import { createTurns } from './turns.ts'
+import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
 import { createSearch, ensureVectorIndex } from './search.ts'
 import { createContext } from './context.ts'
 import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
@@ -140,7 +141,9 @@ export async function createEngine(options: EngineOptions) {
   reportStatisticsError = (cause) => indexer.report(cause, 'Refreshing the planner statistics failed')
   ctx.wrote = indexer.nudge
   /** After a write: the indexer looks for rows without vectors; statistics count `rows`. */
+  let writes = 0
   const wrote = (rows: number) => () => {
+    writes++
     indexer.nudge()
     statistics.changed(rows)
   }
@@ -151,6 +154,7 @@ export async function createEngine(options: EngineOptions) {
   const { recall } = curated
   const memories = nudging(curated.memories, ['update'], wrote(1))
 
+  const turns = createTurns(ctx)
   // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
   const log = withMemoryErrors({
     /** The workspace this engine resolves document paths in. */
@@ -159,7 +163,7 @@ export async function createEngine(options: EngineOptions) {
     },
     ...nudging(createEvents(ctx), ['record'], wrote(1)),
     // A turn is a few events, their chunks and edges.
-    ...nudging(createTurns(ctx), ['recordTurn'], wrote(4)),
+    ...nudging({ recordTurn: turns.recordTurn }, ['recordTurn'], wrote(4)),
     ...nudging(createDocuments(ctx), ['observeDocument'], wrote(2)),
     ...nudging(createForget(ctx), ['forget'], wrote(MIN_REFRESH_ROWS)),
     ...createChanges(ctx),
@@ -168,6 +172,27 @@ export async function createEngine(options: EngineOptions) {
     ...nudging(createPortable(ctx, schemaVersion, rebuildMissingChunks), ['importFile'], wrote(Number.MAX_SAFE_INTEGER)),
     ...createSearch(ctx),
     ...createContext(ctx),
+    /**
+     * Rehearses `turns` turns (default 20) and rolls each back: nothing is stored, no event,
+     * document or statistic changes (only the sequences that number events move on). Run in
+     * an idle moment after opening, so that the first real turns do not pay for the database
+     * warming up — the WASM engine compiling Postgres' hot code with its optimizing tier, the
+     * statements being prepared and their pages read in. The worker does this by itself
+     * (`createMemory({ warmUp })`). It stops early once the memory is written to: real writes
+     * warm it as well, and each waits for at most one rehearsal; or when `signal` aborts.
+     * Returns the turns rehearsed.
+     *
+     * @example
+     * await memory.warmUp({ turns: 20 }) // → { turns: 20, ms: 740 }
+     */
+    async warmUp(options?: { turns?: number; signal?: AbortSignal }): Promise<{ turns: number; ms: number }> {
+      const { turns: count, signal } = parseWarmUp(options)
+      const started = performance.now()
+      const before = writes
+      let n = 0
+      for (; n < count && writes === before && !signal?.aborted; n++) await turns.rehearseTurn(rehearsalTurn(n))
+      return { turns: n, ms: performance.now() - started }
+    },
   })
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
 

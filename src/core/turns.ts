@@ -125,163 +125,184 @@ export function createTurns(ctx: EngineContext) {
      *                  document: { path: 'README.md', content: readme, effect: 'read' } }],
      * })
      */
-    async recordTurn(input: RecordTurnInput): Promise<TurnRecord> {
-      requireConversation(input, 'top')
-      const i = parseInput(turnInput, input, 'turn')
-      const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
-      const scope = { ...i.scope, conversationId: i.conversationId }
-      const speaker = (s: z.output<typeof speech>, fallback: string) =>
-        typeof s === 'string' ? { text: s, actorId: fallback } : { text: s.text, actorId: s.actorId ?? fallback }
-      const user = speaker(i.user, scope.userId ?? 'user')
-      const agent = speaker(i.agent, scope.agentId ?? 'agent')
-      const common: Omit<EventDraft, 'kind' | 'actor' | 'content'> = {
-        scope,
-        channel: i.channel,
-        sensitivity: i.sensitivity,
-        tags: i.tags,
-        refs: [],
+    recordTurn: (input: RecordTurnInput): Promise<TurnRecord> => writeTurn(input, false),
+    /**
+     * Every statement of `recordTurn`, in its transaction, rolled back at the end: nothing is
+     * stored (`warmUp`).
+     */
+    rehearseTurn: async (input: RecordTurnInput): Promise<void> => {
+      try {
+        await writeTurn(input, true)
+      } catch (error) {
+        if (!(error instanceof Rehearsal)) throw error
+      }
+    },
+  }
+
+  async function writeTurn(input: RecordTurnInput, rehearsal: boolean): Promise<TurnRecord> {
+    requireConversation(input, 'top')
+    const i = parseInput(turnInput, input, 'turn')
+    const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
+    const scope = { ...i.scope, conversationId: i.conversationId }
+    const speaker = (s: z.output<typeof speech>, fallback: string) =>
+      typeof s === 'string' ? { text: s, actorId: fallback } : { text: s.text, actorId: s.actorId ?? fallback }
+    const user = speaker(i.user, scope.userId ?? 'user')
+    const agent = speaker(i.agent, scope.agentId ?? 'agent')
+    const common: Omit<EventDraft, 'kind' | 'actor' | 'content'> = {
+      scope,
+      channel: i.channel,
+      sensitivity: i.sensitivity,
+      tags: i.tags,
+      refs: [],
+      createdAt,
+    }
+    const userEvent = await prepareEvent({
+      ...common,
+      kind: 'message',
+      actor: { type: 'human', id: user.actorId },
+      content: { text: user.text },
+    })
+    const agentEvent = await prepareEvent({
+      ...common,
+      kind: 'message',
+      actor: { type: 'agent', id: agent.actorId },
+      content: { text: agent.text },
+    })
+
+    const procedures: PreparedProcedure[] = []
+    // Secrets in the arguments and documents of document procedures are recorded on the reply.
+    let replyRedactions: RedactionCount[] = []
+    for (const [n, p] of i.procedures.entries()) {
+      const redactedArgs = redactJson(toStoredJson(p.args ?? {}))
+      const args = redactedArgs.value
+      if (p.document) {
+        const { effect, ...ref } = p.document
+        const sight = await prepareSight(parseInput(documentSight, ref, `procedure ${n} document`), ctx.workspace)
+        replyRedactions = mergeRedactions(replyRedactions, redactedArgs.redactions, sight.redactions)
+        procedures.push({ tool: p.tool, args, kind: 'document', effect, sight })
+        continue
+      }
+      const call = await prepareEvent({
+        ...common,
+        kind: 'tool_call',
+        actor: { type: 'agent', id: agent.actorId },
+        content: { tool: p.tool, args },
+        redactions: redactedArgs.redactions,
+      })
+      const result =
+        p.output === undefined
+          ? undefined
+          : await prepareEvent({
+              ...common,
+              kind: 'tool_result',
+              actor: { type: 'tool', id: p.tool },
+              content: { tool: p.tool, output: p.output },
+              refs: [call.id],
+            })
+      procedures.push({ tool: p.tool, args, kind: 'call', call, result })
+    }
+    if (replyRedactions.length > 0) {
+      agentEvent.redactions = mergeRedactions(agentEvent.redactions, replyRedactions)
+      agentEvent.meta = { ...agentEvent.meta, ...redactionMeta(agentEvent.redactions) }
+    }
+
+    return ctx.db.transaction(async (tx) => {
+      // Every event of the turn in one statement, in the order of the turn.
+      const events = [userEvent, agentEvent]
+      for (const p of procedures) {
+        if (p.kind !== 'call') continue
+        events.push(p.call)
+        if (p.result) events.push(p.result)
+      }
+      const turnIndex = (await insertEvents(tx, events, { turnOf: true })) as number
+      const edgeBase = {
+        tenantId: scope.tenantId,
+        conversationId: scope.conversationId,
+        runId: scope.runId,
+        turnIndex,
         createdAt,
       }
-      const userEvent = await prepareEvent({
-        ...common,
-        kind: 'message',
-        actor: { type: 'human', id: user.actorId },
-        content: { text: user.text },
-      })
-      const agentEvent = await prepareEvent({
-        ...common,
-        kind: 'message',
-        actor: { type: 'agent', id: agent.actorId },
-        content: { text: agent.text },
-      })
+      const edges: EdgeWrite[] = [{ ...edgeBase, src: userEvent.id, rel: 'MESSAGE', dst: agentEvent.id }]
+      const records: (Omit<ProcedureRecord, 'edgeId'> & { edgeIndex: number })[] = []
+      const toolEventIds: string[] = []
+      const versionIds: string[] = []
+      const documentIds: string[] = []
+      const chunkIds = [...userEvent.chunks, ...agentEvent.chunks].map((c) => c.id)
+      const versionOfEdges: string[] = []
 
-      const procedures: PreparedProcedure[] = []
-      // Secrets in the arguments and documents of document procedures are recorded on the reply.
-      let replyRedactions: RedactionCount[] = []
-      for (const [n, p] of i.procedures.entries()) {
-        const redactedArgs = redactJson(toStoredJson(p.args ?? {}))
-        const args = redactedArgs.value
-        if (p.document) {
-          const { effect, ...ref } = p.document
-          const sight = await prepareSight(parseInput(documentSight, ref, `procedure ${n} document`), ctx.workspace)
-          replyRedactions = mergeRedactions(replyRedactions, redactedArgs.redactions, sight.redactions)
-          procedures.push({ tool: p.tool, args, kind: 'document', effect, sight })
-          continue
-        }
-        const call = await prepareEvent({
-          ...common,
-          kind: 'tool_call',
-          actor: { type: 'agent', id: agent.actorId },
-          content: { tool: p.tool, args },
-          redactions: redactedArgs.redactions,
-        })
-        const result =
-          p.output === undefined
-            ? undefined
-            : await prepareEvent({
-                ...common,
-                kind: 'tool_result',
-                actor: { type: 'tool', id: p.tool },
-                content: { tool: p.tool, output: p.output },
-                refs: [call.id],
-              })
-        procedures.push({ tool: p.tool, args, kind: 'call', call, result })
-      }
-      if (replyRedactions.length > 0) {
-        agentEvent.redactions = mergeRedactions(agentEvent.redactions, replyRedactions)
-        agentEvent.meta = { ...agentEvent.meta, ...redactionMeta(agentEvent.redactions) }
-      }
-
-      return ctx.db.transaction(async (tx) => {
-        // Every event of the turn in one statement, in the order of the turn.
-        const events = [userEvent, agentEvent]
-        for (const p of procedures) {
-          if (p.kind !== 'call') continue
-          events.push(p.call)
-          if (p.result) events.push(p.result)
-        }
-        const turnIndex = (await insertEvents(tx, events, { turnOf: true })) as number
-        const edgeBase = {
-          tenantId: scope.tenantId,
-          conversationId: scope.conversationId,
-          runId: scope.runId,
-          turnIndex,
-          createdAt,
-        }
-        const edges: EdgeWrite[] = [{ ...edgeBase, src: userEvent.id, rel: 'MESSAGE', dst: agentEvent.id }]
-        const records: (Omit<ProcedureRecord, 'edgeId'> & { edgeIndex: number })[] = []
-        const toolEventIds: string[] = []
-        const versionIds: string[] = []
-        const documentIds: string[] = []
-        const chunkIds = [...userEvent.chunks, ...agentEvent.chunks].map((c) => c.id)
-        const versionOfEdges: string[] = []
-
-        for (const p of procedures) {
-          if (p.kind === 'document') {
-            const seen = await observeInTx(tx, {
-              ...p.sight,
-              tenantId: scope.tenantId,
-              mode: ctx.workspace.mode,
-              cause: p.effect === 'write' ? 'agent_write' : 'read',
-              conversationId: scope.conversationId,
-              eventId: agentEvent.id,
-              createdAt,
-            })
-            if (seen.created) versionIds.push(seen.versionId)
-            if (seen.documentCreated) documentIds.push(seen.documentId)
-            if (seen.versionOfEdgeId) versionOfEdges.push(seen.versionOfEdgeId)
-            const edgeIndex = edges.length
-            edges.push({
-              ...edgeBase,
-              src: agentEvent.id,
-              rel: p.tool,
-              dst: seen.versionId,
-              props: { args: p.args, effect: p.effect },
-            })
-            records.push({
-              edgeIndex,
-              tool: p.tool,
-              documentId: seen.documentId,
-              versionId: seen.versionId,
-              version: seen.version,
-              versionCreated: seen.created,
-              provenance: seen.provenance,
-              canonicalKey: seen.canonicalKey,
-            })
-            continue
-          }
-          toolEventIds.push(p.call.id)
-          chunkIds.push(...p.call.chunks.map((c) => c.id))
+      for (const p of procedures) {
+        if (p.kind === 'document') {
+          const seen = await observeInTx(tx, {
+            ...p.sight,
+            tenantId: scope.tenantId,
+            mode: ctx.workspace.mode,
+            cause: p.effect === 'write' ? 'agent_write' : 'read',
+            conversationId: scope.conversationId,
+            eventId: agentEvent.id,
+            createdAt,
+          })
+          if (seen.created) versionIds.push(seen.versionId)
+          if (seen.documentCreated) documentIds.push(seen.documentId)
+          if (seen.versionOfEdgeId) versionOfEdges.push(seen.versionOfEdgeId)
           const edgeIndex = edges.length
-          edges.push({ ...edgeBase, src: agentEvent.id, rel: p.tool, dst: p.call.id, props: { args: p.args } })
-          if (p.result) {
-            toolEventIds.push(p.result.id)
-            chunkIds.push(...p.result.chunks.map((c) => c.id))
-            edges.push({ ...edgeBase, src: p.call.id, rel: 'RESULT', dst: p.result.id })
-          }
+          edges.push({
+            ...edgeBase,
+            src: agentEvent.id,
+            rel: p.tool,
+            dst: seen.versionId,
+            props: { args: p.args, effect: p.effect },
+          })
           records.push({
             edgeIndex,
             tool: p.tool,
-            toolCallEventId: p.call.id,
-            ...(p.result ? { toolResultEventId: p.result.id } : {}),
+            documentId: seen.documentId,
+            versionId: seen.versionId,
+            version: seen.version,
+            versionCreated: seen.created,
+            provenance: seen.provenance,
+            canonicalKey: seen.canonicalKey,
           })
+          continue
         }
+        toolEventIds.push(p.call.id)
+        chunkIds.push(...p.call.chunks.map((c) => c.id))
+        const edgeIndex = edges.length
+        edges.push({ ...edgeBase, src: agentEvent.id, rel: p.tool, dst: p.call.id, props: { args: p.args } })
+        if (p.result) {
+          toolEventIds.push(p.result.id)
+          chunkIds.push(...p.result.chunks.map((c) => c.id))
+          edges.push({ ...edgeBase, src: p.call.id, rel: 'RESULT', dst: p.result.id })
+        }
+        records.push({
+          edgeIndex,
+          tool: p.tool,
+          toolCallEventId: p.call.id,
+          ...(p.result ? { toolResultEventId: p.result.id } : {}),
+        })
+      }
 
-        const edgeIds = await insertEdges(tx, edges)
-        return {
-          turnIndex,
-          userEventId: userEvent.id,
-          agentEventId: agentEvent.id,
-          toolEventIds,
-          edgeIds: [...edgeIds, ...versionOfEdges],
-          versionIds,
-          documentIds,
-          chunkIds,
-          procedures: records.map(({ edgeIndex, ...r }) => ({ ...r, edgeId: edgeIds[edgeIndex] as string })),
-          createdAt: iso(createdAt),
-        }
-      })
-    },
+      const edgeIds = await insertEdges(tx, edges)
+      if (rehearsal) throw new Rehearsal()
+      return {
+        turnIndex,
+        userEventId: userEvent.id,
+        agentEventId: agentEvent.id,
+        toolEventIds,
+        edgeIds: [...edgeIds, ...versionOfEdges],
+        versionIds,
+        documentIds,
+        chunkIds,
+        procedures: records.map(({ edgeIndex, ...r }) => ({ ...r, edgeId: edgeIds[edgeIndex] as string })),
+        createdAt: iso(createdAt),
+      }
+    })
+  }
+}
+
+/** Thrown out of a rehearsal's transaction so that it rolls back. */
+class Rehearsal extends Error {
+  constructor() {
+    super('rehearsal: rolled back')
   }
 }
 

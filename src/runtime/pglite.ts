@@ -63,6 +63,12 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
   })
 }
 
+/** A `Db` that also says how busy it is. */
+export interface DurableDb extends Db {
+  /** Calls queued or running, and when the last one ended (`performance.now()`). */
+  activity(): { pending: number; lastEnded: number }
+}
+
 /**
  * The engine's view of a PGlite instance, with writes acknowledged only once durable.
  *
@@ -72,14 +78,21 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
  * runs one at a time here (PGlite runs one at a time anyway), and a transaction returns only
  * after its own flush has completed.
  */
-export function durableDb(pg: PGlite): Db {
+export function durableDb(pg: PGlite): DurableDb {
   let tail: Promise<unknown> = Promise.resolve()
+  let pending = 0
+  let lastEnded = performance.now()
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    pending++
     const run = tail.then(fn, fn)
-    tail = run.catch(() => {})
+    tail = run.catch(() => {}).finally(() => {
+      pending--
+      lastEnded = performance.now()
+    })
     return run
   }
   return {
+    activity: () => ({ pending, lastEnded }),
     query: <T>(sql: string, params?: unknown[], options?: QueryOptions) =>
       exclusive(() => pg.query<T>(sql, params, options as Parameters<PGlite['query']>[2])),
     exec: (sql: string) => exclusive(() => pg.exec(sql)),

@@ -8,9 +8,10 @@ import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import { registerMemory } from '../client/registry.ts'
-import { cacheSetting, durableDb, openPGlite } from '../runtime/pglite.ts'
+import { cacheSetting, type DurableDb, durableDb, openPGlite } from '../runtime/pglite.ts'
 import { checkThreads } from '../embed/environment.ts'
 import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
+import { DEFAULT_WARM_UP_TURNS, parseWarmUp } from '../core/warm-up.ts'
 import { idbPageFileSystem } from './idb-pages.ts'
 import { opfsFileSystem } from './opfs-fs.ts'
 import {
@@ -26,6 +27,9 @@ import {
   storageKey,
 } from './storage.ts'
 
+/** Quiet (no database call running or just ended) the warm-up waits for after the open. */
+const WARM_UP_QUIET_MS = 250
+
 export interface BootOptions {
   name: string
   storage: StorageKind | 'auto'
@@ -39,6 +43,8 @@ export interface BootOptions {
   settings?: EngineSettings
   /** Postgres' page cache in MiB (see `openMemory`). */
   cacheMB?: number
+  /** Turns rehearsed after the open (`createMemory({ warmUp })`); default 20, 0 for none. */
+  warmUp?: number
 }
 
 /**
@@ -111,6 +117,12 @@ export interface StorageInfo {
   kind: StorageKind
   dataDir: string
   role: Role
+  /**
+   * The rehearsal after the open (`createMemory({ warmUp })`): `waiting` for a quiet moment,
+   * `running`, `done` (`turns` rehearsed in `ms`; fewer than asked when a write came first),
+   * `off`, or `failed`.
+   */
+  warmUp: { state: 'off' | 'waiting' | 'running' | 'done' | 'failed'; turns?: number; ms?: number }
   /** The whole origin's usage and quota (`navigator.storage.estimate()`). */
   usageBytes?: number
   quotaBytes?: number
@@ -185,6 +197,9 @@ export class MemoryHost {
   #storage: StorageKind = 'memory'
   #pg: PGlite | undefined
   #engine: Engine | undefined
+  #warmUp: { stop: AbortController; running: Promise<void> } | undefined
+  #warmUpTurns = DEFAULT_WARM_UP_TURNS
+  #warmUpInfo: StorageInfo['warmUp'] = { state: 'off' }
   #role: Role = 'private'
   #channel: BroadcastChannel | undefined
   #forwarded = new Map<string, Forwarded>()
@@ -231,6 +246,7 @@ export class MemoryHost {
     checkMemoryName(options.name)
     // Bad settings are refused before anything is opened.
     if (options.cacheMB !== undefined) cacheSetting(options.cacheMB)
+    this.#warmUpTurns = parseWarmUp(options.warmUp === undefined ? {} : { turns: options.warmUp }).turns
     checkThreads(options.embedder?.threads)
     this.#options = options
     this.#storage = resolveStorage(options.storage, env)
@@ -321,10 +337,47 @@ export class MemoryHost {
     }
   }
 
+  /**
+   * Rehearses turns (`warmUp` on the engine) once the database has had no call for
+   * `WARM_UP_QUIET_MS`, so that the first real turns run at full speed. The engine stops it at the first real write;
+   * closing stops it between two rehearsals and waits for it.
+   */
+  #startWarmUp(engine: Engine, db: DurableDb, turns: number): void {
+    if (turns === 0) return
+    const stop = new AbortController()
+    this.#warmUpInfo = { state: 'waiting' }
+    const quiet = async () => {
+      for (;;) {
+        const { pending, lastEnded } = db.activity()
+        const left = WARM_UP_QUIET_MS - (performance.now() - lastEnded)
+        if (pending === 0 && left <= 0) return
+        await new Promise((resolve) => setTimeout(resolve, Math.max(left, 20)))
+        if (stop.signal.aborted) return
+      }
+    }
+    const running = quiet()
+      .then(async () => {
+        if (stop.signal.aborted) return
+        this.#warmUpInfo = { state: 'running' }
+        const done = await engine.warmUp({ turns, signal: stop.signal })
+        this.#warmUpInfo = { state: 'done', ...done }
+      })
+      // Only a head start: a failure here shows again, to the caller, on the real write.
+      .catch(() => {
+        this.#warmUpInfo = { state: 'failed' }
+      })
+    this.#warmUp = { stop, running }
+  }
+
   /** Where the memory lives and how much of the origin's quota is used (`stats().storage`). */
   async #storageInfo(): Promise<StorageInfo> {
     const options = this.#options as BootOptions
-    const info: StorageInfo = { kind: this.#storage, dataDir: dataDirFor(this.#storage, options.name), role: this.#role }
+    const info: StorageInfo = {
+      kind: this.#storage,
+      dataDir: dataDirFor(this.#storage, options.name),
+      role: this.#role,
+      warmUp: { ...this.#warmUpInfo },
+    }
     if (typeof navigator.storage?.estimate === 'function') {
       const { usage, quota } = await navigator.storage.estimate()
       if (usage !== undefined) info.usageBytes = usage
@@ -368,9 +421,10 @@ export class MemoryHost {
     // the worker's) held up the first answer of an IndexedDB memory (see docs/BENCHMARKS.md).
     let opened!: () => void
     const embedder = this.#startEmbedder(new Promise<void>((resolve) => (opened = resolve)))
+    const db = durableDb(this.#pg)
     this.#engine = await createEngine({
       ...options.settings,
-      db: durableDb(this.#pg),
+      db,
       ...(options.workspace ? { workspace: options.workspace } : {}),
       ...(embedder ? { embedder } : {}),
     })
@@ -378,6 +432,7 @@ export class MemoryHost {
     this.#engine.onError((error) => this.#emit({ type: 'error', error }))
     if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
     setTimeout(opened, 0)
+    this.#startWarmUp(this.#engine, db, this.#warmUpTurns)
     return { created, fromTemplate: template !== undefined }
   }
 
@@ -531,6 +586,10 @@ export class MemoryHost {
   async #closeDatabase(): Promise<void> {
     const engine = this.#engine
     this.#engine = undefined
+    const warmUp = this.#warmUp
+    this.#warmUp = undefined
+    warmUp?.stop.abort()
+    await warmUp?.running
     await engine?.stopIndexing()
     const pg = this.#pg
     this.#pg = undefined
