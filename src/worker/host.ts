@@ -339,8 +339,8 @@ export class MemoryHost {
 
   /**
    * Rehearses turns (`warmUp` on the engine) once the database has had no call for
-   * `WARM_UP_QUIET_MS`, so that the first real turns run at full speed. The engine stops it at the first real write;
-   * closing stops it between two rehearsals and waits for it.
+   * `WARM_UP_QUIET_MS`, so that the first real turns run at full speed. The engine stops it
+   * at the first real write; closing stops it between two rehearsals and waits for it.
    */
   #startWarmUp(engine: Engine, db: DurableDb, turns: number): void {
     if (turns === 0) return
