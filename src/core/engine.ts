@@ -180,18 +180,31 @@ export async function createEngine(options: EngineOptions) {
      * statements being prepared and their pages read in. The worker does this by itself
      * (`createMemory({ warmUp })`). It stops early once the memory is written to: real writes
      * warm it as well, and each waits for at most one rehearsal; or when `signal` aborts.
-     * Returns the turns rehearsed.
+     * `beforeEach` is awaited before each rehearsal. Returns the turns rehearsed and the time
+     * they took (not counting `beforeEach`).
      *
      * @example
      * await memory.warmUp({ turns: 20 }) // → { turns: 20, ms: 740 }
      */
-    async warmUp(options?: { turns?: number; signal?: AbortSignal }): Promise<{ turns: number; ms: number }> {
-      const { turns: count, signal } = parseWarmUp(options)
-      const started = performance.now()
+    async warmUp(options?: {
+      turns?: number
+      signal?: AbortSignal
+      beforeEach?: () => Promise<void>
+    }): Promise<{ turns: number; ms: number }> {
+      const { turns: count, signal, beforeEach } = parseWarmUp(options)
       const before = writes
       let n = 0
-      for (; n < count && writes === before && !signal?.aborted; n++) await turns.rehearseTurn(rehearsalTurn(n))
-      return { turns: n, ms: performance.now() - started }
+      let ms = 0
+      const going = () => n < count && writes === before && !signal?.aborted
+      while (going()) {
+        await beforeEach?.()
+        if (!going()) break
+        const started = performance.now()
+        await turns.rehearseTurn(rehearsalTurn(n))
+        ms += performance.now() - started
+        n++
+      }
+      return { turns: n, ms }
     },
   })
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })

@@ -11,6 +11,8 @@ export const warmUpOptions = z
     turns: z.number().int().min(0).max(MAX_WARM_UP_TURNS).default(DEFAULT_WARM_UP_TURNS),
     /** Stops it between two rehearsals. */
     signal: z.instanceof(AbortSignal).optional(),
+    /** Awaited before each rehearsal: the worker waits there for the database and the model to be idle. */
+    beforeEach: z.custom<() => Promise<void>>((v) => typeof v === 'function', 'a function').optional(),
   })
   .strict()
 

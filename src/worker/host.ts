@@ -27,7 +27,7 @@ import {
   storageKey,
 } from './storage.ts'
 
-/** Quiet (no database call running or just ended) the warm-up waits for after the open. */
+/** Quiet (no database call or embedding running or just ended) each rehearsal waits for. */
 const WARM_UP_QUIET_MS = 250
 
 export interface BootOptions {
@@ -200,6 +200,8 @@ export class MemoryHost {
   #warmUp: { stop: AbortController; running: Promise<void> } | undefined
   #warmUpTurns = DEFAULT_WARM_UP_TURNS
   #warmUpInfo: StorageInfo['warmUp'] = { state: 'off' }
+  /** Embeddings in flight on this worker's model, and when the last one ended. */
+  #embedActivity = { pending: 0, lastEnded: 0 }
   #role: Role = 'private'
   #channel: BroadcastChannel | undefined
   #forwarded = new Map<string, Forwarded>()
@@ -338,28 +340,42 @@ export class MemoryHost {
   }
 
   /**
-   * Rehearses turns (`warmUp` on the engine) once the database has had no call for
-   * `WARM_UP_QUIET_MS`, so that the first real turns run at full speed. The engine stops it
+   * Rehearses turns (`warmUp` on the engine), each once the database and the model have had
+   * nothing to do for `WARM_UP_QUIET_MS` (and the model is not loading), so that the first
+   * real turns run at full speed without taking the CPU from other work. The engine stops it
    * at the first real write; closing stops it between two rehearsals and waits for it.
    */
   #startWarmUp(engine: Engine, db: DurableDb, turns: number): void {
     if (turns === 0) return
     const stop = new AbortController()
     this.#warmUpInfo = { state: 'waiting' }
-    const quiet = async () => {
+    // What the last rehearsal left: when the database's last call ended then, nobody has used
+    // it since, and the next may follow at once.
+    let ownEnd = Number.NaN
+    const idle = async () => {
       for (;;) {
         const { pending, lastEnded } = db.activity()
-        const left = WARM_UP_QUIET_MS - (performance.now() - lastEnded)
-        if (pending === 0 && left <= 0) return
-        await new Promise((resolve) => setTimeout(resolve, Math.max(left, 20)))
+        const model = this.#embedActivity
+        const since = Math.max(lastEnded === ownEnd ? -Infinity : lastEnded, model.lastEnded)
+        const left = WARM_UP_QUIET_MS - (performance.now() - since)
+        const busy = pending > 0 || model.pending > 0 || this.#embedderInfo.state === 'loading'
+        if (!busy && left <= 0) return
+        await new Promise((resolve) => setTimeout(resolve, Math.max(left, 50)))
         if (stop.signal.aborted) return
       }
     }
-    const running = quiet()
-      .then(async () => {
-        if (stop.signal.aborted) return
-        this.#warmUpInfo = { state: 'running' }
-        const done = await engine.warmUp({ turns, signal: stop.signal })
+    let rehearsed = false
+    const beforeEach = async () => {
+      if (rehearsed) ownEnd = db.activity().lastEnded
+      rehearsed = true
+      // A macrotask between two rehearsals: calls that arrived meanwhile queue first.
+      await new Promise((resolve) => setTimeout(resolve, 0))
+      await idle()
+      this.#warmUpInfo = { state: 'running' }
+    }
+    const running = engine
+      .warmUp({ turns, signal: stop.signal, beforeEach })
+      .then((done) => {
         this.#warmUpInfo = { state: 'done', ...done }
       })
       // Only a head start: a failure here shows again, to the caller, on the real write.
@@ -455,9 +471,9 @@ export class MemoryHost {
         ...(options.threads === undefined ? {} : { threads: options.threads }),
         onProgress: (progress: ModelLoadProgress) => this.#emit({ type: 'model', progress }),
       }
-      if (dedicated) return createWorkerEmbedder(settings)
+      if (dedicated) return this.#tracked(await createWorkerEmbedder(settings))
       const { createTransformersEmbedder } = await import('../embed/transformers-embedder.ts')
-      return createTransformersEmbedder(settings)
+      return this.#tracked(await createTransformersEmbedder(settings))
     })
     this.#embedder = loading
     loading.then(
@@ -475,6 +491,28 @@ export class MemoryHost {
         this.#setEmbedderInfo({ state: 'unavailable', error: error instanceof Error ? error.message : String(error) }),
     )
     return loading
+  }
+
+  /** The embedder with its calls counted (`#embedActivity`): the warm-up leaves the CPU to them. */
+  #tracked<E extends Embedder>(embedder: E): E {
+    const activity = this.#embedActivity
+    return new Proxy(embedder, {
+      get(target, prop) {
+        if (prop === 'embed') {
+          return async (...args: Parameters<Embedder['embed']>) => {
+            activity.pending++
+            try {
+              return await target.embed(...args)
+            } finally {
+              activity.pending--
+              activity.lastEnded = performance.now()
+            }
+          }
+        }
+        const value: unknown = Reflect.get(target, prop, target)
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+      },
+    })
   }
 
   #setEmbedderInfo(info: EmbedderInfo): void {

@@ -45,11 +45,24 @@ describe('warmUp', () => {
     stop.abort()
     expect((await aborted).turns).toBeLessThanOrEqual(1)
     expect(await t.engine.warmUp({ turns: 0 })).toMatchObject({ turns: 0 })
+
+    // The hook runs before each rehearsal, and its wait is not counted.
+    let waits = 0
+    const paced = await t.engine.warmUp({
+      turns: 3,
+      beforeEach: async () => {
+        waits++
+        await new Promise((resolve) => setTimeout(resolve, 500))
+      },
+    })
+    expect(waits).toBe(3)
+    expect(paced.turns).toBe(3)
+    expect(paced.ms).toBeLessThan(1500)
   })
 
   it('refuses bad options with INVALID_INPUT', async () => {
     await using t = await openEngine()
-    for (const bad of [{ turns: -1 }, { turns: 201 }, { turns: 1.5 }, { turns: '3' }, { rounds: 3 }, { signal: 'stop' }]) {
+    for (const bad of [{ turns: -1 }, { turns: 201 }, { turns: 1.5 }, { turns: '3' }, { rounds: 3 }, { signal: 'stop' }, { beforeEach: 'wait' }]) {
       await expect(t.engine.warmUp(bad as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     }
   })
