@@ -4,6 +4,7 @@ import type { Db, Queryable, QueryOptions } from '../core/db.ts'
 import { MemoryError } from '../core/errors.ts'
 import { MAX_CACHE_MB } from '../core/page-cache.ts'
 import { preparingQueries } from '../core/prepared.ts'
+import { Activity } from './activity.ts'
 
 export interface OpenPGliteOptions {
   /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */
@@ -65,8 +66,8 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
 
 /** A `Db` that also says how busy it is. */
 export interface DurableDb extends Db {
-  /** Calls queued or running, and when the last one ended (`performance.now()`). */
-  activity(): { pending: number; lastEnded: number }
+  /** Calls queued or running, and when the last one ended. */
+  readonly activity: Readonly<Activity>
 }
 
 /**
@@ -80,19 +81,14 @@ export interface DurableDb extends Db {
  */
 export function durableDb(pg: PGlite): DurableDb {
   let tail: Promise<unknown> = Promise.resolve()
-  let pending = 0
-  let lastEnded = performance.now()
+  const activity = new Activity()
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
-    pending++
-    const run = tail.then(fn, fn)
-    tail = run.catch(() => {}).finally(() => {
-      pending--
-      lastEnded = performance.now()
-    })
+    const run = activity.track(() => tail.then(fn, fn))
+    tail = run.catch(() => {})
     return run
   }
   return {
-    activity: () => ({ pending, lastEnded }),
+    activity,
     query: <T>(sql: string, params?: unknown[], options?: QueryOptions) =>
       exclusive(() => pg.query<T>(sql, params, options as Parameters<PGlite['query']>[2])),
     exec: (sql: string) => exclusive(() => pg.exec(sql)),

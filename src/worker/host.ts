@@ -8,6 +8,7 @@ import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import { registerMemory } from '../client/registry.ts'
+import { Activity } from '../runtime/activity.ts'
 import { cacheSetting, type DurableDb, durableDb, openPGlite } from '../runtime/pglite.ts'
 import { checkThreads } from '../embed/environment.ts'
 import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
@@ -201,7 +202,7 @@ export class MemoryHost {
   #warmUpTurns = DEFAULT_WARM_UP_TURNS
   #warmUpInfo: StorageInfo['warmUp'] = { state: 'off' }
   /** Embeddings in flight on this worker's model, and when the last one ended. */
-  #embedActivity = { pending: 0, lastEnded: 0 }
+  #embedActivity = new Activity()
   #role: Role = 'private'
   #channel: BroadcastChannel | undefined
   #forwarded = new Map<string, Forwarded>()
@@ -354,7 +355,7 @@ export class MemoryHost {
     let ownEnd = Number.NaN
     const idle = async () => {
       for (;;) {
-        const { pending, lastEnded } = db.activity()
+        const { pending, lastEnded } = db.activity
         const model = this.#embedActivity
         const since = Math.max(lastEnded === ownEnd ? -Infinity : lastEnded, model.lastEnded)
         const left = WARM_UP_QUIET_MS - (performance.now() - since)
@@ -366,7 +367,7 @@ export class MemoryHost {
     }
     let rehearsed = false
     const beforeEach = async () => {
-      if (rehearsed) ownEnd = db.activity().lastEnded
+      if (rehearsed) ownEnd = db.activity.lastEnded
       rehearsed = true
       // A macrotask between two rehearsals: calls that arrived meanwhile queue first.
       await new Promise((resolve) => setTimeout(resolve, 0))
@@ -412,7 +413,9 @@ export class MemoryHost {
       if (await discardIncomplete(this.#storage, options.name)) {
         console.warn(`engram: memory "${options.name}" was cut short while it was being created; creating it again`)
       }
-      created = !(await storageExists(this.#storage, options.name))
+      // IndexedDB: which of its two layouts, and whether it exists, in one look.
+      const idb = this.#storage === 'idb' ? await idbLayout(options.name) : undefined
+      created = !(idb ? idb.exists : await storageExists(this.#storage, options.name))
       if (created && options.templateUrl) {
         try {
           template = await fetchTemplate(options.templateUrl)
@@ -420,11 +423,10 @@ export class MemoryHost {
           console.warn('engram: template unavailable, creating the database from scratch', error)
         }
       }
-      const idbPages = this.#storage === 'idb' && (await idbLayout(options.name)) === 'pages'
       this.#pg = await openPGlite({
         ...(this.#storage === 'opfs'
           ? { fs: opfsFileSystem(storageKey(options.name), { created }) }
-          : idbPages
+          : idb?.layout === 'pages'
             ? { fs: idbPageFileSystem(storageKey(options.name)) }
             : { dataDir }),
         ...(template ? { loadDataDir: template } : {}),
@@ -498,17 +500,7 @@ export class MemoryHost {
     const activity = this.#embedActivity
     return new Proxy(embedder, {
       get(target, prop) {
-        if (prop === 'embed') {
-          return async (...args: Parameters<Embedder['embed']>) => {
-            activity.pending++
-            try {
-              return await target.embed(...args)
-            } finally {
-              activity.pending--
-              activity.lastEnded = performance.now()
-            }
-          }
-        }
+        if (prop === 'embed') return (...args: Parameters<Embedder['embed']>) => activity.track(() => target.embed(...args))
         const value: unknown = Reflect.get(target, prop, target)
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
       },

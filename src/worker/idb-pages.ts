@@ -1,5 +1,6 @@
 /// <reference lib="webworker" />
 import { type ChangeSet, type FileWrite, MemfsFrontendFS, type StorageBackend, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
+import { promisifyRequest as request } from 'idb-keyval'
 
 /**
  * Bytes per stored page: Postgres' block size, so the data files' and the log's writes (whole
@@ -20,21 +21,6 @@ interface FileRow {
 type PageKey = [string, number]
 type Piece = { at: number; data: Uint8Array }
 
-function request<T>(req: IDBRequest<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result)
-    req.onerror = () => reject(req.error ?? new Error('IndexedDB request failed'))
-  })
-}
-
-function finished(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve()
-    tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'))
-    tx.onabort = () => reject(tx.error ?? new DOMException('IndexedDB transaction aborted', 'AbortError'))
-  })
-}
-
 /** Opens (creating if need be) the IndexedDB database that holds a memory's pages. */
 export async function openPageDatabase(name: string): Promise<IDBDatabase> {
   const req = indexedDB.open(name, VERSION)
@@ -47,12 +33,10 @@ export async function openPageDatabase(name: string): Promise<IDBDatabase> {
 }
 
 /**
- * Whether the database `name` holds a data directory. A creation cut short leaves none: a new
- * memory's directory is written by one transaction.
+ * Whether the existing database `name` holds a data directory. A creation cut short leaves
+ * none: a new memory's directory is written by one transaction.
  */
 export async function pageDatabaseHoldsFiles(name: string): Promise<boolean> {
-  const dbs = await indexedDB.databases()
-  if (!dbs.some((d) => d.name === name)) return false
   const db = await openPageDatabase(name)
   try {
     return (await request(db.transaction(FILES, 'readonly').objectStore(FILES).count())) > 0
@@ -121,7 +105,7 @@ export class IdbPageBackend implements StorageBackend {
     const tx = this.#database().transaction([FILES, PAGES], 'readwrite', {
       durability: relaxedDurability ? 'relaxed' : 'strict',
     })
-    const complete = finished(tx)
+    const complete = request(tx)
     try {
       const files = tx.objectStore(FILES)
       const pages = tx.objectStore(PAGES)

@@ -93,10 +93,14 @@ export async function discardIncomplete(kind: StorageKind, name: string): Promis
  */
 const legacyIdbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
 
-/** How an IndexedDB memory is kept: `pages` (idb-pages.ts), or `files` (PGlite's IndexedDB file system). */
-export async function idbLayout(name: string): Promise<'pages' | 'files'> {
-  const dbs = await indexedDB.databases()
-  return dbs.some((db) => db.name === legacyIdbDatabaseName(name)) ? 'files' : 'pages'
+/**
+ * How an IndexedDB memory is kept: `pages` (idb-pages.ts), or `files` (PGlite's IndexedDB file
+ * system); `pages` for one not made yet. `exists`: whether it holds a data directory.
+ */
+export async function idbLayout(name: string): Promise<{ layout: 'pages' | 'files'; exists: boolean }> {
+  const names = new Set((await indexedDB.databases()).map((db) => db.name))
+  if (names.has(legacyIdbDatabaseName(name))) return { layout: 'files', exists: true }
+  return { layout: 'pages', exists: names.has(storageKey(name)) && (await pageDatabaseHoldsFiles(storageKey(name))) }
 }
 
 /** Whether a database already exists for this memory (so it must not be created from the template). */
@@ -105,7 +109,7 @@ export async function storageExists(kind: StorageKind, name: string): Promise<bo
     case 'memory':
       return false
     case 'idb':
-      return (await idbLayout(name)) === 'files' || (await pageDatabaseHoldsFiles(storageKey(name)))
+      return (await idbLayout(name)).exists
     case 'opfs': {
       const root = await navigator.storage.getDirectory()
       try {
