@@ -10,9 +10,10 @@ const stampFile = 'assets/pgdata-template.stamp'
 const recipe = new URL('../dist/lib/src/runtime/template.js', import.meta.url)
 const migrations = await import('../dist/lib/src/core/schema/migrations.js')
 const runtime = await import('../dist/lib/src/runtime/pglite.js')
+const pageCache = await import('../dist/lib/src/core/page-cache.js')
 const pgliteVersion = JSON.parse(await readFile('node_modules/@electric-sql/pglite/package.json', 'utf8')).version
 const stamp = createHash('sha256')
-  .update(JSON.stringify({ pgliteVersion, migrations: migrations.MIGRATIONS, initdb: runtime.INITDB_PARAMS, wal: runtime.WAL_SETTINGS }))
+  .update(JSON.stringify({ pgliteVersion, migrations: migrations.MIGRATIONS, initdb: runtime.INITDB_PARAMS, wal: runtime.WAL_SETTINGS, cacheMB: pageCache.DEFAULT_CACHE_MB }))
   .update(await readFile(recipe))
   .update(await readFile(new URL(import.meta.url))) // this script
   .digest('hex')

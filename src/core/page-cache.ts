@@ -7,8 +7,14 @@ import type { Db } from './db.ts'
  * the size the next open gets as the memory grows.
  */
 
-/** The buffer pool (MiB) a memory opens with unless it grew, Postgres' own default. */
-export const DEFAULT_CACHE_MB = 128
+/**
+ * The buffer pool (MiB) a memory opens with unless it grew. Postgres clears the whole pool
+ * when it starts, so a larger one costs every open: about 0.3 s more at 128 MiB than at 64 in
+ * Node (docs/BENCHMARKS.md, "The page cache"), while a 10,000-event memory searches as fast
+ * with 64. New memories get it from their template (`buildTemplate`); one made before, or by
+ * initdb in Node, opens with Postgres' 128 until its first statistics refresh (`growCache`).
+ */
+export const DEFAULT_CACHE_MB = 64
 /** A quarter of the 2 GiB WASM heap, which also holds the data files (in memory or OPFS). */
 export const MAX_CACHE_MB = 512
 /** Steps in which the engine grows the pool. */
@@ -28,23 +34,30 @@ export function cacheFor(bytes: number): number {
   return Math.min(MAX_CACHE_MB, Math.max(DEFAULT_CACHE_MB, Math.ceil(half / CACHE_STEP_MB) * CACHE_STEP_MB))
 }
 
+/** Sets the pool a memory opens with next time (`ALTER SYSTEM`: it lives in the data directory). */
+export async function setCache(db: Db, cacheMB: number): Promise<void> {
+  if (!Number.isInteger(cacheMB) || cacheMB < 16 || cacheMB > MAX_CACHE_MB) throw new RangeError(`cache of ${cacheMB} MiB`)
+  await db.exec(`ALTER SYSTEM SET shared_buffers = '${cacheMB}MB'`)
+}
+
 /**
  * Raises the buffer pool the memory opens with next time to `cacheFor` its size, when that is
  * more than it has (`ALTER SYSTEM`, so the setting lives in the data directory and moves with
- * it; a `cacheMB` given at open still wins). Never lowers it. Returns the pool set, or null.
- * `rule` maps the database's size in bytes to MiB (`cacheFor`).
+ * it; a `cacheMB` given at open still wins). Never lowers a pool it set; a memory with none
+ * set (Postgres' default of 128 MiB) gets `cacheFor` its size, `DEFAULT_CACHE_MB` if small.
+ * Returns the pool set, or null. `rule` maps the database's size in bytes to MiB (`cacheFor`).
  */
 export async function growCache(db: Db, rule: (bytes: number) => number = cacheFor): Promise<number | null> {
   const { rows } = await db.query<{ bytes: number; configured: number | null }>(
     `SELECT pg_database_size(current_database())::float8 AS bytes,
             (SELECT max(pg_size_bytes(setting)::float8 / 2 ^ 20) FROM pg_file_settings
-              WHERE name = 'shared_buffers' AND sourcefile LIKE '%postgresql.auto.conf' AND error IS NULL) AS configured`,
+              WHERE name = 'shared_buffers' AND sourcefile LIKE '%postgresql.auto.conf') AS configured`,
   )
   const r = rows[0]
   if (!r) return null
   const want = rule(r.bytes)
   // Compared with what the next open would get, not with this open's pool (a `cacheMB` given now).
-  if (want <= (r.configured ?? DEFAULT_CACHE_MB)) return null
-  await db.exec(`ALTER SYSTEM SET shared_buffers = '${want}MB'`)
+  if (r.configured !== null && want <= r.configured) return null
+  await setCache(db, want)
   return want
 }

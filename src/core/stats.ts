@@ -7,6 +7,11 @@ export interface Stats {
   /** Size of the database on disk (pg_database_size). */
   bytes: number
   schemaVersion: number
+  /**
+   * Postgres' page cache (buffer pool) this open runs with, in MiB: `cacheMB` when given,
+   * else what the memory has grown to (docs/BENCHMARKS.md, "The page cache").
+   */
+  cacheMB: number
   /** Chunks without a vector of the current model, still waiting for the indexer. */
   unembeddedChunks: number
   /** The background indexer: pending and done rows for the current model. */
@@ -28,6 +33,7 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
         counts: Record<string, number>
         bytes: number
         schema_version: number
+        cache_mb: number
         unembedded: number
         oldest: string | null
         newest: string | null
@@ -35,6 +41,7 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
         `SELECT (SELECT jsonb_object_agg(table_name, n) FROM engram_table_counts()) AS counts,
                 pg_database_size(current_database())::float8 AS bytes,
                 (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
+                (pg_size_bytes(current_setting('shared_buffers')) / 1048576)::int AS cache_mb,
                 (SELECT count(*)::int FROM chunks
                  WHERE embedding IS NULL OR embed_model IS DISTINCT FROM $1::text) AS unembedded,
                 (SELECT min(created_at) FROM events) AS oldest,
@@ -46,6 +53,7 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
         counts: row?.counts ?? {},
         bytes: row?.bytes ?? 0,
         schemaVersion: row?.schema_version ?? 0,
+        cacheMB: row?.cache_mb ?? 0,
         unembeddedChunks: row?.unembedded ?? 0,
         oldestEventAt: row?.oldest ? new Date(row.oldest).toISOString() : null,
         newestEventAt: row?.newest ? new Date(row.newest).toISOString() : null,

@@ -12,8 +12,9 @@ export interface OpenMemoryOptions {
   loadDataDir?: Blob
   /**
    * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
-   * cache it has grown to: 128 MiB, raised (up to 512, half the size of its tables and
-   * indexes) by the statistics refresh, from the next open (docs/BENCHMARKS.md).
+   * cache it has grown to: 64 MiB, raised (up to 512, half the size of its tables and
+   * indexes) by the statistics refresh, from the next open. Postgres clears the whole cache at
+   * every start, so a larger one opens more slowly (docs/BENCHMARKS.md, "The page cache").
    */
   cacheMB?: number
   now?: () => Date

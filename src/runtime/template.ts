@@ -1,3 +1,4 @@
+import { DEFAULT_CACHE_MB, setCache } from '../core/page-cache.ts'
 import { migrate } from '../core/schema/migrations.ts'
 import { openPGlite } from './pglite.ts'
 
@@ -8,7 +9,8 @@ import { openPGlite } from './pglite.ts'
  *
  * A memory is one database, so the two template databases initdb makes, for `CREATE
  * DATABASE` (which a memory never runs), are dropped: they were more than half of the
- * directory's files, and a memory reads every file of its directory when it opens.
+ * directory's files, and a memory reads every file of its directory when it opens. New
+ * memories open with a page cache of `DEFAULT_CACHE_MB` rather than Postgres' 128 MiB.
  */
 export async function buildTemplate(compression: 'gzip' | 'none'): Promise<Blob> {
   const pg = await openPGlite()
@@ -18,6 +20,7 @@ export async function buildTemplate(compression: 'gzip' | 'none'): Promise<Blob>
       await pg.exec(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false IS_TEMPLATE false`)
       await pg.exec(`DROP DATABASE ${name}`)
     }
+    await setCache(pg, DEFAULT_CACHE_MB)
     await pg.exec('CHECKPOINT')
     return await pg.dumpDataDir(compression)
   } finally {

@@ -6,11 +6,12 @@ test('stats() in the browser says where the memory lives and how much of the quo
   const storage = await page.evaluate(async () => {
     const memory = await window.engram.createMemory({ name: 'quota', storage: 'idb' })
     await memory.recordTurn({ conversationId: 'c', user: 'small question', agent: 'small answer' })
-    const { storage, counts } = await memory.stats()
+    const { storage, counts, cacheMB } = await memory.stats()
     await memory.close()
-    return { ...storage, events: counts.events }
+    return { ...storage, events: counts.events, cacheMB }
   })
-  expect(storage).toMatchObject({ kind: 'idb', dataDir: 'idb://engram-quota', role: 'leader', events: 2 })
+  // A new memory's page cache is the default its template names (64 MiB), not Postgres' 128.
+  expect(storage).toMatchObject({ kind: 'idb', dataDir: 'idb://engram-quota', role: 'leader', events: 2, cacheMB: 64 })
   expect(storage.usageBytes).toBeGreaterThan(0)
   expect(storage.quotaBytes).toBeGreaterThan(storage.usageBytes ?? 0)
   expect(typeof storage.persisted).toBe('boolean')

@@ -88,7 +88,7 @@ test('engine settings given to createMemory reach the engine in the worker; inva
 test('cacheMB reaches the worker: a memory opens with it, and a size out of range fails the boot', async ({ page }) => {
   await openHarness(page)
   const outcome = await page.evaluate(async () => {
-    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' }, cacheMB: 64 })
+    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' }, cacheMB: 32 })
     await memory.record({
       kind: 'message',
       scope: { conversationId: 'c1' },
@@ -96,6 +96,7 @@ test('cacheMB reaches the worker: a memory opens with it, and a size out of rang
       content: { text: 'the cache holds decoded pages' },
     })
     const hits = await memory.search('cache pages')
+    const { cacheMB } = await memory.stats()
     await memory.close()
     let code = 'none'
     try {
@@ -103,7 +104,7 @@ test('cacheMB reaches the worker: a memory opens with it, and a size out of rang
     } catch (error) {
       code = String((error as { code?: string }).code)
     }
-    return { hits: hits.length, code }
+    return { hits: hits.length, cacheMB, code }
   })
-  expect(outcome).toEqual({ hits: 1, code: 'INVALID_INPUT' })
+  expect(outcome).toEqual({ hits: 1, cacheMB: 32, code: 'INVALID_INPUT' })
 })

@@ -38,6 +38,7 @@ describe('record', () => {
     const stats = await memory.stats()
     expect(stats.counts).toMatchObject({ events: 1, chunks: 1, artifacts: 0, edges: 0 })
     expect(stats.unembeddedChunks).toBe(1)
+    expect(stats.cacheMB).toBe(16) // test memories open with cacheMB: 16
   })
 
   it('accepts a back-dated createdAt for imports', async () => {

@@ -91,14 +91,19 @@ describe('foundation', () => {
 
   it('the page cache grows with the memory from its next open, and an explicit cacheMB still wins', async () => {
     const MiB = 2 ** 20
-    expect([0, 256 * MiB, 300 * MiB, 800 * MiB, 5000 * MiB].map(cacheFor)).toEqual([DEFAULT_CACHE_MB, 128, 192, 448, MAX_CACHE_MB])
+    expect(DEFAULT_CACHE_MB).toBe(64)
+    expect([0, 89 * MiB, 256 * MiB, 300 * MiB, 800 * MiB, 5000 * MiB].map(cacheFor)).toEqual([64, 64, 128, 192, 448, MAX_CACHE_MB])
     const shared = async (pg: Awaited<ReturnType<typeof openPGlite>>) =>
       (await pg.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]?.shared_buffers
-    const first = await openPGlite({ loadDataDir: await templateBlob(), cacheMB: 64 })
+    // A new memory opens with the default, which its template names, not Postgres' 128 MiB.
+    const fresh = await openPGlite({ loadDataDir: await templateBlob() })
+    expect(await shared(fresh)).toBe('64MB')
+    await fresh.close()
+    const first = await openPGlite({ loadDataDir: await templateBlob(), cacheMB: 32 })
     // A small memory needs no more than the default.
     expect(await growCache(durableDb(first))).toBe(null)
     expect(await growCache(durableDb(first), () => 192)).toBe(192)
-    expect(await shared(first)).toBe('64MB') // the running pool stays until the next open
+    expect(await shared(first)).toBe('32MB') // the running pool stays until the next open
     const files = await first.dumpDataDir('none')
     await first.close()
     const next = await openPGlite({ loadDataDir: files })
@@ -110,5 +115,23 @@ describe('foundation', () => {
     const pinned = await openPGlite({ loadDataDir: files, cacheMB: 64 })
     expect(await shared(pinned)).toBe('64MB')
     await pinned.close()
+  })
+
+  it('a memory that names no page cache (made before the default was 64 MiB) gets the default at its next refresh', async () => {
+    const shared = async (pg: Awaited<ReturnType<typeof openPGlite>>) =>
+      (await pg.query<{ shared_buffers: string }>('SHOW shared_buffers')).rows[0]?.shared_buffers
+    const older = await openPGlite({ loadDataDir: await templateBlob() })
+    await older.exec('ALTER SYSTEM RESET shared_buffers')
+    const olderFiles = await older.dumpDataDir('none')
+    await older.close()
+    const before = await openPGlite({ loadDataDir: olderFiles })
+    expect(await shared(before)).toBe('128MB')
+    expect(await growCache(durableDb(before))).toBe(DEFAULT_CACHE_MB)
+    expect(await growCache(durableDb(before))).toBe(null)
+    const files = await before.dumpDataDir('none')
+    await before.close()
+    const after = await openPGlite({ loadDataDir: files })
+    expect(await shared(after)).toBe('64MB')
+    await after.close()
   })
 })
