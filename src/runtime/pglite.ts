@@ -36,11 +36,17 @@ export function cacheSetting(cacheMB: number): string {
  * segments pile up (160 MB after 1,000 turns and their vectors) until a `CHECKPOINT`, and
  * the data directory — what OPFS or IndexedDB stores and a boot reads — carries them all.
  * The engine checkpoints after each statistics refresh; these bounds make that checkpoint
- * recycle the old segments down to a few. Postgres refuses to start when `min_wal_size` is
- * under two segments, and a memory's segment size is fixed when it is made (1 MiB now, 16
- * before `INITDB_PARAMS`): 32 MB suits both.
+ * recycle the old segments down to a few, renamed to the next segments' names, so that the
+ * turns after it write into files that already exist. Postgres refuses to start when
+ * `min_wal_size` is under two segments, and a memory's segment size is fixed when it is made
+ * (1 MiB now, 16 before `INITDB_PARAMS`): 32 MB suits both.
+ *
+ * A segment made new (none left to reuse) starts as an empty file of the segment's length
+ * (`wal_init_zero=off`) rather than as zeros written out. Renamed into place, it reaches the
+ * storage as a whole-file write, mostly zeros, which OPFS and IndexedDB do not write
+ * (`withoutZeroTails`, src/worker/deferred-writes.ts; src/worker/idb-pages.ts).
  */
-export const WAL_SETTINGS = ['max_wal_size=64MB', 'min_wal_size=32MB'] as const
+export const WAL_SETTINGS = ['max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off'] as const
 
 /**
  * initdb's parameters for a new data directory: WAL segments of 1 MiB instead of Postgres'

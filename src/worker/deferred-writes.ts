@@ -74,3 +74,81 @@ export function planFlush(
 export function keptChanges(kept: KeptWrites): ChangeSet {
   return { ops: [], files: { wal: [], data: [...kept.files.values()], control: [] } }
 }
+
+/** Fewest trailing zero bytes a whole-file write drops (`withoutZeroTails`). */
+export const MIN_ZERO_TAIL = 64 * 1024
+
+/** Length of `data` without its trailing zero bytes. */
+function lengthWithoutZeros(data: Uint8Array): number {
+  let end = data.length
+  while (end > 0 && data[end - 1] === 0) end--
+  return end
+}
+
+/**
+ * The same flush with the zero tails of whole-file writes left to the file's length. Postgres
+ * starts each write-ahead log segment as a file of zeros, renamed into place, so the flush
+ * that switches to a new segment carries the whole segment (1 MiB), of which a turn's records
+ * fill a few KiB. A whole-file write whose last `minTail` bytes or more are zeros becomes: set
+ * the file's length and write the bytes before the zeros. A file's new length reads as zeros;
+ * a file that may already exist (`exists`) is removed first, so that none of its old bytes
+ * stay. Removals of paths that do not exist are dropped: each costs OPFS a round trip.
+ */
+export function withoutZeroTails(
+  changes: ChangeSet,
+  exists: (path: string) => boolean,
+  minTail = MIN_ZERO_TAIL,
+): ChangeSet {
+  const ops = changes.ops.filter((op) => op.op !== 'remove' || exists(op.path))
+  const trim = (writes: FileWrite[]) =>
+    writes.map((w): FileWrite => {
+      const only = w.chunks.length === 1 ? w.chunks[0] : undefined
+      if (!w.full || !only || only.at !== 0 || only.data.length !== w.size) return w
+      const keep = lengthWithoutZeros(only.data)
+      if (w.size - keep < minTail) return w
+      if (exists(w.path)) ops.push({ op: 'remove', path: w.path })
+      return { path: w.path, size: w.size, full: false, truncate: true, chunks: keep === 0 ? [] : [{ at: 0, data: only.data.subarray(0, keep) }] }
+    })
+  const files = { wal: trim(changes.files.wal), data: trim(changes.files.data), control: trim(changes.files.control) }
+  return { ops, files }
+}
+
+/**
+ * The paths a storage holds, kept from its listing at open and each flush, for
+ * `withoutZeroTails`. It errs towards "exists": a flush's paths count as stored before it is
+ * written, and its removals count only once it has succeeded.
+ */
+export class StoredPaths {
+  #paths = new Set<string>()
+
+  add(path: string): void {
+    this.#paths.add(path)
+  }
+
+  /** The path, or anything under it. */
+  has(path: string): boolean {
+    if (this.#paths.has(path)) return true
+    const prefix = `${path}/`
+    for (const p of this.#paths) if (p.startsWith(prefix)) return true
+    return false
+  }
+
+  /** Writes `changes` with `write`, keeping the set in step. */
+  async write(changes: ChangeSet, write: (changes: ChangeSet) => Promise<void>): Promise<void> {
+    const sparse = withoutZeroTails(changes, (path) => this.has(path))
+    const files = [...changes.files.wal, ...changes.files.data, ...changes.files.control]
+    for (const op of changes.ops) if (op.op === 'mkdir') this.add(op.path)
+    for (const w of files) this.add(w.path)
+    await write(sparse)
+    // As the flush ran: its removals and folders in order, then its files.
+    for (const op of changes.ops) {
+      if (op.op === 'mkdir') {
+        this.add(op.path)
+        continue
+      }
+      const prefix = `${op.path}/`
+      for (const p of [...this.#paths]) if (p === op.path || p.startsWith(prefix)) this.#paths.delete(p)
+    }
+    for (const w of files) this.add(w.path)
+  }
+}

@@ -144,6 +144,11 @@ export class IdbPageBackend implements StorageBackend {
   }
 }
 
+function allZero(bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] !== 0) return false
+  return true
+}
+
 function overlay(page: Uint8Array, pieces: Piece[]): Uint8Array {
   for (const piece of pieces) page.set(piece.data.subarray(0, Math.max(0, page.length - piece.at)), piece.at)
   return page
@@ -185,6 +190,9 @@ function writeFile(files: IDBObjectStore, pages: IDBObjectStore, write: FileWrit
       // Whole (one file's chunks never overlap). A copy of its own: storing a view would
       // store the whole buffer it looks into.
       const only = pieces.length === 1 && pieces[0]!.at === 0 && pieces[0]!.data.length === length
+      // A whole file's pages were all deleted above, and a page not stored reads as zeros: a
+      // new write-ahead log segment (1 MiB, mostly zeros) stores only the pages written to.
+      if (write.full && pieces.every((piece) => allZero(piece.data))) continue
       pages.put(only ? pieces[0]!.data.slice() : overlay(new Uint8Array(length), pieces), key)
       continue
     }

@@ -1,6 +1,6 @@
 import { type ChangeSet, MemfsFrontendFS, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
-import { keptChanges, type KeptWrites, noKeptWrites, planFlush } from './deferred-writes.ts'
+import { keptChanges, type KeptWrites, noKeptWrites, planFlush, StoredPaths } from './deferred-writes.ts'
 import { incompleteMarker } from './storage.ts'
 
 /** Files read from OPFS at once while a memory opens. */
@@ -46,6 +46,8 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   #unwritten: { changes: ChangeSet; options: ApplyOptions } | undefined
   #markerSet = false
   #background: Promise<void> | undefined
+  /** What the folder holds, so that a flush leaves out the zeros and removals it need not write. */
+  #stored = new StoredPaths()
 
   constructor(folder: string, { created = false }: { created?: boolean } = {}) {
     super(folder)
@@ -65,20 +67,25 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
     }
     const plan = planFlush(this.#kept, changes)
     if (plan.kind === 'keep') {
-      await super.apply(plan.now, options)
+      await this.#put(plan.now, options)
       this.#kept = plan.kept
       this.#scheduleIdleWrite()
       return
     }
     this.#kept = plan.kept
     await this.#writeKept(options)
-    await super.apply(changes, options)
+    await this.#put(changes, options)
   }
 
   override async close(): Promise<void> {
     await this.#settle()
     await this.#writeKept({ relaxedDurability: false })
     await super.close()
+  }
+
+  /** Writes a flush through to OPFS, without the zero tails of whole files (`withoutZeroTails`). */
+  async #put(changes: ChangeSet, options: ApplyOptions): Promise<void> {
+    await this.#stored.write(changes, (sparse) => super.apply(sparse, options))
   }
 
   /** Waits for the background write and finishes it when it failed (throwing if it fails again). */
@@ -94,7 +101,7 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   /** Writes the kept data-file writes; on failure they stay kept (writing them again is harmless). */
   async #writeKept(options: ApplyOptions): Promise<void> {
     if (this.#kept.files.size === 0) return
-    await super.apply(keptChanges(this.#kept), options)
+    await this.#put(keptChanges(this.#kept), options)
     this.#kept = noKeptWrites()
   }
 
@@ -111,7 +118,7 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   async #writeUnwritten(): Promise<void> {
     const unwritten = this.#unwritten
     if (unwritten) {
-      await super.apply(unwritten.changes, unwritten.options)
+      await this.#put(unwritten.changes, unwritten.options)
       this.#unwritten = undefined
     }
     if (this.#markerSet) {
@@ -147,9 +154,11 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
           const path = `${dir.path}/${name}`
           if (handle.kind === 'directory') {
             next.push({ path, handle: handle as FileSystemDirectoryHandle })
+            this.#stored.add(path)
             yield { kind: 'dir', path }
           } else {
             files.push({ path, handle: handle as FileSystemFileHandle })
+            this.#stored.add(path)
           }
         }
       }

@@ -70,6 +70,76 @@ test('opfs: a worker killed while data-file writes are held back reopens with ev
   expect(outcome.afterFound).toBe(true)
 })
 
+for (const storage of ['opfs', 'idb'] as const) {
+  test(`${storage}: turns that fill several write-ahead log segments survive a kill; a new segment's zeros are not written`, async ({
+    page,
+  }) => {
+    await openHarness(page)
+    const outcome = await page.evaluate(async (storage) => {
+      // No statistics refresh: its checkpoint would rename old segments to the next names (for
+      // reuse, old records and all), and the segment in use at the kill would be one of those.
+      const options = { name: 'segments', storage, embedder: { kind: 'none' }, warmUp: 0, statistics: 'manual' } as const
+      const first = (await window.engram.createMemory(options)) as unknown as Api
+      await first.recordTurn({ conversationId: 'c', user: 'before', agent: 'closed cleanly' })
+      await first.close()
+      // What the storage holds of the log: OPFS files by size, or IndexedDB pages per file.
+      const segments = async (): Promise<Record<string, number>> => {
+        const out: Record<string, number> = {}
+        if (storage === 'opfs') {
+          const root = await navigator.storage.getDirectory()
+          const wal = await (await root.getDirectoryHandle('engram-segments')).getDirectoryHandle('pg_wal')
+          for await (const [name, handle] of (wal as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> }).entries()) {
+            if (handle.kind === 'file' && /^[0-9A-F]{24}$/.test(name)) out[name] = (await (handle as FileSystemFileHandle).getFile()).size
+          }
+          return out
+        }
+        const db = await new Promise<IDBDatabase>((resolve, reject) => {
+          const open = indexedDB.open('engram-segments')
+          open.onsuccess = () => resolve(open.result)
+          open.onerror = () => reject(open.error ?? new Error('open failed'))
+        })
+        const keys = await new Promise<IDBValidKey[]>((resolve, reject) => {
+          const all = db.transaction('pages').objectStore('pages').getAllKeys()
+          all.onsuccess = () => resolve(all.result)
+          all.onerror = () => reject(all.error ?? new Error('listing failed'))
+        })
+        db.close()
+        for (const key of keys as [string, number][]) {
+          const name = key[0].split('/').pop() ?? ''
+          if (key[0].includes('/pg_wal/') && /^[0-9A-F]{24}$/.test(name)) out[name] = (out[name] ?? 0) + 1
+        }
+        return out
+      }
+      const before = Object.keys(await segments())
+      // About 40 KiB of text a turn: 80 turns are a few MiB of log, a segment every 20 or so.
+      const worker = new Worker(window.engramWorkerUrl, { type: 'module' })
+      const memory = (await window.engram.createMemory({ ...options, worker })) as unknown as Api
+      const acked: string[] = []
+      for (let n = 0; n < 80; n++) {
+        const words = Array.from({ length: 2500 }, (_, i) => `w${(n * 7919 + i * 104729) % 1000003}`).join(' ')
+        const turn = await memory.recordTurn({ conversationId: 'c', user: `question ${n} ${words}`, agent: `answer ${n}` })
+        acked.push(turn.userEventId)
+      }
+      worker.terminate()
+      const after = await segments()
+      const added = Object.entries(after).filter(([name]) => !before.includes(name))
+      const reopened = (await window.engram.createMemory(options)) as unknown as Api
+      const found = await Promise.all(acked.map((id) => reopened.events.get(id).then(Boolean, () => false)))
+      const { counts } = await reopened.stats()
+      await reopened.close()
+      return { found: found.every(Boolean), events: counts.events, added }
+    }, storage)
+    expect(outcome.found).toBe(true)
+    expect(outcome.events).toBe(2 + 160)
+    // New segments were made on the way. OPFS keeps each at its full length (1 MiB), zeros
+    // left unwritten reading as zeros; IndexedDB stores only the pages records were written
+    // to, so the segment in use at the kill has fewer than its 128.
+    expect(outcome.added.length).toBeGreaterThanOrEqual(2)
+    if (storage === 'opfs') for (const [, bytes] of outcome.added) expect(bytes).toBe(2 ** 20)
+    else expect(outcome.added.sort(([a], [b]) => a.localeCompare(b)).at(-1)?.[1]).toBeLessThan(128)
+  })
+}
+
 test('opfs: a memory whose creation was cut short (its marker still beside it) is created again, not opened half-written', async ({
   page,
 }) => {

@@ -1,6 +1,6 @@
 import type { ChangeSet, FileWrite } from '@electric-sql/pglite/memfs-frontend'
 import { describe, expect, it } from 'vitest'
-import { keptChanges, noKeptWrites, planFlush } from '../../src/worker/deferred-writes.ts'
+import { keptChanges, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/worker/deferred-writes.ts'
 
 const write = (path: string, at: number, bytes: number[], extra: Partial<FileWrite> = {}): FileWrite => ({
   path,
@@ -88,5 +88,113 @@ describe('planFlush: data-file writes kept back until the log needs them on disk
     expect(bytes.kind).toBe('all')
     expect(bytes.kept.files.get('/base/5/1')?.chunks).toHaveLength(1)
     expect(a.kept.files.get('/base/5/1')?.chunks).toHaveLength(1) // the kept writes passed in are not changed
+  })
+})
+
+/** A storage as OPFS applies a flush to it: removals first (a path and all under it), then the writes. */
+function applyFlush(storage: Map<string, number[]>, changes: ChangeSet): void {
+  for (const op of changes.ops) {
+    if (op.op !== 'remove') continue
+    for (const path of [...storage.keys()]) if (path === op.path || path.startsWith(`${op.path}/`)) storage.delete(path)
+  }
+  for (const w of [...changes.files.wal, ...changes.files.data, ...changes.files.control]) storage.set(w.path, apply(storage.get(w.path) ?? [], w))
+}
+
+describe('withoutZeroTails: a whole file written without the zeros it ends with', () => {
+  const segment = '/pg_wal/000000010000000000000002'
+  // A new log segment: a few bytes of records, then zeros to its length.
+  const whole = write(segment, 0, [7, 0, 9, ...Array<number>(40).fill(0)], { full: true, truncate: true })
+
+  it('writes the bytes before the zeros and the length, and the file reads the same', () => {
+    const sparse = withoutZeroTails(flush({ wal: [whole] }), () => false, 16)
+    expect(sparse.ops).toEqual([])
+    expect(sparse.files.wal).toEqual([{ path: segment, size: 43, full: false, truncate: true, chunks: [{ at: 0, data: Uint8Array.from([7, 0, 9]) }] }])
+    const expected = new Map<string, number[]>()
+    applyFlush(expected, flush({ wal: [whole] }))
+    const stored = new Map<string, number[]>()
+    applyFlush(stored, sparse)
+    expect(stored).toEqual(expected)
+  })
+
+  it('removes a file that may exist first, so none of its old bytes stay', () => {
+    const sparse = withoutZeroTails(flush({ wal: [whole] }), (path) => path === segment, 16)
+    expect(sparse.ops).toEqual([{ op: 'remove', path: segment }])
+    const old = Array<number>(60).fill(5)
+    const expected = new Map([[segment, old]])
+    applyFlush(expected, flush({ wal: [whole] }))
+    const stored = new Map([[segment, old]])
+    applyFlush(stored, sparse)
+    expect(stored.get(segment)).toEqual(expected.get(segment))
+    expect(stored.get(segment)).toHaveLength(43)
+    // Without the removal the old bytes would show through the zeros.
+    const unsafe = new Map([[segment, old]])
+    applyFlush(unsafe, { ...sparse, ops: [] })
+    expect(unsafe.get(segment)).not.toEqual(expected.get(segment))
+  })
+
+  it('leaves short zero tails, partial writes and files of zeros only as they are', () => {
+    const short = write('/base/5/1', 0, [1, 2, ...Array<number>(10).fill(0)], { full: true, truncate: true })
+    const partial = write('/base/5/2', 8, Array<number>(40).fill(0))
+    const changes = flush({ data: [short, partial] })
+    expect(withoutZeroTails(changes, () => true, 16).files.data).toEqual([short, partial])
+    const zeros = write('/base/5/3', 0, Array<number>(32).fill(0), { full: true, truncate: true })
+    expect(withoutZeroTails(flush({ data: [zeros] }), () => false, 16).files.data).toEqual([
+      { path: '/base/5/3', size: 32, full: false, truncate: true, chunks: [] },
+    ])
+  })
+
+  it('drops removals of paths the storage does not hold, and keeps the others', () => {
+    const ops: ChangeSet['ops'] = [
+      { op: 'remove', path: '/pg_wal/xlogtemp.42' },
+      { op: 'remove', path: '/base/5/9' },
+      { op: 'mkdir', path: '/base/6' },
+    ]
+    expect(withoutZeroTails(flush({}, ops), (path) => path === '/base/5/9').ops).toEqual(ops.slice(1))
+  })
+
+  it('the 1 MiB segment a turn switches to becomes a few KiB to write', () => {
+    const data = new Uint8Array(2 ** 20)
+    data.fill(3, 0, 5000)
+    const sparse = withoutZeroTails(flush({ wal: [{ path: segment, size: data.length, full: true, truncate: true, chunks: [{ at: 0, data }] }] }), () => false)
+    expect(sparse.files.wal[0]?.chunks[0]?.data.length).toBe(5000)
+    expect(sparse.files.wal[0]?.size).toBe(2 ** 20)
+  })
+})
+
+describe('StoredPaths: what the storage holds, erring towards "exists"', () => {
+  const whole = (path: string) => write(path, 0, [1, ...Array<number>(40).fill(0)], { full: true, truncate: true })
+  const removals = async (stored: StoredPaths, changes: ChangeSet) => {
+    let written: ChangeSet | undefined
+    await stored.write(changes, async (sparse) => {
+      written = sparse
+    })
+    return written?.ops ?? []
+  }
+
+  it('follows listings, writes and removals, folders included', async () => {
+    const stored = new StoredPaths()
+    stored.add('/base')
+    stored.add('/base/5')
+    stored.add('/base/5/1')
+    expect(stored.has('/base/5')).toBe(true)
+    expect(stored.has('/base/5/1')).toBe(true)
+    expect(stored.has('/base/6')).toBe(false)
+    // Removing a folder removes what is under it.
+    expect(await removals(stored, flush({}, [{ op: 'remove', path: '/base/5' }]))).toEqual([{ op: 'remove', path: '/base/5' }])
+    expect(stored.has('/base/5/1')).toBe(false)
+    expect(await removals(stored, flush({}, [{ op: 'remove', path: '/base/5/1' }]))).toEqual([])
+    // Made again in one flush after its removal: it exists.
+    await removals(stored, flush({ data: [write('/base/5/1', 0, [1])] }, [{ op: 'remove', path: '/base/5' }, { op: 'mkdir', path: '/base/5' }]))
+    expect(stored.has('/base/5')).toBe(true)
+    expect(stored.has('/base/5/1')).toBe(true)
+  })
+
+  it('a flush that fails keeps its removed paths and counts its written ones as stored', async () => {
+    const stored = new StoredPaths()
+    stored.add('/base/5/1')
+    const failing = flush({ data: [whole('/base/5/2')] }, [{ op: 'remove', path: '/base/5/1' }])
+    await expect(stored.write(failing, () => Promise.reject(new Error('disk full')))).rejects.toThrow('disk full')
+    expect(stored.has('/base/5/1')).toBe(true)
+    expect(stored.has('/base/5/2')).toBe(true)
   })
 })
