@@ -2,8 +2,8 @@
  * How `recordTurn`'s latency changes over the first turns after a memory starts: one OPFS
  * memory (no model, indexing manual) records TURNS turns (default 160) from a fresh page, and
  * then TURNS more from another fresh page, so a second worker opens the memory it left. Prints,
- * per start, p50 / p95 over turns 20 on (what `record_turn_no_index_ms` times after its 20
- * warm-ups) and over turns 60 on, and every turn's time. JSFLAGS passes V8 flags to Chromium
+ * per start, p50 / p95 / p99 / slowest over turns 20 on (what `record_turn_no_index_ms` times
+ * after its 20 warm-ups) and over turns 60 on, and every turn's time. JSFLAGS passes V8 flags to Chromium
  * (`JSFLAGS=--no-liftoff` compiles PGlite's WASM with the optimizing compiler from the start).
  * WARMUP sets `createMemory({ warmUp })` (default 20, the default's; 0 for none), WAIT_MS how
  * long the page waits after the open before its first turn (default 0), as an app that opens
@@ -13,7 +13,7 @@
  */
 import { launchBench, openHarness } from './lib/browser-suite.ts'
 import { makeTurns, sessionShape } from './lib/data.ts'
-import { latency } from './lib/metrics.ts'
+import { latency, percentile } from './lib/metrics.ts'
 
 const TURNS = Number(process.env.TURNS ?? 160)
 const warmUp = Number(process.env.WARMUP ?? 20)
@@ -23,7 +23,8 @@ const turns = makeTurns(sessionShape(4 * 2 * TURNS), 4242)
 const summary = (timings: number[]) => {
   if (timings.length === 0) return 'no turns'
   const { p50, p95 } = latency(timings)
-  return `p50 ${p50} / p95 ${p95} ms`
+  const sorted = [...timings].sort((a, b) => a - b)
+  return `p50 ${p50} / p95 ${p95} / p99 ${percentile(sorted, 99)} / slowest ${sorted.at(-1)} ms`
 }
 
 const bench = await launchBench(flags)
