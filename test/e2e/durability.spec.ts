@@ -111,7 +111,7 @@ for (const storage of ['opfs', 'idb'] as const) {
         return out
       }
       const before = Object.keys(await segments())
-      // About 40 KiB of text a turn: 80 turns are a few MiB of log, a segment every 20 or so.
+      // About 20 KiB of text a turn: 80 turns fill several segments of log (checked below).
       const worker = new Worker(window.engramWorkerUrl, { type: 'module' })
       const memory = (await window.engram.createMemory({ ...options, worker })) as unknown as Api
       const acked: string[] = []
