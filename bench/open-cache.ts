@@ -7,7 +7,7 @@
  *   node bench/run.mjs bench/open-cache.ts
  *   ROUNDS=9 SIZES=16,64,128 node bench/run.mjs bench/open-cache.ts
  */
-import { durableDb, openPGlite } from '../src/runtime/pglite.ts'
+import { openPGlite } from '../src/runtime/pglite.ts'
 import { buildTemplate } from '../src/runtime/template.ts'
 import { latency } from './lib/metrics.ts'
 
@@ -20,7 +20,7 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const cacheMB of SIZES) {
     const t0 = performance.now()
     const pg = await openPGlite({ loadDataDir: template, cacheMB })
-    await durableDb(pg).query('SELECT 1')
+    await pg.query('SELECT 1')
     opens.get(cacheMB)?.push(performance.now() - t0)
     await pg.close()
   }

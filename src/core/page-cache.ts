@@ -1,4 +1,5 @@
 import type { Db } from './db.ts'
+import { MemoryError } from './errors.ts'
 
 /**
  * Postgres' buffer pool for a memory: the table and index pages kept in memory. Pages outside
@@ -9,7 +10,7 @@ import type { Db } from './db.ts'
 
 /**
  * The buffer pool (MiB) a memory opens with unless it grew. Postgres clears the whole pool
- * when it starts, so a larger one costs every open: about 0.3 s more at 128 MiB than at 64 in
+ * when it starts, so a larger one costs every open: about 0.24 s more at 128 MiB than at 64 in
  * Node (docs/BENCHMARKS.md, "The page cache"), while a 10,000-event memory searches as fast
  * with 64. New memories get it from their template (`buildTemplate`); one made before, or by
  * initdb in Node, opens with Postgres' 128 until its first statistics refresh (`growCache`).
@@ -34,9 +35,17 @@ export function cacheFor(bytes: number): number {
   return Math.min(MAX_CACHE_MB, Math.max(DEFAULT_CACHE_MB, Math.ceil(half / CACHE_STEP_MB) * CACHE_STEP_MB))
 }
 
+/** `cacheMB` when it is a pool size Engram accepts (16 to `MAX_CACHE_MB`); else `INVALID_INPUT`. */
+export function checkCacheMB(cacheMB: number): number {
+  if (!Number.isInteger(cacheMB) || cacheMB < 16 || cacheMB > MAX_CACHE_MB) {
+    throw new MemoryError('INVALID_INPUT', `cacheMB must be a whole number of MiB from 16 to ${MAX_CACHE_MB}; got ${String(cacheMB)}`)
+  }
+  return cacheMB
+}
+
 /** Sets the pool a memory opens with next time (`ALTER SYSTEM`: it lives in the data directory). */
 export async function setCache(db: Db, cacheMB: number): Promise<void> {
-  if (!Number.isInteger(cacheMB) || cacheMB < 16 || cacheMB > MAX_CACHE_MB) throw new RangeError(`cache of ${cacheMB} MiB`)
+  checkCacheMB(cacheMB)
   await db.exec(`ALTER SYSTEM SET shared_buffers = '${cacheMB}MB'`)
 }
 

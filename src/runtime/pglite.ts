@@ -1,8 +1,7 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Db, Queryable, QueryOptions } from '../core/db.ts'
-import { MemoryError } from '../core/errors.ts'
-import { MAX_CACHE_MB } from '../core/page-cache.ts'
+import { checkCacheMB } from '../core/page-cache.ts'
 import { preparingQueries } from '../core/prepared.ts'
 import { Activity } from './activity.ts'
 
@@ -25,10 +24,7 @@ export interface OpenPGliteOptions {
  * directory names: `DEFAULT_CACHE_MB`, raised by the engine as the memory grows (`growCache`).
  */
 export function cacheSetting(cacheMB: number): string {
-  if (!Number.isInteger(cacheMB) || cacheMB < 16 || cacheMB > MAX_CACHE_MB) {
-    throw new MemoryError('INVALID_INPUT', `cacheMB must be a whole number of MiB from 16 to ${MAX_CACHE_MB}; got ${String(cacheMB)}`)
-  }
-  return `shared_buffers=${cacheMB}MB`
+  return `shared_buffers=${checkCacheMB(cacheMB)}MB`
 }
 
 /**

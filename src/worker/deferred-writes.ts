@@ -79,7 +79,7 @@ export function keptChanges(kept: KeptWrites): ChangeSet {
 export const MIN_ZERO_TAIL = 64 * 1024
 
 /** Length of `data` without its trailing zero bytes. */
-function lengthWithoutZeros(data: Uint8Array): number {
+export function lengthWithoutZeros(data: Uint8Array): number {
   let end = data.length
   while (end > 0 && data[end - 1] === 0) end--
   return end

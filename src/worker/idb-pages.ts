@@ -1,6 +1,7 @@
 /// <reference lib="webworker" />
 import { type ChangeSet, type FileWrite, MemfsFrontendFS, type StorageBackend, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
 import { promisifyRequest as request } from 'idb-keyval'
+import { lengthWithoutZeros } from './deferred-writes.ts'
 
 /**
  * Bytes per stored page: Postgres' block size, so the data files' and the log's writes (whole
@@ -144,11 +145,6 @@ export class IdbPageBackend implements StorageBackend {
   }
 }
 
-function allZero(bytes: Uint8Array): boolean {
-  for (let i = 0; i < bytes.length; i++) if (bytes[i] !== 0) return false
-  return true
-}
-
 function overlay(page: Uint8Array, pieces: Piece[]): Uint8Array {
   for (const piece of pieces) page.set(piece.data.subarray(0, Math.max(0, page.length - piece.at)), piece.at)
   return page
@@ -192,7 +188,7 @@ function writeFile(files: IDBObjectStore, pages: IDBObjectStore, write: FileWrit
       const only = pieces.length === 1 && pieces[0]!.at === 0 && pieces[0]!.data.length === length
       // A whole file's pages were all deleted above, and a page not stored reads as zeros: a
       // new write-ahead log segment (1 MiB, mostly zeros) stores only the pages written to.
-      if (write.full && pieces.every((piece) => allZero(piece.data))) continue
+      if (write.full && pieces.every((piece) => lengthWithoutZeros(piece.data) === 0)) continue
       pages.put(only ? pieces[0]!.data.slice() : overlay(new Uint8Array(length), pieces), key)
       continue
     }

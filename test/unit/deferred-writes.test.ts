@@ -132,7 +132,7 @@ describe('withoutZeroTails: a whole file written without the zeros it ends with'
     expect(unsafe.get(segment)).not.toEqual(expected.get(segment))
   })
 
-  it('leaves short zero tails, partial writes and files of zeros only as they are', () => {
+  it('leaves short zero tails and partial writes as they are; a file of zeros only is written as its length', () => {
     const short = write('/base/5/1', 0, [1, 2, ...Array<number>(10).fill(0)], { full: true, truncate: true })
     const partial = write('/base/5/2', 8, Array<number>(40).fill(0))
     const changes = flush({ data: [short, partial] })
