@@ -13,9 +13,10 @@ declare global {
     engramHarnessReady: boolean
     /**
      * Makes a memory the way IndexedDB memories were kept before their page store: PGlite's
-     * own IndexedDB file system, in the page. Resolves once it is closed.
+     * own IndexedDB file system, in the page, with one turn recorded by the engine. Resolves
+     * with that turn's request event once the memory is closed.
      */
-    engramLegacyIdb(name: string): Promise<void>
+    engramLegacyIdb(name: string): Promise<{ userEventId: string }>
     /** The IndexedDB page store, for the tests of its edge cases. */
     engramIdbPages: { IdbPageBackend: typeof IdbPageBackend }
   }
@@ -26,10 +27,18 @@ window.engram = engram
 window.engramWorkerUrl = new URL(workerUrl, import.meta.url).href
 window.engramEmbed = { createTransformersEmbedder }
 window.engramLegacyIdb = async (name) => {
-  const [{ PGlite }, { vector }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite-pgvector')])
+  const [{ PGlite }, { vector }, { createEngine }, { durableDb }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite-pgvector'),
+    import('../src/core/engine.ts'),
+    import('../src/runtime/pglite.ts'),
+  ])
   const pg = await PGlite.create(`idb://engram-${name}`, { extensions: { vector } })
-  await pg.exec('CREATE TABLE legacy_marker (note text); INSERT INTO legacy_marker VALUES (\'kept\')')
+  const engine = await createEngine({ db: durableDb(pg), statistics: 'manual', indexing: 'manual' })
+  const { userEventId } = await engine.recordTurn({ conversationId: 'before', user: 'kept in the old layout?', agent: 'yes' })
+  await engine.stopIndexing()
   await pg.close()
+  return { userEventId }
 }
 window.engramIdbPages = { IdbPageBackend }
 window.engramHarnessReady = true

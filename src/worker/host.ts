@@ -13,6 +13,7 @@ import { cacheSetting, type DurableDb, durableDb, openPGlite } from '../runtime/
 import { checkThreads } from '../embed/environment.ts'
 import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
 import { DEFAULT_WARM_UP_TURNS, parseWarmUp } from '../core/warm-up.ts'
+import { moveLegacyIdbToPages } from './idb-migrate.ts'
 import { idbPageFileSystem } from './idb-pages.ts'
 import { opfsFileSystem } from './opfs-fs.ts'
 import {
@@ -414,7 +415,15 @@ export class MemoryHost {
         console.warn(`engram: memory "${options.name}" was cut short while it was being created; creating it again`)
       }
       // IndexedDB: which of its two layouts, and whether it exists, in one look.
-      const idb = this.#storage === 'idb' ? await idbLayout(options.name) : undefined
+      let idb = this.#storage === 'idb' ? await idbLayout(options.name) : undefined
+      if (idb?.layout === 'files') {
+        try {
+          await moveLegacyIdbToPages(options.name)
+          idb = { layout: 'pages', exists: true }
+        } catch (error) {
+          console.warn(`engram: memory "${options.name}" stays in its old IndexedDB database for now`, error)
+        }
+      }
       created = !(idb ? idb.exists : await storageExists(this.#storage, options.name))
       if (created && options.templateUrl) {
         try {

@@ -91,7 +91,7 @@ export async function discardIncomplete(kind: StorageKind, name: string): Promis
  * (idb-pages.ts). Memories made before that live in PGlite's IndexedDB file system, a file
  * per record in a database of its own, and are opened there.
  */
-const legacyIdbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
+export const legacyIdbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
 
 /**
  * How an IndexedDB memory is kept: `pages` (idb-pages.ts), or `files` (PGlite's IndexedDB file
@@ -128,12 +128,8 @@ export async function storageExists(kind: StorageKind, name: string): Promise<bo
 export async function deleteStorage(kind: StorageKind, name: string): Promise<void> {
   if (kind === 'idb') {
     for (const database of [storageKey(name), legacyIdbDatabaseName(name)]) {
-      await new Promise<void>((resolve, reject) => {
-        const request = indexedDB.deleteDatabase(database)
-        request.onsuccess = () => resolve()
-        request.onerror = () => reject(request.error ?? new Error('deleteDatabase failed'))
-        request.onblocked = () =>
-          reject(new MemoryError('LOCKED_BY_OTHER_TAB', `Memory "${name}" is open in another tab; close it first.`))
+      await deleteIdbDatabase(database, () => {
+        throw new MemoryError('LOCKED_BY_OTHER_TAB', `Memory "${name}" is open in another tab; close it first.`)
       })
     }
   } else if (kind === 'opfs') {
@@ -147,6 +143,26 @@ export async function deleteStorage(kind: StorageKind, name: string): Promise<vo
       }
     }
   }
+}
+
+/**
+ * Deletes the IndexedDB database `database` (nothing when there is none). `onBlocked` runs
+ * when another connection holds it open: a throw fails the call, else the deletion goes
+ * ahead once that connection closes.
+ */
+export function deleteIdbDatabase(database: string, onBlocked: () => void): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const request = indexedDB.deleteDatabase(database)
+    request.onsuccess = () => resolve()
+    request.onerror = () => reject(request.error ?? new Error('deleteDatabase failed'))
+    request.onblocked = () => {
+      try {
+        onBlocked()
+      } catch (error) {
+        reject(error instanceof Error ? error : new Error(String(error)))
+      }
+    }
+  })
 }
 
 /** Maps platform storage failures to the error a caller can act on. */

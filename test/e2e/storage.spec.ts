@@ -83,9 +83,11 @@ for (const storage of ['opfs', 'idb'] as const) {
   })
 }
 
-test('idb: a memory kept in PGlite\'s own IndexedDB file system (before the page store) opens, takes writes and is deleted there', async ({
+test("idb: a memory kept in PGlite's own IndexedDB file system (before the page store) moves into the page store when opened", async ({
   page,
 }) => {
+  // Four opens of the memory, one of them the move (two more PGlite starts): 42 s on the development machine.
+  test.setTimeout(150_000)
   await openHarness(page)
   const outcome = await page.evaluate(async () => {
     type Api = {
@@ -96,24 +98,86 @@ test('idb: a memory kept in PGlite\'s own IndexedDB file system (before the page
       close(): Promise<void>
     }
     const names = async () => (await indexedDB.databases()).map((d) => d.name)
-    await window.engramLegacyIdb('legacy')
+    const open = (name: string) =>
+      new Promise<IDBDatabase>((resolve, reject) => {
+        const request = indexedDB.open(name, 1)
+        request.onupgradeneeded = () => {
+          request.result.createObjectStore('files')
+          request.result.createObjectStore('pages')
+        }
+        request.onsuccess = () => resolve(request.result)
+        request.onerror = () => reject(request.error ?? new Error('open failed'))
+      })
+    const fileKeys = async (name: string) => {
+      const db = await open(name)
+      const keys = await new Promise<IDBValidKey[]>((resolve, reject) => {
+        const request = db.transaction('files').objectStore('files').getAllKeys()
+        request.onsuccess = () => resolve(request.result)
+        request.onerror = () => reject(request.error ?? new Error('getAllKeys failed'))
+      })
+      db.close()
+      return keys
+    }
+    const { userEventId: before } = await window.engramLegacyIdb('legacy')
+    // A copy into the page store that was cut short: one stray file, which must not survive.
+    const stray = await open('engram-legacy')
+    await new Promise<void>((resolve, reject) => {
+      const tx = stray.transaction('files', 'readwrite')
+      tx.objectStore('files').put({ dir: false, size: 0 }, 'stray-file')
+      tx.oncomplete = () => resolve()
+      tx.onerror = () => reject(tx.error ?? new Error('put failed'))
+    })
     const options = { name: 'legacy', storage: 'idb', embedder: { kind: 'none' } } as const
+
+    // While that copy is held open elsewhere, the memory cannot be moved: it opens in its old
+    // database, whole.
     const first = (await window.engram.createMemory(options)) as unknown as Api
-    const created = (await first.ready).created
-    const turn = await first.recordTurn({ conversationId: 'c', user: 'still here?', agent: 'yes' })
+    const createdFirst = (await first.ready).created
+    const foundFirst = Boolean(await first.events.get(before))
+    const during = await first.recordTurn({ conversationId: 'c', user: 'written before the move', agent: 'ok' })
     await first.close()
-    const again = (await window.engram.createMemory(options)) as unknown as Api
-    const found = Boolean(await again.events.get(turn.userEventId))
-    const events = (await again.stats()).counts.events
-    await again.close()
-    const whileKept = await names()
+    const whileHeld = await names()
+    stray.close()
+
+    // Then it moves: the old database goes, and every turn is in the page store.
+    const second = (await window.engram.createMemory(options)) as unknown as Api
+    const createdSecond = (await second.ready).created
+    const after = await second.recordTurn({ conversationId: 'c', user: 'written after the move', agent: 'ok' })
+    await second.close()
+    const afterMove = await names()
+    const keys = await fileKeys('engram-legacy')
+    const third = (await window.engram.createMemory(options)) as unknown as Api
+    const found = await Promise.all([before, during.userEventId, after.userEventId].map(async (id) => Boolean(await third.events.get(id))))
+    const events = (await third.stats()).counts.events
+    await third.close()
     await window.engram.deleteMemory('legacy')
-    return { created, found, events, whileKept, afterDelete: await names() }
+    return {
+      createdFirst,
+      foundFirst,
+      whileHeld,
+      createdSecond,
+      afterMove,
+      pageStoreFiles: keys.length,
+      strayKept: keys.includes('stray-file'),
+      found,
+      events,
+      afterDelete: await names(),
+    }
   })
-  expect(outcome).toMatchObject({ created: false, found: true, events: 2 })
-  expect(outcome.whileKept).toContain('/pglite/engram-legacy')
-  expect(outcome.whileKept).not.toContain('engram-legacy')
+  expect(outcome).toMatchObject({
+    createdFirst: false,
+    foundFirst: true,
+    createdSecond: false,
+    strayKept: false,
+    found: [true, true, true],
+    events: 6,
+  })
+  expect(outcome.whileHeld).toContain('/pglite/engram-legacy')
+  expect(outcome.afterMove).not.toContain('/pglite/engram-legacy')
+  expect(outcome.afterMove).toContain('engram-legacy')
+  expect(outcome.pageStoreFiles).toBeGreaterThan(100)
   expect(outcome.afterDelete).not.toContain('/pglite/engram-legacy')
+  expect(outcome.afterDelete).not.toContain('engram-legacy')
 })
 
 test('auto storage picks OPFS in a worker on a secure origin', async ({ page }) => {
