@@ -1,6 +1,6 @@
 /**
  * How `recordTurn`'s latency changes over the first turns after a memory starts: one OPFS
- * memory (no model, indexing manual) records TURNS turns (default 160) from a fresh page, and
+ * memory (STORAGE=idb: IndexedDB) (no model, indexing manual) records TURNS turns (default 160) from a fresh page, and
  * then TURNS more from another fresh page, so a second worker opens the memory it left. Prints,
  * per start, p50 / p95 / p99 / slowest over turns 20 on (what `record_turn_no_index_ms` times
  * after its 20 warm-ups) and over turns 60 on, and every turn's time. JSFLAGS passes V8 flags to Chromium
@@ -18,13 +18,14 @@ import { latency, percentile } from './lib/metrics.ts'
 const TURNS = Number(process.env.TURNS ?? 160)
 const warmUp = Number(process.env.WARMUP ?? 20)
 const wait = Number(process.env.WAIT_MS ?? 0)
+const storage = (process.env.STORAGE ?? 'opfs') as 'opfs' | 'idb'
 const flags = process.env.JSFLAGS ? [`--js-flags=${process.env.JSFLAGS}`] : []
 const turns = makeTurns(sessionShape(4 * 2 * TURNS), 4242)
 const summary = (timings: number[]) => {
   if (timings.length === 0) return 'no turns'
   const { p50, p95 } = latency(timings)
   const sorted = [...timings].sort((a, b) => a - b)
-  return `p50 ${p50} / p95 ${p95} / p99 ${percentile(sorted, 99)} / slowest ${sorted.at(-1)} ms`
+  return `p50 ${p50} / p95 ${p95} / p99 ${Math.round(percentile(sorted, 99) * 10) / 10} / slowest ${Math.round((sorted.at(-1) ?? 0) * 10) / 10} ms`
 }
 
 const bench = await launchBench(flags)
@@ -34,10 +35,10 @@ try {
   for (const start of [0, 1]) {
     const page = await openHarness(context, origin)
     const timings = await page.evaluate(
-      async ({ json, wait, warmUp }) => {
+      async ({ json, wait, warmUp, storage }) => {
         const memory = await window.engram.createMemory({
           name: 'warmup',
-          storage: 'opfs',
+          storage,
           workspace: { mode: 'local', root: '/bench/repo' },
           embedder: { kind: 'none' },
           indexing: 'manual',
@@ -56,7 +57,7 @@ try {
         }
         return times
       },
-      { json: JSON.stringify(turns.slice(start * TURNS, (start + 1) * TURNS)), wait, warmUp },
+      { json: JSON.stringify(turns.slice(start * TURNS, (start + 1) * TURNS)), wait, warmUp, storage },
     )
     process.stdout.write(
       `${start === 0 ? 'new memory' : 'reopened'}${flags.length ? ` (${flags.join(' ')})` : ''}, warmUp ${warmUp}, wait ${wait} ms: ` +
