@@ -72,6 +72,13 @@ export interface Scoring {
    * name. A query made only of such words keeps them. Tools' names are always terms.
    */
   actorNameTerm: number
+  /**
+   * Whether such a word stays in the text embedded for the vector ranking. Left out (false),
+   * the query's vector is what the question asks about, not whom: with the name in, it lies
+   * near the turns that address that person by name, mostly someone else's. A query with
+   * no other words is embedded whole.
+   */
+  actorNamesEmbedded: boolean
   /** Weight of the fused search score in the final score. */
   search: number
   /** Weight of recency decay. */
@@ -96,7 +103,7 @@ export const MAX_NEIGHBOUR_DEPTH = 2000
 export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
   fusion: 'rrf',
   rrfK: 60,
-  vector: 0.3,
+  vector: 0.6,
   keyword: 1,
   neighbour: 0.5,
   neighbourDepth: 30,
@@ -106,6 +113,7 @@ export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
   actorMatch: 0.3,
   dateMatch: 1,
   actorNameTerm: 0,
+  actorNamesEmbedded: false,
   search: 1,
   recency: 0.1,
   recencyHalfLifeDays: 30,
@@ -150,6 +158,7 @@ export const scoringInput = z
     actorMatch: weight,
     dateMatch: weight,
     actorNameTerm: z.number().finite().min(0).max(1),
+    actorNamesEmbedded: z.boolean(),
     search: weight,
     recency: weight,
     recencyHalfLifeDays: z.number().finite().positive().max(1e6),

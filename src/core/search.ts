@@ -556,18 +556,22 @@ function keywordCtes(
 }
 
 /** Reads the keyword statistics for a query's terms: their document frequencies, the pool's size. */
+/**
+ * The words of the query `$1` that are the whole id of a person or agent of tenant `$2`,
+ * lowercased (`w`): one probe of `events_actor_names` per word. Tools' names are not among them.
+ */
+const ACTOR_WORDS = `SELECT DISTINCT q.w
+  FROM (SELECT DISTINCT btrim(w, '._-') AS w FROM regexp_split_to_table(lower($1), '[^[:alnum:]_.@-]+') AS w) q
+  WHERE q.w <> '' AND EXISTS (
+    SELECT 1 FROM events e WHERE e.tenant_id = $2 AND lower(e.actor_id) = q.w AND e.actor_type <> 'tool')`
+
 async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordStats> {
   const allowed = allowedSensitivities(plan.options.channel)
   const { rows } = await db.query<{ lexeme: string | null; df: number; chunks: number; lexemes: number; actor: boolean }>(
     `WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector('english', $1)) t),
           -- Words of the query that are the whole id of a person or agent (events_actor_names).
           actor_words AS (
-            SELECT DISTINCT n.lexeme
-            FROM (SELECT DISTINCT btrim(w, '._-') AS w
-                  FROM regexp_split_to_table(lower($1), '[^[:alnum:]_.@-]+') AS w) q
-            CROSS JOIN LATERAL unnest(to_tsvector('english', q.w)) n
-            WHERE q.w <> '' AND EXISTS (
-              SELECT 1 FROM events e WHERE e.tenant_id = $2 AND lower(e.actor_id) = q.w AND e.actor_type <> 'tool')
+            SELECT DISTINCT n.lexeme FROM (${ACTOR_WORDS}) a CROSS JOIN LATERAL unnest(to_tsvector('english', a.w)) n
           ),
           corpus AS (SELECT coalesce(sum(chunks), 0)::float8 AS chunks, coalesce(sum(lexemes), 0)::float8 AS lexemes
                      FROM chunk_stats WHERE tenant_id = $2 AND sensitivity = ANY($3::text[]))
@@ -655,6 +659,42 @@ export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Prom
   return { hits: rows.map(toHit), poolSize: Number(rows[0]?.pool_size ?? 0) }
 }
 
+/**
+ * The text embedded for the vector ranking: the query without the words that are a person's
+ * or agent's id (and their possessive "'s"), unless `scoring.actorNamesEmbedded` or nothing
+ * but names and stop words would be left.
+ */
+async function embeddedText(ctx: EngineContext, text: string, tenantId: string, scoring: Scoring): Promise<string> {
+  if (scoring.actorNamesEmbedded) return text
+  const { rows } = await ctx.db.query<{ names: string[] | null; others: boolean }>(
+    `WITH names AS (${ACTOR_WORDS})
+     SELECT (SELECT array_agg(w) FROM names) AS names,
+            EXISTS (SELECT 1 FROM unnest(to_tsvector('english', $1)) t
+                    WHERE t.lexeme NOT IN (SELECT n.lexeme FROM names, unnest(to_tsvector('english', names.w)) n)) AS others`,
+    [text, tenantId],
+  )
+  const names = new Set(rows[0]?.names ?? [])
+  if (names.size === 0 || !rows[0]?.others) return text
+  return withoutNames(text, names)
+}
+
+/**
+ * `text` without the words in `names` (lowercased, as `ACTOR_WORDS` gives them) and the "'s"
+ * after one.
+ *
+ * @example
+ * withoutNames("What did Bo's sister say?", new Set(['bo'])) // → "What did sister say?"
+ */
+export function withoutNames(text: string, names: ReadonlySet<string>): string {
+  return text
+    .replace(/[\p{L}\p{N}_.@-]+(?:['’]s\b)?/gu, (word) =>
+      names.has(word.replace(/['’]s$/, '').toLowerCase().replace(/^[._-]+|[._-]+$/g, '')) ? '' : word,
+    )
+    .replace(/\s+/g, ' ')
+    .replace(/\s+([?.!,;:])/g, '$1')
+    .trim()
+}
+
 async function embedQuery(embedder: Embedder, text: string): Promise<Float32Array> {
   try {
     return await embedOne(embedder, text)
@@ -676,7 +716,11 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   await ctx.beforeRead()
   const embedder = o.mode === 'keyword' ? null : ctx.embedder
   const vector = embedder
-    ? { value: await embedQuery(embedder, text), model: embedder.id, dims: embedder.dims }
+    ? {
+        value: await embedQuery(embedder, await embeddedText(ctx, text, o.scope.tenantId, scoring)),
+        model: embedder.id,
+        dims: embedder.dims,
+      }
     : null
   return {
     text,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
-import { MAX_SEARCH_LIMIT, type SearchPlan, withLimit } from '../../src/core/search.ts'
+import { MAX_SEARCH_LIMIT, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
+import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -19,7 +20,7 @@ describe('search', () => {
     expect(hit?.explain.vector).toBeNull()
     expect(hit?.explain.keyword?.rank).toBe(1)
     expect(hit?.explain.keyword?.score).toBeGreaterThan(0)
-    expect(hit?.explain.fused).toBeCloseTo(1 / 1.3, 6) // rank 1 of the keyword list (weight 1 of 1.3)
+    expect(hit?.explain.fused).toBeCloseTo(1 / 1.6, 6) // rank 1 of the keyword list (weight 1 of 1.6)
     expect(hit?.actor).toEqual({ type: 'human', id: 'ann' })
     expect(hit?.conversationId).toBe('c1')
   })
@@ -227,6 +228,52 @@ describe('search', () => {
       `EXPLAIN SELECT 1 FROM events e WHERE e.tenant_id = 'default' AND lower(e.actor_id) = 'bo' AND e.actor_type <> 'tool'`,
     )
     expect(rows.map((r) => Object.values(r)[0]).join('\n')).toContain('events_actor_names')
+  })
+
+  it("leaves a person's name out of the text embedded for the vector ranking; names alone, or with actorNamesEmbedded, are embedded", async () => {
+    const embedder = createHashEmbedder()
+    await using t = await openTestEngine({ now: testClock().now, embedder, indexing: 'manual' })
+    const at = { createdAt: '2025-01-01T00:00:00Z' }
+    const by = (type: 'human' | 'tool', id: string) => ({ actor: { type, id } })
+    // Ann's turn says Kit's name twice; Kit's own turn shares only "the trip" with the question.
+    // (The hash embedder's buckets: some short names collide with "the" or "trip"; "kit" does not.)
+    const mention = await t.engine.record(say('c1', 'Kit! Kit, the trip', { ...at, ...by('human', 'ann') }))
+    const own = await t.engine.record(say('c2', 'the trip was long', { ...at, ...by('human', 'Kit') }))
+    await t.engine.record(say('c3', 'no match', { ...at, ...by('tool', 'grep') }))
+    await t.engine.indexNow()
+    const search = (query: string, weights: Record<string, unknown> = {}) =>
+      t.engine.search(query, { mode: 'vector', weights: { neighbour: 0, actorMatch: 0, ...weights } })
+    const similarity = async (a: string, b: string) => {
+      const [x, y] = await embedder.embed([a, b])
+      return x!.reduce((sum, v, i) => sum + v * y![i]!, 0)
+    }
+    const similarityOf = (hits: Awaited<ReturnType<typeof search>>, id: string) =>
+      hits.find((h) => h.eventId === id)?.explain.vector?.similarity
+
+    const question = "What did Kit's sister say about the trip?"
+    const hits = await search(question)
+    expect(hits[0]?.eventId).toBe(own.eventId)
+    expect(similarityOf(hits, own.eventId)).toBeCloseTo(await similarity('What did sister say about the trip?', 'the trip was long'), 5)
+    expect(similarityOf(hits, mention.eventId)).toBeCloseTo(await similarity('What did sister say about the trip?', 'Kit! Kit, the trip'), 5)
+    // With the name embedded, the turn that says it twice comes first.
+    const whole = await search(question, { actorNamesEmbedded: true })
+    expect(whole[0]?.eventId).toBe(mention.eventId)
+    expect(similarityOf(whole, mention.eventId)).toBeCloseTo(await similarity(question, 'Kit! Kit, the trip'), 5)
+    // Names and stop words only: the whole query is embedded. A tool's name stays in.
+    expect(similarityOf(await search('What about Kit?'), mention.eventId)).toBeCloseTo(await similarity('What about Kit?', 'Kit! Kit, the trip'), 5)
+    expect(similarityOf(await search('what did grep say about the trip'), own.eventId)).toBeCloseTo(
+      await similarity('what did grep say about the trip', 'the trip was long'),
+      5,
+    )
+    await expect(search('x', { actorNamesEmbedded: 'no' })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+  it('withoutNames drops the named words and their possessive, keeping the rest as written', () => {
+    const names = new Set(['bo', 'ann.lee'])
+    expect(withoutNames("What did Bo's sister say?", names)).toBe('What did sister say?')
+    expect(withoutNames('when did BO and Ann.Lee meet Bob', names)).toBe('when did and meet Bob')
+    expect(withoutNames('Bo’s trip, Bo.', names)).toBe('trip,')
+    expect(withoutNames('nothing to drop', new Set())).toBe('nothing to drop')
   })
 
   it('ranks events from a date the query names above more recent ones with the same words', async () => {
