@@ -1,7 +1,7 @@
 /**
- * How `recordTurn`'s latency changes over the first turns after a memory starts: one OPFS
- * memory (STORAGE=idb: IndexedDB) (no model, indexing manual) records TURNS turns (default 160) from a fresh page, and
- * then TURNS more from another fresh page, so a second worker opens the memory it left. Prints,
+ * How `recordTurn`'s latency changes over the first turns after a memory starts: one memory
+ * (OPFS, or IndexedDB with STORAGE=idb; no model, indexing manual) records TURNS turns
+ * (default 160) from a fresh page, and then TURNS more from another fresh page, so a second worker opens the memory it left. Prints,
  * per start, p50 / p95 / p99 / slowest over turns 20 on (what `record_turn_no_index_ms` times
  * after its 20 warm-ups) and over turns 60 on, and every turn's time. JSFLAGS passes V8 flags to Chromium
  * (`JSFLAGS=--no-liftoff` compiles PGlite's WASM with the optimizing compiler from the start).

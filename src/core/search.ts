@@ -555,7 +555,6 @@ function keywordCtes(
     ), ${ranked}`
 }
 
-/** Reads the keyword statistics for a query's terms: their document frequencies, the pool's size. */
 /**
  * The words of the query `$1` that are the whole id of a person or agent of tenant `$2`,
  * lowercased (`w`): one probe of `events_actor_names` per word. Tools' names are not among them.
@@ -565,6 +564,7 @@ const ACTOR_WORDS = `SELECT DISTINCT q.w
   WHERE q.w <> '' AND EXISTS (
     SELECT 1 FROM events e WHERE e.tenant_id = $2 AND lower(e.actor_id) = q.w AND e.actor_type <> 'tool')`
 
+/** Reads the keyword statistics for a query's terms: their document frequencies, the pool's size. */
 async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordStats> {
   const allowed = allowedSensitivities(plan.options.channel)
   const { rows } = await db.query<{ lexeme: string | null; df: number; chunks: number; lexemes: number; actor: boolean }>(

@@ -25,7 +25,8 @@ export async function moveLegacyIdbToPages(name: string): Promise<void> {
   } finally {
     await legacy.close()
   }
-  // A page store left by a copy cut short. Held open elsewhere, the move waits for another open.
+  // A page store left by a copy cut short goes first. Held open elsewhere, it fails the move:
+  // the memory opens in its old database, and the next open tries again.
   await deleteIdbDatabase(key, () => {
     throw new Error(`the IndexedDB database "${key}" is open elsewhere`)
   })

@@ -89,7 +89,7 @@ export async function discardIncomplete(kind: StorageKind, name: string): Promis
 /**
  * IndexedDB memories are kept a page per record in the database named after the memory
  * (idb-pages.ts). Memories made before that live in PGlite's IndexedDB file system, a file
- * per record in a database of its own, and are opened there.
+ * per record in a database of its own, until they are moved (idb-migrate.ts).
  */
 export const legacyIdbDatabaseName = (name: string) => `/pglite/${storageKey(name)}`
 
@@ -147,8 +147,9 @@ export async function deleteStorage(kind: StorageKind, name: string): Promise<vo
 
 /**
  * Deletes the IndexedDB database `database` (nothing when there is none). `onBlocked` runs
- * when another connection holds it open: a throw fails the call, else the deletion goes
- * ahead once that connection closes.
+ * when another connection holds it open: a throw fails the call at once, else the call waits.
+ * Either way the deletion stays queued and goes ahead once that connection closes, before
+ * any later open of the database.
  */
 export function deleteIdbDatabase(database: string, onBlocked: () => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
