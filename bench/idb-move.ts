@@ -53,7 +53,7 @@ try {
           }
           await memory.close()
           phases.push({ phase, openMs, turnMs, oldDatabase: (await names()).includes(`/pglite/engram-${name}`) })
-          stray.close()
+          if (phase === 'old database') stray.close()
         }
         await window.engram.deleteMemory(name)
         return phases

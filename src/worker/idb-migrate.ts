@@ -43,8 +43,11 @@ export async function moveLegacyIdbToPages(name: string): Promise<void> {
       console.warn(`engram: memory "${name}": waiting for another connection to its old IndexedDB database to close`)
     })
   } catch (error) {
-    // The old database is still the memory: the copy only takes space.
-    await deleteIdbDatabase(key, () => {}).catch(() => {})
+    // The old database is still the memory: the copy only takes space. A copy left open by a
+    // failed start must not hold up this open: its deletion then goes ahead once it closes.
+    await deleteIdbDatabase(key, () => {
+      throw new Error(`the IndexedDB database "${key}" is still open`)
+    }).catch(() => {})
     throw error
   }
 }
