@@ -9,22 +9,45 @@ import { parseInput, z } from './validate.ts'
  *
  *   search · S + recency · R + importance · I + familiarity · F − staleness · P
  *
- * where S is the fused search score scaled to [0, 1] (times 1 + actorMatch when the query
- * names the event's actor, and 1 + dateMatch when the event is from a date the query names),
+ * where S is the fused search score, about 1 for a strong match in both lists (times
+ * 1 + actorMatch when the query names the event's actor, and 1 + dateMatch when the event is
+ * from a date the query names),
  * R = 0.5^(age / half-life), I the importance of the event's kind, F = ln(1 + conversations
  * that touched the hit's documents) / ln(1 + familiarityScale) capped at 1, and
  * P = 1 − 1 / (1 + versions since the hit saw its documents). Relevance dominates by default:
  * the other signals reorder hits of similar relevance, they do not pull irrelevant ones up.
  */
+/** How the vector and keyword rankings are combined. */
+export const FUSIONS = ['zscore', 'rrf', 'weighted'] as const
+export type Fusion = (typeof FUSIONS)[number]
+
+/** Each list's scores are standardised over its best this many events (`zscore` fusion). */
+export const Z_WINDOW = 200
+
 export interface Scoring {
-  /** How the vector and keyword rankings are combined: reciprocal rank (default) or weighted scores. */
-  fusion: 'rrf' | 'weighted'
-  /** Reciprocal-rank constant: a hit at rank r counts 1 / (rrfK + r). */
+  /**
+   * How the vector and keyword rankings are combined.
+   *
+   * - `zscore` (default): each list's score is standardised per query over the list's best
+   *   `Z_WINDOW` events, z = (score − mean) / standard deviation. An event missing from a list,
+   *   or below that window, counts as the window's lowest. S = max(0, z̄ + zShift) /
+   *   (zShift + 3), z̄ the weighted mean of the two z's: 1 for a hit 3 standard deviations
+   *   above the mean in both lists. A list whose best match stands far above the rest
+   *   counts for more than one whose scores are all alike; ranks alone cannot say that.
+   * - `rrf`: reciprocal rank, S = Σ weight / (rrfK + rank), scaled so rank 1 in both is 1.
+   * - `weighted`: each list's score divided by its best, then the weighted mean.
+   */
+  fusion: Fusion
+  /** Reciprocal-rank constant (`rrf`): a hit at rank r counts 1 / (rrfK + r). */
   rrfK: number
   /**
-   * Weight of the vector ranking in fusion. Below the keyword weight by default: with the
-   * bundled MiniLM model, keyword ranking alone finds more of what was asked for in
-   * conversation recall, and a light vector vote adds what keywords miss.
+   * Added to z̄ (`zscore`) before the actorMatch and dateMatch factors apply: the larger it
+   * is, the more those factors weigh against a difference in z.
+   */
+  zShift: number
+  /**
+   * Weight of the vector ranking in fusion, as much as the keyword ranking by default: each
+   * list's z already says how sure it is of its best matches.
    */
   vector: number
   /** Weight of the keyword ranking in fusion. */
@@ -101,9 +124,10 @@ export interface Scoring {
 export const MAX_NEIGHBOUR_DEPTH = 2000
 
 export const DEFAULT_SCORING: Readonly<Scoring> = Object.freeze({
-  fusion: 'rrf',
+  fusion: 'zscore',
   rrfK: 60,
-  vector: 0.6,
+  zShift: 6,
+  vector: 1,
   keyword: 1,
   neighbour: 0.5,
   neighbourDepth: 30,
@@ -146,8 +170,9 @@ const kindWeights = z
 
 export const scoringInput = z
   .object({
-    fusion: z.enum(['rrf', 'weighted']),
+    fusion: z.enum(FUSIONS),
     rrfK: z.number().finite().min(1).max(10_000),
+    zShift: z.number().finite().min(0).max(1000),
     vector: weight,
     keyword: weight,
     neighbour: z.number().finite().min(0).max(1),

@@ -8,7 +8,7 @@ import { edgeVisibleAt } from './graph.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { namedPeriod } from './query-dates.ts'
 import { CHANNELS, type Channel, identifier } from './scope.ts'
-import { resolveScoring, type Scoring, scoringInput } from './scoring.ts'
+import { FUSIONS, resolveScoring, type Scoring, scoringInput, Z_WINDOW } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
 
@@ -42,7 +42,7 @@ export const searchOptions = z
     filters: z.unknown().optional(),
     excludeConversation: identifier.optional(),
     mode: z.enum(SEARCH_MODES).default('hybrid'),
-    fusion: z.enum(['rrf', 'weighted']).optional(),
+    fusion: z.enum(FUSIONS).optional(),
     weights: scoringInput.optional(),
   })
   .strict()
@@ -56,11 +56,15 @@ export type SearchOptions = z.input<typeof searchOptions>
 
 /** Why a hit was found, part by part. */
 export interface SearchExplain {
-  /** Its place in the vector ranking and its own chunk's cosine distance; null when vectors were not used or did not find it. */
-  vector: { rank: number; distance: number | null; similarity: number | null } | null
-  /** Its place in the keyword ranking and its BM25 score (with the share from its neighbours). */
-  keyword: { rank: number; score: number } | null
-  /** The fused search score, 0–1, times 1 + `actorMatch` when `actorNamed` and 1 + `dateMatch` when `dateNamed`. */
+  /**
+   * Its place in the vector ranking, its score there (its own best chunk's cosine similarity
+   * with the share from its neighbours), that score standardised (`z`, see `Scoring.fusion`),
+   * and its own chunk's cosine distance; null when vectors were not used or did not find it.
+   */
+  vector: { rank: number; score: number; z: number; distance: number | null; similarity: number | null } | null
+  /** Its place in the keyword ranking, its BM25 score (with the share from its neighbours) and that score standardised. */
+  keyword: { rank: number; score: number; z: number } | null
+  /** The fused search score (see `Scoring.fusion`), times 1 + `actorMatch` when `actorNamed` and 1 + `dateMatch` when `dateNamed`. */
   fused: number
   /** Whether the query names the hit's actor ("what did Ann say"). */
   actorNamed: boolean
@@ -207,7 +211,10 @@ interface HitRow {
   created_at: Date | string
   k_rank: number | string | null
   k_score: number | null
+  k_z: number | null
   v_rank: number | string | null
+  v_score: number | null
+  v_z: number | null
   v_distance: number | null
   fused: number
   named: boolean
@@ -362,6 +369,8 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const wv = `${p.add(vectorOn ? s.vector : 0)}::float8`
   const wk = `${p.add(keywordOn ? s.keyword : 0)}::float8`
   const fusion = `${p.add(o.fusion ?? s.fusion)}::text`
+  const zShift = `${p.add(s.zShift)}::float8`
+  const zWindow = `${p.add(Z_WINDOW)}::int`
   const now = p.add(plan.now)
   const halfLife = `${p.add(s.recencyHalfLifeDays * 86_400)}::float8`
   const importance = p.add(JSON.stringify(s.importanceByKind))
@@ -380,21 +389,40 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     ${vector},
     query_lexemes AS MATERIALIZED (
       SELECT tsvector_to_array(to_tsvector('english', ${p.add(plan.text)})) AS lexemes
-    ), lists AS (
+    ), list_stats AS (
+      -- Each list's mean and spread over its best zWindow events, and the z of the lowest of
+      -- them: what an event missing from the list, or below the window, counts.
+      SELECT l.list, avg(l.score)::float8 AS mean, nullif(stddev_pop(l.score), 0)::float8 AS sd,
+             coalesce((min(l.score) - avg(l.score)) / nullif(stddev_pop(l.score), 0), 0)::float8 AS floor
+      FROM (SELECT 'k' AS list, score FROM kw_ranked WHERE rnk <= ${zWindow}
+            UNION ALL SELECT 'v', score FROM vec_ranked WHERE rnk <= ${zWindow}) l
+      GROUP BY l.list
+    ), zs AS (
       SELECT coalesce(k.event_id, v.event_id) AS event_id, k.rnk AS k_rank, k.score AS k_score, v.rnk AS v_rank,
-             CASE WHEN ${fusion} = 'rrf'
-               THEN (${wv} * coalesce(1.0 / (${rrfK} + v.rnk), 0) + ${wk} * coalesce(1.0 / (${rrfK} + k.rnk), 0))
-                    * (${rrfK} + 1) / greatest(${wv} + ${wk}, 1e-9)
-               ELSE (${wv} * coalesce(v.score / nullif(max(v.score) OVER (), 0), 0)
-                     + ${wk} * coalesce(k.score / nullif(max(k.score) OVER (), 0), 0)) / greatest(${wv} + ${wk}, 1e-9)
-             END::float8 AS fused
+             v.score AS v_score,
+             greatest(coalesce((k.score - ks.mean) / ks.sd, ks.floor, 0), coalesce(ks.floor, 0))::float8 AS k_z,
+             greatest(coalesce((v.score - vs.mean) / vs.sd, vs.floor, 0), coalesce(vs.floor, 0))::float8 AS v_z
       FROM kw_ranked k FULL JOIN vec_ranked v ON v.event_id = k.event_id
+      LEFT JOIN list_stats ks ON ks.list = 'k'
+      LEFT JOIN list_stats vs ON vs.list = 'v'
+    ), lists AS (
+      SELECT z.*,
+             CASE ${fusion}
+               WHEN 'zscore'
+               THEN greatest((${wv} * z.v_z + ${wk} * z.k_z) / greatest(${wv} + ${wk}, 1e-9) + ${zShift}, 0) / (${zShift} + 3)
+               WHEN 'rrf'
+               THEN (${wv} * coalesce(1.0 / (${rrfK} + z.v_rank), 0) + ${wk} * coalesce(1.0 / (${rrfK} + z.k_rank), 0))
+                    * (${rrfK} + 1) / greatest(${wv} + ${wk}, 1e-9)
+               ELSE (${wv} * coalesce(z.v_score / nullif(max(z.v_score) OVER (), 0), 0)
+                     + ${wk} * coalesce(z.k_score / nullif(max(z.k_score) OVER (), 0), 0)) / greatest(${wv} + ${wk}, 1e-9)
+             END::float8 AS fused
+      FROM zs z
     ), fused AS (
       -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
       -- from the period its dates name ("on 3 June 2023") dateMatch more. Each event is looked
       -- up by key behind OFFSET 0 (joined freely, the planner hashes every event), once: the
       -- columns the hits need later come along.
-      SELECT l.event_id, l.k_rank, l.k_score, l.v_rank, a.named, a.dated, a.kind, a.created_at,
+      SELECT l.event_id, l.k_rank, l.k_score, l.k_z, l.v_rank, l.v_score, l.v_z, a.named, a.dated, a.kind, a.created_at,
              a.conversation_id, a.turn_index, a.actor_type, a.actor_id,
              (l.fused * (1 + CASE WHEN a.named THEN ${actorMatch} ELSE 0 END)
                       * (1 + CASE WHEN a.dated THEN ${dateMatch} ELSE 0 END))::float8 AS fused
@@ -446,7 +474,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       CROSS JOIN LATERAL unnest(dc.conversations) AS c(conversation_id)
       GROUP BY s.event_id
     ), scored AS (
-      SELECT t.event_id, t.k_rank, t.k_score, t.v_rank, t.fused, t.named, t.dated, t.kind, t.created_at,
+      SELECT t.event_id, t.k_rank, t.k_score, t.k_z, t.v_rank, t.v_score, t.v_z, t.fused, t.named, t.dated, t.kind, t.created_at,
              t.conversation_id, t.turn_index, t.actor_type, t.actor_id,
              coalesce(kc.chunk_id, vc.chunk_id,
                       (SELECT id FROM chunks WHERE source_id = t.event_id ORDER BY ord LIMIT 1)) AS chunk_id,
@@ -469,7 +497,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       LIMIT ${limit}
     )
     SELECT s.event_id, s.chunk_id, s.kind, s.conversation_id, s.turn_index, s.actor_type, s.actor_id, ch.text,
-           s.created_at, s.k_rank, s.k_score, s.v_rank, (${ownDistance})::float8 AS v_distance,
+           s.created_at, s.k_rank, s.k_score, s.k_z, s.v_rank, s.v_score, s.v_z, (${ownDistance})::float8 AS v_distance,
            s.fused, s.named, s.dated, s.recency, s.staleness, s.familiarity, s.importance, (SELECT count(*) FROM fused) AS pool_size,
            s.final
     FROM best s
@@ -612,8 +640,14 @@ function toHit(r: HitRow): SearchHit {
       vector:
         r.v_rank === null
           ? null
-          : { rank: Number(r.v_rank), distance, similarity: distance === null ? null : 1 - distance },
-      keyword: r.k_rank === null ? null : { rank: Number(r.k_rank), score: Number(r.k_score) },
+          : {
+              rank: Number(r.v_rank),
+              score: Number(r.v_score),
+              z: Number(r.v_z),
+              distance,
+              similarity: distance === null ? null : 1 - distance,
+            },
+      keyword: r.k_rank === null ? null : { rank: Number(r.k_rank), score: Number(r.k_score), z: Number(r.k_z) },
       fused: r.fused,
       actorNamed: r.named,
       dateNamed: r.dated,
@@ -732,9 +766,12 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   }
 }
 
-/** Each list is ranked three times as deep as the hits asked for, and never shallower than 200. */
+/**
+ * Each list is ranked three times as deep as the hits asked for, and never shallower than the
+ * window its scores are standardised over.
+ */
 function candidatesFor(limit: number): number {
-  return Math.min(MAX_CANDIDATES, Math.max(200, limit * 3))
+  return Math.min(MAX_CANDIDATES, Math.max(Z_WINDOW, limit * 3))
 }
 
 /** The same search asking for `limit` hits: the query is not validated or embedded again. */

@@ -20,7 +20,9 @@ describe('search', () => {
     expect(hit?.explain.vector).toBeNull()
     expect(hit?.explain.keyword?.rank).toBe(1)
     expect(hit?.explain.keyword?.score).toBeGreaterThan(0)
-    expect(hit?.explain.fused).toBeCloseTo(1 / 1.6, 6) // rank 1 of the keyword list (weight 1 of 1.6)
+    // The only event of the only list: z 0 in both, so S = zShift / (zShift + 3).
+    expect(hit?.explain.keyword?.z).toBe(0)
+    expect(hit?.explain.fused).toBeCloseTo(6 / 9, 9)
     expect(hit?.actor).toEqual({ type: 'human', id: 'ann' })
     expect(hit?.conversationId).toBe('c1')
   })
@@ -167,6 +169,74 @@ describe('search', () => {
     expect(one! / own!).toBeCloseTo(0.5, 5)
     expect(second! / own!).toBeCloseTo(0.25, 5)
     expect((await search(3)).length).toBe(4)
+  })
+
+  it('fuses by z-scores: each list standardised over its events, a missing event counting as the lowest', async () => {
+    await using t = await openTestEngine({ now: testClock().now, embedder: createTestEmbedder({ dims: 64 }), indexing: 'manual' })
+    const texts = [
+      'the backup job failed on the storage server',
+      'storage quota raised for the backup volume',
+      'backup restored from last night',
+      'lunch at noon',
+      'the storage team meets on Fridays',
+      'a long note that mentions storage once among many other words about nothing much at all',
+      'deploy finished',
+      'the printer is out of paper',
+    ]
+    for (const [i, text] of texts.entries()) await t.engine.record(say(`c${i}`, text))
+    await t.engine.indexNow()
+    const hits = await t.engine.search('backup storage', { limit: 200, weights: { neighbour: 0 } })
+    expect(hits).toHaveLength(texts.length) // every event: the vector list ranks them all
+    const standardise = (scores: number[]) => {
+      const mean = scores.reduce((a, b) => a + b, 0) / scores.length
+      const sd = Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / scores.length)
+      return { z: (x: number) => (x - mean) / sd, floor: (Math.min(...scores) - mean) / sd }
+    }
+    const inKeyword = hits.filter((h) => h.explain.keyword !== null)
+    expect(inKeyword.length).toBeGreaterThan(2)
+    expect(inKeyword.length).toBeLessThan(texts.length)
+    const k = standardise(inKeyword.map((h) => h.explain.keyword!.score))
+    const v = standardise(hits.map((h) => h.explain.vector!.score))
+    for (const h of hits) {
+      const zk = h.explain.keyword ? k.z(h.explain.keyword.score) : k.floor
+      const zv = v.z(h.explain.vector!.score)
+      if (h.explain.keyword) expect(h.explain.keyword.z).toBeCloseTo(zk, 9)
+      expect(h.explain.vector?.z).toBeCloseTo(zv, 9)
+      expect(h.explain.vector?.score).toBeCloseTo(h.explain.vector?.similarity ?? NaN, 9) // no neighbour shares
+      expect(h.explain.fused, h.text).toBeCloseTo(Math.max(0, (zk + zv) / 2 + 6) / 9, 9)
+    }
+    // The other fusions stay available, per search or per engine.
+    const rrf = await t.engine.search('backup storage', { limit: 200, fusion: 'rrf', weights: { neighbour: 0 } })
+    const top = rrf[0]!.explain
+    expect(top.fused).toBeCloseTo(((top.vector ? 1 / (60 + top.vector.rank) : 0) + (top.keyword ? 1 / (60 + top.keyword.rank) : 0)) * 61 / 2, 9)
+    await expect(t.engine.search('x', { weights: { fusion: 'borda' } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await expect(t.engine.search('x', { weights: { zShift: -1 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+  it('a match that stands far above the rest of its list outranks one the other list barely prefers; rrf ranks them the other way', async () => {
+    const query = 'quokka habitat'
+    const at = (x: number) => [x, Math.sqrt(1 - x * x), 0]
+    const table: Record<string, number[]> = {
+      [query]: [1, 0, 0],
+      'quokka habitat survey on the island': at(0.9), // both words: far above the keyword list's rest
+      'a habitat note': at(0.999), // the vector list's first, just above the rest
+    }
+    const weak = ['habitat maps for the river valley project', 'habitat loss in the old forest region', 'habitat of the coastal birds this year']
+    const near = ['island ferry times', 'island weather report', 'island camping rules', 'island bike hire']
+    for (const text of weak) table[text] = at(0.85)
+    for (const text of near) table[text] = at(0.92)
+    await using t = await openTestEngine({ now: testClock().now, embedder: createTestEmbedder({ dims: 8, table }), indexing: 'manual' })
+    const strong = await t.engine.record(say('c1', 'quokka habitat survey on the island'))
+    const barely = await t.engine.record(say('c2', 'a habitat note'))
+    for (const [i, text] of [...weak, ...near].entries()) await t.engine.record(say(`c${i + 3}`, text))
+    await t.engine.indexNow()
+    const weights = { neighbour: 0 }
+    const z = await t.engine.search(query, { limit: 3, weights })
+    expect(z[0]?.eventId).toBe(strong.eventId)
+    expect(z[0]?.explain.keyword?.z).toBeGreaterThan(1.5)
+    const rrf = await t.engine.search(query, { limit: 3, weights: { ...weights, fusion: 'rrf' } })
+    expect(rrf[0]?.eventId).toBe(barely.eventId)
+    expect(rrf.findIndex((h) => h.eventId === strong.eventId)).toBeGreaterThan(0)
   })
 
   it('ranks the recent one of two equally relevant events first', async () => {
