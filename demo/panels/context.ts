@@ -11,15 +11,17 @@ function fmt(n: number, digits = 2): string {
   return Number.isInteger(n) ? String(n) : n.toFixed(digits)
 }
 
-/** "vector #1 (similarity 0.62) · keyword #2 · recency 0.91 · …" as chips. */
+/** "meaning #1 · similarity 0.62 · z 2.1", "words #2 · 3.140 · z 1.8", "recency 0.910", … as chips. */
 export function explainChips(explain: Partial<ScoreExplain> | Record<string, unknown> | undefined): HTMLElement {
   const list = el('ul', { className: 'why', attrs: { 'aria-label': 'Why it was chosen' } })
   const e = (explain ?? {}) as Record<string, unknown>
   const vector = record(e.vector)
   const keyword = record(e.keyword)
-  if (vector) list.append(el('li', { className: 'vector', text: `meaning #${String(vector.rank)} · similarity ${fmt(Number(vector.similarity))}` }))
+  // z: how far above the list's average the hit stands, in standard deviations (what fusion weighs).
+  const z = (list: Record<string, unknown>) => (typeof list.z === 'number' ? ` · z ${fmt(list.z, 1)}` : '')
+  if (vector) list.append(el('li', { className: 'vector', text: `meaning #${String(vector.rank)} · similarity ${fmt(Number(vector.similarity))}${z(vector)}` }))
   else if ('vector' in e) list.append(el('li', { className: 'off', text: 'no meaning match' }))
-  if (keyword) list.append(el('li', { className: 'keyword', text: `words #${String(keyword.rank)} · ${fmt(Number(keyword.score), 3)}` }))
+  if (keyword) list.append(el('li', { className: 'keyword', text: `words #${String(keyword.rank)} · ${fmt(Number(keyword.score), 3)}${z(keyword)}` }))
   else if ('keyword' in e) list.append(el('li', { className: 'off', text: 'no word match' }))
   for (const key of ['fused', 'recency', 'staleness', 'familiarity', 'importance', 'final']) {
     const value = e[key]

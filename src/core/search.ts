@@ -786,14 +786,14 @@ export function createSearch(ctx: EngineContext) {
     /**
      * Finds past events by meaning and by words in one SQL statement: BM25 keyword ranking
      * and pgvector nearest neighbours (for chunks embedded by the current model), each
-     * spread to neighbouring turns, fused by reciprocal rank (or weights), then rescored by
-     * recency, importance, familiarity and staleness. One hit per event, best first; ties
-     * by id. Chunks not yet embedded are found by keywords; without an embedder search is
-     * keyword only.
+     * spread to neighbouring turns, fused by z-scores (or reciprocal rank, or weights),
+     * then rescored by recency, importance, familiarity and staleness. One hit per event,
+     * best first; ties by id. Chunks not yet embedded are found by keywords; without an
+     * embedder search is keyword only.
      *
      * @example
      * const hits = await memory.search('login bug', { scope: { userId: 'ann' }, limit: 5, channel: 'team' })
-     * hits[0].explain // { vector: { rank, distance, similarity }, keyword: { rank, score }, fused, … }
+     * hits[0].explain // { vector: { rank, score, z, distance, similarity }, keyword: { rank, score, z }, fused, … }
      */
     async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
       const plan = await planSearch(ctx, query, options)
