@@ -8,26 +8,14 @@
 //
 // `--ranker tsrank` and `--ranker pg_textsearch` rank single turns with ts_rank_cd (OR of the
 // query's lexemes) or pg_textsearch BM25 instead of `search`, for comparison.
-import { readdir, readFile, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { writeFile } from 'node:fs/promises'
 import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Embedder } from '../src/core/embedder.ts'
 import { createEngine } from '../src/core/engine.ts'
 import type { SearchMode } from '../src/core/search.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
-
-interface Turn {
-  speaker: string
-  dia_id: string
-  text: string
-  blip_caption?: string
-}
-interface Qa {
-  question: string
-  evidence?: string[]
-  category: number
-}
+import { conversationFiles, ingestConversation, readConversation, recallAt } from './lib/locomo.ts'
 
 function arg(name: string, fallback?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
@@ -43,19 +31,6 @@ const out = arg('out')
 const only = arg('files')?.split(',')
 const maxK = Math.max(...ks)
 
-const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october',
-  'november', 'december']
-
-/** "1:56 pm on 8 May, 2023" → a Date (UTC). */
-function sessionDate(s: string): Date {
-  const m = /(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})/i.exec(s)
-  if (!m) throw new Error(`unreadable session date: ${s}`)
-  let hour = Number(m[1]) % 12
-  if (m[3]!.toLowerCase() === 'pm') hour += 12
-  const month = MONTHS.indexOf(m[5]!.toLowerCase())
-  return new Date(Date.UTC(Number(m[6]), month, Number(m[4]), hour, Number(m[2])))
-}
-
 let embedder: Embedder | undefined
 if (ranker === 'search' && mode !== 'keyword') embedder = await createTransformersEmbedder({ batchSize: 32 })
 const extensions =
@@ -63,8 +38,7 @@ const extensions =
     ? { vector, pg_textsearch: (await import('@electric-sql/pglite-pg_textsearch')).pg_textsearch }
     : { vector }
 
-const files = (await readdir(data)).filter((f) => f.endsWith('.json') && (!only || only.includes(f.replace('.json', ''))))
-files.sort()
+const files = await conversationFiles(data, only)
 const totals: Record<string, number> = Object.fromEntries(ks.map((k) => [k, 0]))
 const byCategory: Record<string, { questions: number; recall: Record<string, number> }> = {}
 let questions = 0
@@ -73,39 +47,18 @@ const named = { evidence: 0, evidenceAll: 0, hits: 0, hitsAll: 0 }
 const started = performance.now()
 
 for (const file of files) {
-  const conv = JSON.parse(await readFile(join(data, file), 'utf8')) as Record<string, unknown>
+  const conv = await readConversation(data, file)
   const db = await PGlite.create({ extensions })
   const memory = await createEngine({ db, indexing: 'manual', ...(embedder ? { embedder } : {}), ...(weights ? { scoring: weights } : {}) })
-  const diaOf = new Map<string, string>()
-  const speakerOf = new Map<string, string>()
-  const sessions = Object.keys(conv)
-    .filter((k) => /^session_\d+$/.test(k))
-    .sort((a, b) => Number(a.slice(8)) - Number(b.slice(8)))
-  const user = `${conv.speaker_a as string}-${conv.speaker_b as string}`
-  for (const key of sessions) {
-    const createdAt = sessionDate(conv[`${key}_date_time`] as string)
-    for (const turn of conv[key] as Turn[]) {
-      const text = turn.blip_caption ? `${turn.text} [shares ${turn.blip_caption}]` : turn.text
-      const { eventId } = await memory.record({
-        kind: 'message',
-        scope: { conversationId: `${file}:${key}`, userId: user },
-        actor: { type: 'human', id: turn.speaker },
-        content: { text, diaId: turn.dia_id },
-        createdAt,
-      })
-      diaOf.set(eventId, turn.dia_id)
-      speakerOf.set(turn.dia_id, turn.speaker)
-    }
-  }
+  const { user, diaOf, speakerOf, questions: asked } = await ingestConversation(memory, conv, file)
   if (embedder) await memory.indexNow()
   if (ranker === 'pg_textsearch') {
     await db.exec(`CREATE EXTENSION IF NOT EXISTS pg_textsearch;
       CREATE INDEX chunks_bm25 ON chunks USING bm25(text) WITH (text_config='english')`)
   }
 
-  for (const qa of conv.qa as Qa[]) {
-    if (qa.category < 1 || qa.category > 4 || !qa.evidence?.length) continue
-    const evidence = new Set(qa.evidence.flatMap((e) => e.split(/[;,]\s*/)).map((e) => e.trim()))
+  for (const qa of asked) {
+    const evidence = qa.evidence
     let ranked: string[]
     if (ranker === 'search') {
       const t0 = performance.now()
@@ -142,8 +95,7 @@ for (const file of files) {
     named.hitsAll += top10.length
     named.hits += top10.filter(isNamed).length
     for (const k of ks) {
-      const found = new Set(ranked.slice(0, k).filter((d) => evidence.has(d))).size
-      const r = found / evidence.size
+      const r = recallAt(ranked, evidence, k)
       totals[k] = (totals[k] ?? 0) + r
       byCategory[cat].recall[k] = (byCategory[cat].recall[k] ?? 0) + r
     }
