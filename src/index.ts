@@ -15,7 +15,7 @@ export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'
 export { deleteMemory, listMemories, type MemoryRecord } from './client/registry.ts'
 export type { BootInfo, Role, StorageInfo } from './worker/host.ts'
 export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from './core/search.ts'
-export type { Scoring, ScoringInput } from './core/scoring.ts'
+export type { Fusion, Scoring, ScoringInput } from './core/scoring.ts'
 export type {
   BuildContextInput,
   ContextBundle,

@@ -1,6 +1,13 @@
 import type { EventKind } from './events.ts'
 import { parseInput, z } from './validate.ts'
 
+/** How the vector and keyword rankings are combined. */
+export const FUSIONS = ['zscore', 'rrf', 'weighted'] as const
+export type Fusion = (typeof FUSIONS)[number]
+
+/** Each list's scores are standardised over its best this many events (`zscore` fusion). */
+export const Z_WINDOW = 200
+
 /**
  * Every knob of retrieval and ranking, in one place. `createEngine({ scoring })` replaces
  * any of them for an engine; `search(q, { weights })` for one call.
@@ -17,13 +24,6 @@ import { parseInput, z } from './validate.ts'
  * P = 1 − 1 / (1 + versions since the hit saw its documents). Relevance dominates by default:
  * the other signals reorder hits of similar relevance, they do not pull irrelevant ones up.
  */
-/** How the vector and keyword rankings are combined. */
-export const FUSIONS = ['zscore', 'rrf', 'weighted'] as const
-export type Fusion = (typeof FUSIONS)[number]
-
-/** Each list's scores are standardised over its best this many events (`zscore` fusion). */
-export const Z_WINDOW = 200
-
 export interface Scoring {
   /**
    * How the vector and keyword rankings are combined.
