@@ -1,10 +1,11 @@
 /**
  * How `recordTurn`'s latency changes over the first turns after a memory starts: one memory
  * (OPFS, or IndexedDB with STORAGE=idb; no model, indexing manual) records TURNS turns
- * (default 160) from a fresh page, and then TURNS more from another fresh page, so a second worker opens the memory it left. Prints,
- * per start, p50 / p95 / p99 / slowest over turns 20 on (what `record_turn_no_index_ms` times
- * after its 20 warm-ups) and over turns 60 on, and every turn's time. JSFLAGS passes V8 flags to Chromium
- * (`JSFLAGS=--no-liftoff` compiles PGlite's WASM with the optimizing compiler from the start).
+ * (default 160) from a fresh page, and then TURNS more from another fresh page, so a second
+ * worker opens the memory it left. Prints, per start, p50 / p95 / p99 / slowest over turns
+ * 20 on (what `record_turn_no_index_ms` times after its 20 warm-ups) and over turns 60 on, and
+ * every turn's time. JSFLAGS passes V8 flags to Chromium (`JSFLAGS=--no-liftoff` compiles
+ * PGlite's WASM with the optimizing compiler from the start).
  * WARMUP sets `createMemory({ warmUp })` (default 20, the default's; 0 for none), WAIT_MS how
  * long the page waits after the open before its first turn (default 0), as an app that opens
  * its memory before the user's first message. Needs `npm run build`.

@@ -5,14 +5,14 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Engine } from '../../src/core/engine.ts'
 
-export interface Turn {
+interface Turn {
   speaker: string
   dia_id: string
   text: string
   blip_caption?: string
 }
 
-export interface Qa {
+interface Qa {
   question: string
   evidence?: string[]
   category: number

@@ -392,16 +392,17 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     ), list_stats AS (
       -- Each list's mean and spread over its best zWindow events, and the z of the lowest of
       -- them: what an event missing from the list, or below the window, counts.
-      SELECT l.list, avg(l.score)::float8 AS mean, nullif(stddev_pop(l.score), 0)::float8 AS sd,
-             coalesce((min(l.score) - avg(l.score)) / nullif(stddev_pop(l.score), 0), 0)::float8 AS floor
-      FROM (SELECT 'k' AS list, score FROM kw_ranked WHERE rnk <= ${zWindow}
-            UNION ALL SELECT 'v', score FROM vec_ranked WHERE rnk <= ${zWindow}) l
-      GROUP BY l.list
+      SELECT list, mean, sd, coalesce((lowest - mean) / sd, 0)::float8 AS floor
+      FROM (SELECT l.list, avg(l.score)::float8 AS mean, nullif(stddev_pop(l.score), 0)::float8 AS sd, min(l.score) AS lowest
+            FROM (SELECT 'k' AS list, score FROM kw_ranked WHERE rnk <= ${zWindow}
+                  UNION ALL SELECT 'v', score FROM vec_ranked WHERE rnk <= ${zWindow}) l
+            GROUP BY l.list) s
     ), zs AS (
+      -- greatest() passes over a NULL: a missing event (or a list without spread) gets the floor.
       SELECT coalesce(k.event_id, v.event_id) AS event_id, k.rnk AS k_rank, k.score AS k_score, v.rnk AS v_rank,
              v.score AS v_score,
-             greatest(coalesce((k.score - ks.mean) / ks.sd, ks.floor, 0), coalesce(ks.floor, 0))::float8 AS k_z,
-             greatest(coalesce((v.score - vs.mean) / vs.sd, vs.floor, 0), coalesce(vs.floor, 0))::float8 AS v_z
+             coalesce(greatest((k.score - ks.mean) / ks.sd, ks.floor), 0)::float8 AS k_z,
+             coalesce(greatest((v.score - vs.mean) / vs.sd, vs.floor), 0)::float8 AS v_z
       FROM kw_ranked k FULL JOIN vec_ranked v ON v.event_id = k.event_id
       LEFT JOIN list_stats ks ON ks.list = 'k'
       LEFT JOIN list_stats vs ON vs.list = 'v'
