@@ -4,10 +4,13 @@
 // question of categories 1–4 goes through the public `search`.
 //
 //   node bench/run.mjs bench/quality.ts --data ../shared/locomo-dev --k 5,10,20 --mode hybrid \
-//        [--out FILE] [--weights '{"neighbour":0}'] [--ranker search|tsrank|pg_textsearch] [--files 26,30]
+//        [--out FILE] [--weights '{"neighbour":0}'] [--ranker search|tsrank|pg_textsearch|memories]
+//        [--files 26,30]
 //
 // `--ranker tsrank` and `--ranker pg_textsearch` rank single turns with ts_rank_cd (OR of the
-// query's lexemes) or pg_textsearch BM25 instead of `search`, for comparison.
+// query's lexemes) or pg_textsearch BM25 instead of `search`, for comparison. `--ranker
+// memories` saves each turn as a curated memory ("Speaker: text") and asks `memories.search`;
+// there `--weights` takes only `fusion` ('zscore' or 'rrf').
 import { writeFile } from 'node:fs/promises'
 import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
@@ -15,7 +18,8 @@ import type { Embedder } from '../src/core/embedder.ts'
 import { createEngine } from '../src/core/engine.ts'
 import type { SearchMode } from '../src/core/search.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
-import { conversationFiles, ingestConversation, readConversation, recallAt } from './lib/locomo.ts'
+import type { MemoryFusion } from '../src/core/memories.ts'
+import { conversationFiles, ingestConversation, readConversation, recallAt, rememberConversation } from './lib/locomo.ts'
 
 function arg(name: string, fallback?: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
@@ -25,14 +29,14 @@ function arg(name: string, fallback?: string): string | undefined {
 const data = arg('data', '../shared/locomo-dev') as string
 const ks = (arg('k', '5,10,20') as string).split(',').map(Number)
 const mode = (arg('mode', 'hybrid') as SearchMode)
-const ranker = arg('ranker', 'search') as 'search' | 'tsrank' | 'pg_textsearch'
+const ranker = arg('ranker', 'search') as 'search' | 'tsrank' | 'pg_textsearch' | 'memories'
 const weights = arg('weights') === undefined ? undefined : (JSON.parse(arg('weights') as string) as object)
 const out = arg('out')
 const only = arg('files')?.split(',')
 const maxK = Math.max(...ks)
 
 let embedder: Embedder | undefined
-if (ranker === 'search' && mode !== 'keyword') embedder = await createTransformersEmbedder({ batchSize: 32 })
+if ((ranker === 'search' && mode !== 'keyword') || ranker === 'memories') embedder = await createTransformersEmbedder({ batchSize: 32 })
 const extensions =
   ranker === 'pg_textsearch'
     ? { vector, pg_textsearch: (await import('@electric-sql/pglite-pg_textsearch')).pg_textsearch }
@@ -49,9 +53,11 @@ const started = performance.now()
 for (const file of files) {
   const conv = await readConversation(data, file)
   const db = await PGlite.create({ extensions })
-  const memory = await createEngine({ db, indexing: 'manual', ...(embedder ? { embedder } : {}), ...(weights ? { scoring: weights } : {}) })
-  const { user, diaOf, speakerOf, questions: asked } = await ingestConversation(memory, conv, file)
-  if (embedder) await memory.indexNow()
+  const scoring = weights && ranker !== 'memories' ? { scoring: weights } : {}
+  const memory = await createEngine({ db, indexing: 'manual', ...(embedder ? { embedder } : {}), ...scoring })
+  const { user, diaOf, speakerOf, questions: asked } =
+    ranker === 'memories' ? await rememberConversation(memory, conv) : await ingestConversation(memory, conv, file)
+  if (embedder && ranker !== 'memories') await memory.indexNow()
   if (ranker === 'pg_textsearch') {
     await db.exec(`CREATE EXTENSION IF NOT EXISTS pg_textsearch;
       CREATE INDEX chunks_bm25 ON chunks USING bm25(text) WITH (text_config='english')`)
@@ -65,6 +71,10 @@ for (const file of files) {
       const hits = await memory.search(qa.question, { limit: maxK, mode, scope: { userId: user } })
       ranked = hits.map((h) => diaOf.get(h.eventId) ?? '')
       if (process.env.TRACE) process.stderr.write(`${(performance.now() - t0).toFixed(0)} ms ${qa.question}\n`)
+    } else if (ranker === 'memories') {
+      const fusion = (weights as { fusion?: MemoryFusion } | undefined)?.fusion
+      const hits = await memory.memories.search(qa.question, { limit: maxK, userId: user, ...(fusion ? { fusion } : {}) })
+      ranked = hits.map((h) => diaOf.get(h.id) ?? '')
     } else if (ranker === 'tsrank') {
       const { rows } = await db.query<{ source_id: string }>(
         `WITH q AS (

@@ -81,14 +81,37 @@ export async function ingestConversation(memory: Engine, conv: Record<string, un
       speakerOf.set(turn.dia_id, turn.speaker)
     }
   }
-  const questions = (conv.qa as Qa[])
+  return { user, diaOf, speakerOf, questions: questionsOf(conv) }
+}
+
+/**
+ * Saves every turn of `conv` in `memory` as a curated memory ("Speaker: text", exact dedup
+ * only, so no turn supersedes another) and returns its questions of categories 1–4, with
+ * memory id → dia_id in `diaOf`.
+ */
+export async function rememberConversation(memory: Engine, conv: Record<string, unknown>): Promise<Ingested> {
+  const diaOf = new Map<string, string>()
+  const speakerOf = new Map<string, string>()
+  const user = `${conv.speaker_a as string}-${conv.speaker_b as string}`
+  for (const key of Object.keys(conv).filter((k) => /^session_\d+$/.test(k))) {
+    for (const turn of conv[key] as Turn[]) {
+      const text = turn.blip_caption ? `${turn.text} [shares ${turn.blip_caption}]` : turn.text
+      const { id } = await memory.remember({ content: `${turn.speaker}: ${text}`, category: 'fact', userId: user, dedup: 'exact' })
+      diaOf.set(id, turn.dia_id)
+      speakerOf.set(turn.dia_id, turn.speaker)
+    }
+  }
+  return { user, diaOf, speakerOf, questions: questionsOf(conv) }
+}
+
+function questionsOf(conv: Record<string, unknown>): Question[] {
+  return (conv.qa as Qa[])
     .filter((qa) => qa.category >= 1 && qa.category <= 4 && qa.evidence?.length)
     .map((qa) => ({
       question: qa.question,
       category: qa.category,
       evidence: new Set(qa.evidence!.flatMap((e) => e.split(/[;,]\s*/)).map((e) => e.trim())),
     }))
-  return { user, diaOf, speakerOf, questions }
 }
 
 /** Share of `evidence` among the first `k` of `ranked` (dia_ids). */

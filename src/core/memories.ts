@@ -10,6 +10,7 @@ import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
 import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
+import { Z_WINDOW } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
 
 export const MEMORY_CATEGORIES = [
@@ -38,8 +39,13 @@ export const CONFIDENCE_BY_SOURCE: Record<MemorySource, number> = {
   inferred: 0.7,
 }
 
-/** Reciprocal-rank fusion constant: ranks past ~60 barely count. */
+/** Reciprocal-rank fusion constant (`fusion: 'rrf'`): ranks past ~60 barely count. */
 const RRF_K = 60
+/** Added to z̄ before the fused score is cut at 0 (`fusion: 'zscore'`), as in search. */
+const Z_SHIFT = 6
+/** How a memory search combines its vector and keyword rankings (`MemoryScores.fused`). */
+export const MEMORY_FUSIONS = ['zscore', 'rrf'] as const
+export type MemoryFusion = (typeof MEMORY_FUSIONS)[number]
 const MAX_CONTENT = 20_000
 
 export interface MemoryRecord {
@@ -69,9 +75,15 @@ export interface MemoryRecord {
   updatedAt: Date
 }
 
-/** Why a memory was found: its fused rank score and the two signals behind it. */
+/** Why a memory was found: its fused score and the two signals behind it. */
 export interface MemoryScores {
-  /** Reciprocal-rank fusion of the vector and keyword ranks (k = 60); higher is better. */
+  /**
+   * The two rankings fused, higher is better. `zscore` (default): each list's score is
+   * standardised over the list's best `Z_WINDOW`, z = (score − mean) / standard deviation, a
+   * memory missing from a list, or below that window, counting as the window's lowest z;
+   * fused = max(0, z̄ + 6) / 9 with z̄ the mean of the lists' z's (1 for a memory 3 standard
+   * deviations above the mean in both). `rrf`: Σ 1 / (60 + rank).
+   */
   fused: number
   /** Cosine similarity to the query, or null when not compared (no embedder, no vector). */
   vector: number | null
@@ -145,6 +157,8 @@ const recallOptions = z.strictObject({
   limit: z.number().int().min(1).max(50).default(10),
   /** Vector matches at or below this cosine similarity do not count (keyword matches still do). */
   minSimilarity: z.number().min(-1).max(1).default(0),
+  /** How the vector and keyword rankings are combined (see `MemoryScores.fused`). */
+  fusion: z.enum(MEMORY_FUSIONS).default('zscore'),
   filters: filterSchema,
   tenantId: idField.default('default'),
   userId: idField.optional(),
@@ -172,6 +186,8 @@ const searchOptions = z.strictObject({
   limit: z.number().int().min(1).max(1000).default(100),
   /** Vector matches at or below this cosine similarity do not count (keyword matches still do). */
   minSimilarity: z.number().min(-1).max(1).default(0),
+  /** How the vector and keyword rankings are combined (see `MemoryScores.fused`). */
+  fusion: z.enum(MEMORY_FUSIONS).default('zscore'),
 })
 export type MemorySearchOptions = z.input<typeof searchOptions>
 
@@ -404,27 +420,39 @@ interface RankArgs {
   vector: { value: Float32Array; model: string } | null
   limit: number
   minSimilarity: number
+  fusion: MemoryFusion
   /** When set, the hits' use counters are bumped in the same statement. */
   touchAt: Date | null
 }
 
 /**
  * Hybrid retrieval in one statement: cosine nearest neighbours and keyword rank (any query
- * word matches), fused by reciprocal rank, ties by id.
+ * word matches), each list's best `candidates`, fused (`MemoryScores.fused`), ties by id.
+ * The z's are taken over each list's best `Z_WINDOW`, whatever the limit, so a larger limit only adds
+ * hits below the ones a smaller one gives.
  */
 async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<MemoryHit[]> {
-  const candidates = p.add(Math.min(Math.max(a.limit * 5, 50), 1000))
+  const candidates = p.add(Math.min(Math.max(a.limit * 5, Z_WINDOW), 1000))
+  const window = p.add(Z_WINDOW)
   const textParam = p.add(a.text)
   const vec = a.vector
-    ? `SELECT id, similarity, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
+    ? `SELECT id, similarity AS score, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
        FROM (
          SELECT id, 1 - (vector <=> ${p.add(toVectorParam(a.vector.value))}::vector) AS similarity
          FROM pool WHERE vector IS NOT NULL AND embed_model = ${p.add(a.vector.model)}
        ) scored
        WHERE similarity > ${p.add(a.minSimilarity)}
        ORDER BY rnk LIMIT ${candidates}`
-    : 'SELECT NULL::text AS id, NULL::float8 AS similarity, NULL::bigint AS rnk WHERE false'
+    : 'SELECT NULL::text AS id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false'
   const limit = p.add(a.limit)
+  // Without a query vector only the keyword list counts. greatest() passes over a NULL: a
+  // memory missing from a list (or a list without spread) gets the list's floor.
+  const fused =
+    a.fusion === 'rrf'
+      ? `coalesce(1.0 / (${RRF_K} + vec.rnk), 0) + coalesce(1.0 / (${RRF_K} + kw.rnk), 0)`
+      : `greatest((coalesce(greatest((vec.score - vs.mean) / vs.sd, vs.floor), 0)
+                   + coalesce(greatest((kw.score - ks.mean) / ks.sd, ks.floor), 0)) / ${a.vector ? 2 : 1}
+                  + ${Z_SHIFT}, 0) / ${Z_SHIFT + 3}`
   const source = a.touchAt
     ? `(UPDATE memories u SET use_count = u.use_count + 1, last_used_at = ${p.add(a.touchAt)}
         FROM fused f WHERE u.id = f.id RETURNING u.*)`
@@ -435,22 +463,33 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
     `WITH pool AS (
        SELECT m.id, m.vector, m.embed_model, m.tsv FROM memories m WHERE ${a.where}
      ),
-     vec AS (${vec}),
+     vec AS MATERIALIZED (${vec}),
      kwq AS (
        SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | '
                                  ORDER BY lexeme)
                FROM unnest(to_tsvector('english', ${textParam})))::tsquery AS q
      ),
-     kw AS (
-       SELECT pool.id, ts_rank_cd(pool.tsv, kwq.q) AS krank,
+     kw AS MATERIALIZED (
+       SELECT pool.id, ts_rank_cd(pool.tsv, kwq.q) AS score,
               row_number() OVER (ORDER BY ts_rank_cd(pool.tsv, kwq.q) DESC, pool.id) AS rnk
        FROM pool, kwq WHERE pool.tsv @@ kwq.q
        ORDER BY rnk LIMIT ${candidates}
      ),
+     -- Each list's mean and spread over its best Z_WINDOW, and the z of the lowest of them: what
+     -- a memory missing from the list, or below the window, counts.
+     stats AS (
+       SELECT list, mean, sd, coalesce((lowest - mean) / sd, 0)::float8 AS floor
+       FROM (SELECT l.list, avg(l.score)::float8 AS mean, nullif(stddev_pop(l.score), 0)::float8 AS sd,
+                    min(l.score) AS lowest
+             FROM (SELECT 'k' AS list, score FROM kw WHERE rnk <= ${window}
+                   UNION ALL SELECT 'v', score FROM vec WHERE rnk <= ${window}) l
+             GROUP BY l.list) s
+     ),
      fused AS (
-       SELECT coalesce(vec.id, kw.id) AS id, vec.similarity, kw.krank,
-              coalesce(1.0 / (${RRF_K} + vec.rnk), 0) + coalesce(1.0 / (${RRF_K} + kw.rnk), 0) AS fused
+       SELECT coalesce(vec.id, kw.id) AS id, vec.score AS similarity, kw.score AS krank, (${fused})::float8 AS fused
        FROM vec FULL JOIN kw ON kw.id = vec.id
+       LEFT JOIN stats ks ON ks.list = 'k'
+       LEFT JOIN stats vs ON vs.list = 'v'
        ORDER BY fused DESC, id
        LIMIT ${limit}
      ),
@@ -724,6 +763,7 @@ export function memoriesApi(ctx: EngineContext) {
       vector,
       limit: o.limit,
       minSimilarity: o.minSimilarity,
+      fusion: o.fusion,
       touchAt: at,
     })
     emit('query', { id: null, scope: o.scope ?? null }, at, { results: hits.length })
@@ -791,6 +831,7 @@ export function memoriesApi(ctx: EngineContext) {
         vector,
         limit: o.limit,
         minSimilarity: o.minSimilarity,
+        fusion: o.fusion,
         touchAt: null,
       })
       emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, {

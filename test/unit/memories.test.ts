@@ -50,7 +50,10 @@ describe('curated memories', () => {
     expect(hits.map((h) => h.id)).toEqual([first.id])
     expect(hits[0]?.scores.vector).toBeCloseTo(0.95, 5)
     expect(hits[0]?.scores.keyword).toBeGreaterThan(0)
-    expect(hits[0]?.scores.fused).toBeCloseTo(2 / 61, 10)
+    // Alone in both lists: no spread, so both z's are 0 and fused = 6 / 9 (rrf: 2 / 61).
+    expect(hits[0]?.scores.fused).toBeCloseTo(6 / 9, 10)
+    const byRank = await memory.memories.search('indentation style', { userId: 'alice', fusion: 'rrf' })
+    expect(byRank[0]?.scores.fused).toBeCloseTo(2 / 61, 10)
     const used = await memory.memories.get(first.id)
     expect(used?.useCount).toBe(1)
     expect(used?.lastUsedAt).toBeInstanceOf(Date)
@@ -325,6 +328,64 @@ describe('curated memories', () => {
     await memory.remember({ content: 'User owns a bike', category: 'fact' })
     expect((await memory.recall('music taste')).map((h) => h.id)).toEqual([jazz.id])
     expect(await memory.recall('music taste', { minSimilarity: 0.5 })).toEqual([])
+  })
+
+  it('fuses by z-scores: a keyword match far above the rest beats what the vector list barely prefers; rrf ranks them the other way', async () => {
+    const query = 'quokka habitat'
+    const at = (x: number) => [x, Math.sqrt(1 - x * x), 0]
+    const table: Record<string, number[]> = {
+      [query]: [1, 0, 0],
+      'quokka habitat survey on the island': at(0.9), // both words: far above the keyword list's rest
+      'a habitat note': at(0.999), // the vector list's first, just above the rest
+    }
+    const weak = ['habitat maps for the river valley', 'habitat loss in the old forest', 'habitat of the coastal birds']
+    const near = ['island ferry times', 'island weather report', 'island camping rules', 'island bike hire']
+    for (const text of weak) table[text] = at(0.85)
+    for (const text of near) table[text] = at(0.92)
+    await using memory = await openTestMemory({ embedder: createTestEmbedder({ dims: 8, table }) })
+    const save = (content: string) => memory.remember({ content, category: 'fact', dedup: 'exact' })
+    const strong = await save('quokka habitat survey on the island')
+    const barely = await save('a habitat note')
+    for (const text of [...weak, ...near]) await save(text)
+
+    const hits = await memory.memories.search(query, { limit: 50 })
+    expect(hits).toHaveLength(9) // every memory: the vector list holds them all
+    expect(hits[0]?.id).toBe(strong.id)
+    // The formula, recomputed from the scores each hit reports.
+    const standardise = (scores: number[]) => {
+      const mean = scores.reduce((x, y) => x + y, 0) / scores.length
+      const sd = Math.sqrt(scores.reduce((x, y) => x + (y - mean) ** 2, 0) / scores.length)
+      return { z: (x: number) => (x - mean) / sd, floor: (Math.min(...scores) - mean) / sd }
+    }
+    const matched = hits.filter((h) => h.scores.keyword !== null)
+    expect(matched).toHaveLength(5)
+    const k = standardise(matched.map((h) => h.scores.keyword!))
+    const v = standardise(hits.map((h) => h.scores.vector!))
+    expect(k.z(hits[0]!.scores.keyword!)).toBeGreaterThan(1.5)
+    for (const h of hits) {
+      const zk = h.scores.keyword === null ? k.floor : k.z(h.scores.keyword)
+      expect(h.scores.fused).toBeCloseTo(Math.max(0, (zk + v.z(h.scores.vector!)) / 2 + 6) / 9, 9)
+    }
+    // A smaller limit gives the first hits of a larger one, in the same order.
+    expect((await memory.recall(query, { limit: 3 })).map((h) => h.id)).toEqual(hits.slice(0, 3).map((h) => h.id))
+
+    const rrf = await memory.memories.search(query, { limit: 3, fusion: 'rrf' })
+    expect(rrf[0]?.id).toBe(barely.id)
+    expect(rrf.findIndex((h) => h.id === strong.id)).toBeGreaterThan(0)
+    await rejects(memory.recall(query, { fusion: 'borda' as never }), 'INVALID_INPUT')
+  })
+
+  it('without an embedder, z-score fusion ranks by the keyword list alone', async () => {
+    await using memory = await openTestMemory()
+    const both = await memory.remember({ content: 'the backup job failed on the storage server', category: 'fact' })
+    await memory.remember({ content: 'storage quota raised', category: 'fact' })
+    await memory.remember({ content: 'backup restored', category: 'fact' })
+    const hits = await memory.memories.search('backup storage')
+    expect(hits[0]?.id).toBe(both.id)
+    const scores = hits.map((h) => h.scores.keyword!)
+    const mean = scores.reduce((x, y) => x + y, 0) / scores.length
+    const sd = Math.sqrt(scores.reduce((x, y) => x + (y - mean) ** 2, 0) / scores.length)
+    for (const h of hits) expect(h.scores.fused).toBeCloseTo(Math.max(0, (h.scores.keyword! - mean) / sd + 6) / 9, 9)
   })
 
   it('memory operations are reported to telemetry subscribers', async () => {
