@@ -3,6 +3,7 @@ import { MemoryError } from '../../src/core/errors.ts'
 import { MAX_SEARCH_LIMIT, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { testClock } from '../support/clock.ts'
+import { Z_WINDOW } from '../../src/core/scoring.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
@@ -211,6 +212,35 @@ describe('search', () => {
     expect(top.fused).toBeCloseTo(((top.vector ? 1 / (60 + top.vector.rank) : 0) + (top.keyword ? 1 / (60 + top.keyword.rank) : 0)) * 61 / 2, 9)
     await expect(t.engine.search('x', { weights: { fusion: 'borda' as never } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await expect(t.engine.search('x', { weights: { zShift: -1 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+  it('an event ranked below the z window counts as the window\'s lowest z, whatever its own score', async () => {
+    const clock = testClock()
+    await using t = await openTestEngine({ now: clock.now, indexing: 'manual' })
+    // The more words a turn has, the lower its BM25 score. The window's 200 have 40 lengths, 5 turns
+    // each; one longer turn, a day newer, ranks below it. It ties on the lowest z with the 5
+    // longest of the window, and recency keeps it among the 200 hits search may return: one of
+    // those 5 is left out.
+    const turn = (words: number) => ['storage', ...Array.from({ length: words }, (_, j) => `word${j}`)].join(' ')
+    for (let i = 0; i < Z_WINDOW; i++) await t.engine.record(say(`c${i}`, turn(i % 40)))
+    clock.advance(86_400_000)
+    const late = await t.engine.record(say('d', turn(60)))
+    const hits = await t.engine.search('storage', { limit: MAX_SEARCH_LIMIT, mode: 'keyword', weights: { neighbour: 0 } })
+    expect(hits).toHaveLength(MAX_SEARCH_LIMIT)
+    const below = hits.filter((h) => h.explain.keyword!.rank > Z_WINDOW)
+    expect(below.map((h) => h.eventId)).toEqual([late.eventId])
+    const returned = hits.filter((h) => h.explain.keyword!.rank <= Z_WINDOW).map((h) => h.explain.keyword!.score)
+    const lowest = Math.min(...returned)
+    const scores = [...returned, lowest] // the window: the one left out scores the lowest
+    const mean = scores.reduce((a, b) => a + b, 0) / scores.length
+    const sd = Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / scores.length)
+    for (const h of hits.filter((h) => h.explain.keyword!.rank <= Z_WINDOW)) {
+      expect(h.explain.keyword!.z).toBeCloseTo((h.explain.keyword!.score - mean) / sd, 9)
+    }
+    const last = below[0]!.explain
+    expect(last.keyword!.score).toBeLessThan(lowest - 1e-6)
+    expect(last.keyword!.z).toBeCloseTo((lowest - mean) / sd, 9)
+    expect(last.fused).toBeCloseTo(Math.max(0, (lowest - mean) / sd + 6) / 9, 9)
   })
 
   it('a match that stands far above the rest of its list outranks one the other list barely prefers; rrf ranks them the other way', async () => {
