@@ -9,8 +9,8 @@
 //
 // `--ranker tsrank` and `--ranker pg_textsearch` rank single turns with ts_rank_cd (OR of the
 // query's lexemes) or pg_textsearch BM25 instead of `search`, for comparison. `--ranker
-// memories` saves each turn as a curated memory ("Speaker: text") and asks `memories.search`;
-// there `--weights` takes only `fusion` ('zscore' or 'rrf').
+// memories` saves each turn as a curated memory ("Speaker: text") and asks `memories.search`
+// (`--mode keyword`: with no embedder); there `--weights` takes only `fusion` ('zscore' or 'rrf').
 import { writeFile } from 'node:fs/promises'
 import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
@@ -36,7 +36,7 @@ const only = arg('files')?.split(',')
 const maxK = Math.max(...ks)
 
 let embedder: Embedder | undefined
-if ((ranker === 'search' && mode !== 'keyword') || ranker === 'memories') embedder = await createTransformersEmbedder({ batchSize: 32 })
+if ((ranker === 'search' || ranker === 'memories') && mode !== 'keyword') embedder = await createTransformersEmbedder({ batchSize: 32 })
 const extensions =
   ranker === 'pg_textsearch'
     ? { vector, pg_textsearch: (await import('@electric-sql/pglite-pg_textsearch')).pg_textsearch }

@@ -10,7 +10,7 @@ import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
 import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
-import { Z_WINDOW } from './scoring.ts'
+import { DEFAULT_SCORING, Z_WINDOW } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
 
 export const MEMORY_CATEGORIES = [
@@ -43,6 +43,9 @@ export const CONFIDENCE_BY_SOURCE: Record<MemorySource, number> = {
 const RRF_K = 60
 /** Added to z̄ before the fused score is cut at 0 (`fusion: 'zscore'`), as in search. */
 const Z_SHIFT = 6
+/** BM25 term-frequency saturation and length normalisation of the keyword list, as search's defaults. */
+const BM25_K1 = DEFAULT_SCORING.bm25K1
+const BM25_B = DEFAULT_SCORING.bm25B
 /** How a memory search combines its vector and keyword rankings (`MemoryScores.fused`). */
 export const MEMORY_FUSIONS = ['zscore', 'rrf'] as const
 export type MemoryFusion = (typeof MEMORY_FUSIONS)[number]
@@ -87,7 +90,10 @@ export interface MemoryScores {
   fused: number
   /** Cosine similarity to the query, or null when not compared (no embedder, no vector). */
   vector: number | null
-  /** `ts_rank_cd` keyword rank, or null when no query word matched. */
+  /**
+   * BM25 score of the query's words (k1 1.2, b 0.75, document frequencies and mean length over
+   * the memories the call may see), or null when no query word matched.
+   */
   keyword: number | null
 }
 
@@ -426,8 +432,7 @@ interface RankArgs {
 }
 
 /**
- * Hybrid retrieval in one statement: cosine nearest neighbours and keyword rank (any query
- * word matches), each list's best `candidates`, fused (`MemoryScores.fused`), ties by id.
+ * Hybrid retrieval in one statement: cosine similarity and BM25 (any query word matches), each list's best `candidates`, fused (`MemoryScores.fused`), ties by id.
  * The z's are taken over each list's best `Z_WINDOW`, whatever the limit, so a larger limit only adds
  * hits below the ones a smaller one gives.
  */
@@ -467,12 +472,29 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
      kwq AS (
        SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | '
                                  ORDER BY lexeme)
-               FROM unnest(to_tsvector('english', ${textParam})))::tsquery AS q
+               FROM unnest(to_tsvector('english', ${textParam})))::tsquery AS q,
+              (SELECT coalesce(array_agg(lexeme), '{}') FROM unnest(to_tsvector('english', ${textParam}))) AS lexemes
      ),
+     -- BM25 over the pool: the memories holding any query word, each query word's count in
+     -- them (marked with weight A and filtered out of the tsvector), its document frequency
+     -- among them, and the pool's size and mean length.
+     kw_tf AS MATERIALIZED (
+       SELECT pool.id, greatest(length(pool.tsv), 1)::float8 AS dl, u.lexeme,
+              coalesce(array_length(u.positions, 1), 1)::float8 AS tf
+       FROM pool, kwq
+       CROSS JOIN LATERAL unnest(ts_filter(setweight(pool.tsv, 'A', kwq.lexemes), '{a}')) u
+       WHERE pool.tsv @@ kwq.q
+     ),
+     corpus AS (SELECT count(*)::float8 AS n, coalesce(avg(greatest(length(tsv), 1)), 1)::float8 AS avgdl FROM pool),
      kw AS MATERIALIZED (
-       SELECT pool.id, ts_rank_cd(pool.tsv, kwq.q) AS score,
-              row_number() OVER (ORDER BY ts_rank_cd(pool.tsv, kwq.q) DESC, pool.id) AS rnk
-       FROM pool, kwq WHERE pool.tsv @@ kwq.q
+       SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rnk
+       FROM (SELECT t.id,
+                    sum(ln(1 + (c.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (${BM25_K1} + 1)
+                        / (t.tf + ${BM25_K1} * (1 - ${BM25_B} + ${BM25_B} * t.dl / c.avgdl)))::float8 AS score
+             FROM kw_tf t
+             JOIN (SELECT lexeme, count(*)::float8 AS df FROM kw_tf GROUP BY lexeme) d ON d.lexeme = t.lexeme
+             CROSS JOIN corpus c
+             GROUP BY t.id) s
        ORDER BY rnk LIMIT ${candidates}
      ),
      -- Each list's mean and spread over its best Z_WINDOW, and the z of the lowest of them: what

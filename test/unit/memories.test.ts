@@ -375,13 +375,31 @@ describe('curated memories', () => {
     await rejects(memory.recall(query, { fusion: 'borda' as never }), 'INVALID_INPUT')
   })
 
-  it('without an embedder, z-score fusion ranks by the keyword list alone', async () => {
+  it('without an embedder, memories rank by BM25 over the memories in scope, fused by its z alone', async () => {
     await using memory = await openTestMemory()
-    const both = await memory.remember({ content: 'the backup job failed on the storage server', category: 'fact' })
-    await memory.remember({ content: 'storage quota raised', category: 'fact' })
-    await memory.remember({ content: 'backup restored', category: 'fact' })
-    const hits = await memory.memories.search('backup storage')
-    expect(hits[0]?.id).toBe(both.id)
+    const texts = {
+      'the backup job failed on the storage server': 5, // distinct lexemes: backup job fail storag server
+      'storage quota raised': 3,
+      'backup restored': 2,
+      'lunch at noon': 2,
+    }
+    for (const content of Object.keys(texts)) await memory.remember({ content, category: 'fact', userId: 'ann' })
+    await memory.remember({ content: 'backup storage backup', category: 'fact', userId: 'bob' })
+    const hits = await memory.memories.search('backup storage', { userId: 'ann' })
+    // BM25 with k1 1.2, b 0.75 over Ann's 4 memories (Bob's is not counted): each word in 2.
+    const n = 4
+    const avgdl = Object.values(texts).reduce((x, y) => x + y, 0) / n
+    const idf = Math.log(1 + (n - 2 + 0.5) / (2 + 0.5))
+    const bm25 = (words: number, dl: number) => words * idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * dl / avgdl))
+    const expected = {
+      'the backup job failed on the storage server': bm25(2, 5),
+      'storage quota raised': bm25(1, 3),
+      'backup restored': bm25(1, 2),
+    }
+    expect(hits.map((h) => h.content)).toEqual(
+      Object.entries(expected).sort((x, y) => y[1] - x[1]).map(([text]) => text),
+    )
+    for (const h of hits) expect(h.scores.keyword).toBeCloseTo(expected[h.content as keyof typeof expected], 9)
     const scores = hits.map((h) => h.scores.keyword!)
     const mean = scores.reduce((x, y) => x + y, 0) / scores.length
     const sd = Math.sqrt(scores.reduce((x, y) => x + (y - mean) ** 2, 0) / scores.length)
