@@ -86,13 +86,16 @@ export async function ingestConversation(memory: Engine, conv: Record<string, un
 
 /**
  * Saves every turn of `conv` in `memory` as a curated memory ("Speaker: text", exact dedup
- * only, so no turn supersedes another) and returns its questions of categories 1–4, with
- * memory id → dia_id in `diaOf`.
+ * only, so no turn supersedes another) for `user` (by default the two speakers' names) and
+ * returns its questions of categories 1–4, with memory id → dia_id in `diaOf`.
  */
-export async function rememberConversation(memory: Engine, conv: Record<string, unknown>): Promise<Ingested> {
+export async function rememberConversation(
+  memory: Engine,
+  conv: Record<string, unknown>,
+  user = `${conv.speaker_a as string}-${conv.speaker_b as string}`,
+): Promise<Ingested> {
   const diaOf = new Map<string, string>()
   const speakerOf = new Map<string, string>()
-  const user = `${conv.speaker_a as string}-${conv.speaker_b as string}`
   for (const key of Object.keys(conv).filter((k) => /^session_\d+$/.test(k))) {
     for (const turn of conv[key] as Turn[]) {
       const text = turn.blip_caption ? `${turn.text} [shares ${turn.blip_caption}]` : turn.text

@@ -445,6 +445,7 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
        FROM (
          SELECT id, 1 - (vector <=> ${p.add(toVectorParam(a.vector.value))}::vector) AS similarity
          FROM pool WHERE vector IS NOT NULL AND embed_model = ${p.add(a.vector.model)}
+         OFFSET 0 -- kept apart, so each distance is computed once (not again in the filter)
        ) scored
        WHERE similarity > ${p.add(a.minSimilarity)}
        ORDER BY rnk LIMIT ${candidates}`
@@ -465,9 +466,7 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
   const { rows } = await q.query<
     MemoryRow & { similarity: number | null; krank: number | null; fused: number }
   >(
-    `WITH pool AS (
-       SELECT m.id, m.vector, m.embed_model, m.tsv FROM memories m WHERE ${a.where}
-     ),
+    `WITH pool AS MATERIALIZED (SELECT m.id, m.vector, m.embed_model, m.tsv FROM memories m WHERE ${a.where}),
      vec AS MATERIALIZED (${vec}),
      kwq AS (
        SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | '
