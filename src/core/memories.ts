@@ -432,9 +432,10 @@ interface RankArgs {
 }
 
 /**
- * Hybrid retrieval in one statement: cosine similarity and BM25 (any query word matches), each list's best `candidates`, fused (`MemoryScores.fused`), ties by id.
- * The z's are taken over each list's best `Z_WINDOW`, whatever the limit, so a larger limit only adds
- * hits below the ones a smaller one gives.
+ * Hybrid retrieval in one statement: cosine similarity and BM25 (any query word matches), each
+ * list's best `candidates`, fused (`MemoryScores.fused`), ties by id. The z's are taken over
+ * each list's best `Z_WINDOW`, whatever the limit, so a larger limit only adds hits below the
+ * ones a smaller one gives.
  */
 async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<MemoryHit[]> {
   const candidates = p.add(Math.min(Math.max(a.limit * 5, Z_WINDOW), 1000))
@@ -469,10 +470,9 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
     `WITH pool AS MATERIALIZED (SELECT m.id, m.vector, m.embed_model, m.tsv FROM memories m WHERE ${a.where}),
      vec AS MATERIALIZED (${vec}),
      kwq AS (
-       SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | '
-                                 ORDER BY lexeme)
-               FROM unnest(to_tsvector('english', ${textParam})))::tsquery AS q,
-              (SELECT coalesce(array_agg(lexeme), '{}') FROM unnest(to_tsvector('english', ${textParam}))) AS lexemes
+       SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ' ORDER BY lexeme)::tsquery AS q,
+              coalesce(array_agg(lexeme), '{}') AS lexemes
+       FROM unnest(to_tsvector('english', ${textParam}))
      ),
      -- BM25 over the pool: the memories holding any query word, each query word's count in
      -- them (marked with weight A and filtered out of the tsvector), its document frequency
