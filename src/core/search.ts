@@ -250,6 +250,11 @@ export interface SearchPlan {
   now: Date
   /** Candidates ranked from each list (capped at MAX_CANDIDATES). */
   candidates: number
+  /**
+   * The query's words that are the whole id of a person or agent (lowercased), looked up once
+   * by `planSearch` for the text embedded and the keyword terms; empty when neither needs them.
+   */
+  actorWords: string[]
 }
 
 /**
@@ -598,9 +603,9 @@ async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordSta
   const allowed = allowedSensitivities(plan.options.channel)
   const { rows } = await db.query<{ lexeme: string | null; df: number; chunks: number; lexemes: number; actor: boolean }>(
     `WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector('english', $1)) t),
-          -- Words of the query that are the whole id of a person or agent (events_actor_names).
+          -- Words of the query that are the whole id of a person or agent (plan.actorWords).
           actor_words AS (
-            SELECT DISTINCT n.lexeme FROM (${ACTOR_WORDS}) a CROSS JOIN LATERAL unnest(to_tsvector('english', a.w)) n
+            SELECT DISTINCT n.lexeme FROM unnest($4::text[]) a(w) CROSS JOIN LATERAL unnest(to_tsvector('english', a.w)) n
           ),
           corpus AS (SELECT coalesce(sum(chunks), 0)::float8 AS chunks, coalesce(sum(lexemes), 0)::float8 AS lexemes
                      FROM chunk_stats WHERE tenant_id = $2 AND sensitivity = ANY($3::text[]))
@@ -610,7 +615,7 @@ async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordSta
             corpus.chunks, corpus.lexemes,
             coalesce(q.lexeme IN (SELECT lexeme FROM actor_words), false) AS actor
      FROM corpus LEFT JOIN q ON true`,
-    [plan.text, plan.options.scope.tenantId, allowed],
+    [plan.text, plan.options.scope.tenantId, allowed, plan.actorWords],
     { prepare: true },
   )
   const chunks = Number(rows[0]?.chunks ?? 0)
@@ -695,12 +700,10 @@ export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Prom
 }
 
 /**
- * The text embedded for the vector ranking: the query without the words that are a person's
- * or agent's id (and their possessive "'s"), unless `scoring.actorNamesEmbedded` or nothing
- * but names and stop words would be left.
+ * The query's words that are the whole id of a person or agent of the tenant (`ACTOR_WORDS`),
+ * and whether any other word of it would be left without them.
  */
-async function embeddedText(ctx: EngineContext, text: string, tenantId: string, scoring: Scoring): Promise<string> {
-  if (scoring.actorNamesEmbedded) return text
+async function lookUpActorWords(ctx: EngineContext, text: string, tenantId: string): Promise<{ words: string[]; others: boolean }> {
   const { rows } = await ctx.db.query<{ names: string[] | null; others: boolean }>(
     `WITH names AS (${ACTOR_WORDS})
      SELECT (SELECT array_agg(w) FROM names) AS names,
@@ -708,9 +711,7 @@ async function embeddedText(ctx: EngineContext, text: string, tenantId: string, 
                     WHERE t.lexeme NOT IN (SELECT n.lexeme FROM names, unnest(to_tsvector('english', names.w)) n)) AS others`,
     [text, tenantId],
   )
-  const names = new Set(rows[0]?.names ?? [])
-  if (names.size === 0 || !rows[0]?.others) return text
-  return withoutNames(text, names)
+  return { words: rows[0]?.names ?? [], others: rows[0]?.others ?? false }
 }
 
 /**
@@ -750,12 +751,13 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   }
   await ctx.beforeRead()
   const embedder = o.mode === 'keyword' ? null : ctx.embedder
+  // The keyword terms need the actors' names, and so does the text embedded (it leaves them
+  // out, unless actorNamesEmbedded or nothing but names and stop words would be left).
+  const namesOut = embedder !== null && !scoring.actorNamesEmbedded
+  const actors = o.mode !== 'vector' || namesOut ? await lookUpActorWords(ctx, text, o.scope.tenantId) : null
+  const embedded = namesOut && actors && actors.words.length > 0 && actors.others ? withoutNames(text, new Set(actors.words)) : text
   const vector = embedder
-    ? {
-        value: await embedQuery(embedder, await embeddedText(ctx, text, o.scope.tenantId, scoring)),
-        model: embedder.id,
-        dims: embedder.dims,
-      }
+    ? { value: await embedQuery(embedder, embedded), model: embedder.id, dims: embedder.dims }
     : null
   return {
     text,
@@ -764,6 +766,7 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
     vector,
     now: o.asOf === undefined ? ctx.now() : toDate(o.asOf),
     candidates: candidatesFor(o.limit),
+    actorWords: actors?.words ?? [],
   }
 }
 
