@@ -4,6 +4,7 @@ import { memoryHash } from '../../src/core/memories.ts'
 import type { TelemetryEvent } from '../../src/core/telemetry.ts'
 import { steppingClock } from '../support/clock.ts'
 import { atSimilarity, createTestEmbedder } from '../support/embedder.ts'
+import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 const clock = () => steppingClock()
@@ -331,32 +332,17 @@ describe('curated memories', () => {
   })
 
   it('fuses by z-scores: a keyword match far above the rest beats what the vector list barely prefers; rrf ranks them the other way', async () => {
-    const query = 'quokka habitat'
-    const at = (x: number) => [x, Math.sqrt(1 - x * x), 0]
-    const table: Record<string, number[]> = {
-      [query]: [1, 0, 0],
-      'quokka habitat survey on the island': at(0.9), // both words: far above the keyword list's rest
-      'a habitat note': at(0.999), // the vector list's first, just above the rest
-    }
-    const weak = ['habitat maps for the river valley', 'habitat loss in the old forest', 'habitat of the coastal birds']
-    const near = ['island ferry times', 'island weather report', 'island camping rules', 'island bike hire']
-    for (const text of weak) table[text] = at(0.85)
-    for (const text of near) table[text] = at(0.92)
+    const { query, strong: strongText, barely: barelyText, others, table } = standoutCase()
     await using memory = await openTestMemory({ embedder: createTestEmbedder({ dims: 8, table }) })
     const save = (content: string) => memory.remember({ content, category: 'fact', dedup: 'exact' })
-    const strong = await save('quokka habitat survey on the island')
-    const barely = await save('a habitat note')
-    for (const text of [...weak, ...near]) await save(text)
+    const strong = await save(strongText)
+    const barely = await save(barelyText)
+    for (const text of others) await save(text)
 
     const hits = await memory.memories.search(query, { limit: 50 })
     expect(hits).toHaveLength(9) // every memory: the vector list holds them all
     expect(hits[0]?.id).toBe(strong.id)
     // The formula, recomputed from the scores each hit reports.
-    const standardise = (scores: number[]) => {
-      const mean = scores.reduce((x, y) => x + y, 0) / scores.length
-      const sd = Math.sqrt(scores.reduce((x, y) => x + (y - mean) ** 2, 0) / scores.length)
-      return { z: (x: number) => (x - mean) / sd, floor: (Math.min(...scores) - mean) / sd }
-    }
     const matched = hits.filter((h) => h.scores.keyword !== null)
     expect(matched).toHaveLength(5)
     const k = standardise(matched.map((h) => h.scores.keyword!))
@@ -400,10 +386,8 @@ describe('curated memories', () => {
       Object.entries(expected).sort((x, y) => y[1] - x[1]).map(([text]) => text),
     )
     for (const h of hits) expect(h.scores.keyword).toBeCloseTo(expected[h.content as keyof typeof expected], 9)
-    const scores = hits.map((h) => h.scores.keyword!)
-    const mean = scores.reduce((x, y) => x + y, 0) / scores.length
-    const sd = Math.sqrt(scores.reduce((x, y) => x + (y - mean) ** 2, 0) / scores.length)
-    for (const h of hits) expect(h.scores.fused).toBeCloseTo(Math.max(0, (h.scores.keyword! - mean) / sd + 6) / 9, 9)
+    const k = standardise(hits.map((h) => h.scores.keyword!))
+    for (const h of hits) expect(h.scores.fused).toBeCloseTo(Math.max(0, k.z(h.scores.keyword!) + 6) / 9, 9)
   })
 
   it('memory operations are reported to telemetry subscribers', async () => {

@@ -5,6 +5,7 @@ import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { testClock } from '../support/clock.ts'
 import { Z_WINDOW } from '../../src/core/scoring.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
+import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
 import { say } from '../support/events.ts'
@@ -188,11 +189,6 @@ describe('search', () => {
     await t.engine.indexNow()
     const hits = await t.engine.search('backup storage', { limit: 200, weights: { neighbour: 0 } })
     expect(hits).toHaveLength(texts.length) // every event: the vector list ranks them all
-    const standardise = (scores: number[]) => {
-      const mean = scores.reduce((a, b) => a + b, 0) / scores.length
-      const sd = Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / scores.length)
-      return { z: (x: number) => (x - mean) / sd, floor: (Math.min(...scores) - mean) / sd }
-    }
     const inKeyword = hits.filter((h) => h.explain.keyword !== null)
     expect(inKeyword.length).toBeGreaterThan(2)
     expect(inKeyword.length).toBeLessThan(texts.length)
@@ -231,34 +227,22 @@ describe('search', () => {
     expect(below.map((h) => h.eventId)).toEqual([late.eventId])
     const returned = hits.filter((h) => h.explain.keyword!.rank <= Z_WINDOW).map((h) => h.explain.keyword!.score)
     const lowest = Math.min(...returned)
-    const scores = [...returned, lowest] // the window: the one left out scores the lowest
-    const mean = scores.reduce((a, b) => a + b, 0) / scores.length
-    const sd = Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / scores.length)
+    const window = standardise([...returned, lowest]) // the one left out scores the lowest
     for (const h of hits.filter((h) => h.explain.keyword!.rank <= Z_WINDOW)) {
-      expect(h.explain.keyword!.z).toBeCloseTo((h.explain.keyword!.score - mean) / sd, 9)
+      expect(h.explain.keyword!.z).toBeCloseTo(window.z(h.explain.keyword!.score), 9)
     }
     const last = below[0]!.explain
     expect(last.keyword!.score).toBeLessThan(lowest - 1e-6)
-    expect(last.keyword!.z).toBeCloseTo((lowest - mean) / sd, 9)
-    expect(last.fused).toBeCloseTo(Math.max(0, (lowest - mean) / sd + 6) / 9, 9)
+    expect(last.keyword!.z).toBeCloseTo(window.floor, 9)
+    expect(last.fused).toBeCloseTo(Math.max(0, window.floor + 6) / 9, 9)
   })
 
   it('a match that stands far above the rest of its list outranks one the other list barely prefers; rrf ranks them the other way', async () => {
-    const query = 'quokka habitat'
-    const at = (x: number) => [x, Math.sqrt(1 - x * x), 0]
-    const table: Record<string, number[]> = {
-      [query]: [1, 0, 0],
-      'quokka habitat survey on the island': at(0.9), // both words: far above the keyword list's rest
-      'a habitat note': at(0.999), // the vector list's first, just above the rest
-    }
-    const weak = ['habitat maps for the river valley project', 'habitat loss in the old forest region', 'habitat of the coastal birds this year']
-    const near = ['island ferry times', 'island weather report', 'island camping rules', 'island bike hire']
-    for (const text of weak) table[text] = at(0.85)
-    for (const text of near) table[text] = at(0.92)
+    const { query, strong: strongText, barely: barelyText, others, table } = standoutCase()
     await using t = await openTestEngine({ now: testClock().now, embedder: createTestEmbedder({ dims: 8, table }), indexing: 'manual' })
-    const strong = await t.engine.record(say('c1', 'quokka habitat survey on the island'))
-    const barely = await t.engine.record(say('c2', 'a habitat note'))
-    for (const [i, text] of [...weak, ...near].entries()) await t.engine.record(say(`c${i + 3}`, text))
+    const strong = await t.engine.record(say('c1', strongText))
+    const barely = await t.engine.record(say('c2', barelyText))
+    for (const [i, text] of others.entries()) await t.engine.record(say(`c${i + 3}`, text))
     await t.engine.indexNow()
     const weights = { neighbour: 0 }
     const z = await t.engine.search(query, { limit: 3, weights })
