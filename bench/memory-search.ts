@@ -8,12 +8,11 @@ import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { createEngine } from '../src/core/engine.ts'
 import { createHashEmbedder } from '../src/embed/hash-embedder.ts'
-import { conversationFiles, readConversation, rememberConversation } from './lib/locomo.ts'
+import { arg, conversationFiles, readConversation, rememberConversation } from './lib/locomo.ts'
 
 const USER = 'reader'
 
-const i = process.argv.indexOf('--data')
-const data = i === -1 ? '../shared/locomo-dev' : (process.argv[i + 1] as string)
+const data = arg('data', '../shared/locomo-dev') as string
 const WARM = 60
 const TIMED = 200
 

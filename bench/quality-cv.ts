@@ -16,12 +16,7 @@ import type { Embedder } from '../src/core/embedder.ts'
 import { createEngine } from '../src/core/engine.ts'
 import type { ScoringInput } from '../src/core/scoring.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
-import { conversationFiles, ingestConversation, readConversation, recallAt } from './lib/locomo.ts'
-
-function arg(name: string, fallback?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`)
-  return i === -1 ? fallback : process.argv[i + 1]
-}
+import { arg, conversationFiles, ingestConversation, readConversation, recallAt } from './lib/locomo.ts'
 
 const cross = <A, B>(as: A[], bs: B[], f: (a: A, b: B) => ScoringInput) => as.flatMap((a) => bs.map((b) => f(a, b)))
 const DEFAULT_GRIDS: Record<string, ScoringInput[]> = {

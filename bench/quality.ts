@@ -19,12 +19,7 @@ import { createEngine } from '../src/core/engine.ts'
 import type { SearchMode } from '../src/core/search.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
 import type { MemoryFusion } from '../src/core/memories.ts'
-import { conversationFiles, ingestConversation, readConversation, recallAt, rememberConversation } from './lib/locomo.ts'
-
-function arg(name: string, fallback?: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`)
-  return i === -1 ? fallback : process.argv[i + 1]
-}
+import { arg, conversationFiles, ingestConversation, readConversation, recallAt, rememberConversation } from './lib/locomo.ts'
 
 const data = arg('data', '../shared/locomo-dev') as string
 const ks = (arg('k', '5,10,20') as string).split(',').map(Number)

@@ -58,30 +58,56 @@ export async function readConversation(dir: string, file: string): Promise<Recor
   return JSON.parse(await readFile(join(dir, file), 'utf8')) as Record<string, unknown>
 }
 
-/** Records every turn of `conv` in `memory` and returns its questions of categories 1–4. */
-export async function ingestConversation(memory: Engine, conv: Record<string, unknown>, file: string): Promise<Ingested> {
-  const diaOf = new Map<string, string>()
-  const speakerOf = new Map<string, string>()
+/**
+ * Every turn of `conv` in session order, with its session, the session's date and its text (a
+ * shared image's caption appended).
+ */
+function* turnsOf(conv: Record<string, unknown>): Generator<Turn & { session: string; createdAt: Date }> {
   const sessions = Object.keys(conv)
     .filter((k) => /^session_\d+$/.test(k))
     .sort((a, b) => Number(a.slice(8)) - Number(b.slice(8)))
-  const user = `${conv.speaker_a as string}-${conv.speaker_b as string}`
-  for (const key of sessions) {
-    const createdAt = sessionDate(conv[`${key}_date_time`] as string)
-    for (const turn of conv[key] as Turn[]) {
+  for (const session of sessions) {
+    const createdAt = sessionDate(conv[`${session}_date_time`] as string)
+    for (const turn of conv[session] as Turn[]) {
       const text = turn.blip_caption ? `${turn.text} [shares ${turn.blip_caption}]` : turn.text
-      const { eventId } = await memory.record({
-        kind: 'message',
-        scope: { conversationId: `${file}:${key}`, userId: user },
-        actor: { type: 'human', id: turn.speaker },
-        content: { text, diaId: turn.dia_id },
-        createdAt,
-      })
-      diaOf.set(eventId, turn.dia_id)
-      speakerOf.set(turn.dia_id, turn.speaker)
+      yield { ...turn, text, session, createdAt }
     }
   }
+}
+
+/**
+ * Stores every turn of `conv` through `save` (which returns the id it was stored under) and
+ * returns the conversation's questions of categories 1–4, with id → dia_id in `diaOf`.
+ */
+async function storeTurns(
+  conv: Record<string, unknown>,
+  user: string,
+  save: (turn: Turn & { session: string; createdAt: Date }) => Promise<string>,
+): Promise<Ingested> {
+  const diaOf = new Map<string, string>()
+  const speakerOf = new Map<string, string>()
+  for (const turn of turnsOf(conv)) {
+    diaOf.set(await save(turn), turn.dia_id)
+    speakerOf.set(turn.dia_id, turn.speaker)
+  }
   return { user, diaOf, speakerOf, questions: questionsOf(conv) }
+}
+
+const pair = (conv: Record<string, unknown>) => `${conv.speaker_a as string}-${conv.speaker_b as string}`
+
+/** Records every turn of `conv` in `memory` and returns its questions of categories 1–4. */
+export async function ingestConversation(memory: Engine, conv: Record<string, unknown>, file: string): Promise<Ingested> {
+  const user = pair(conv)
+  return storeTurns(conv, user, async (turn) => {
+    const { eventId } = await memory.record({
+      kind: 'message',
+      scope: { conversationId: `${file}:${turn.session}`, userId: user },
+      actor: { type: 'human', id: turn.speaker },
+      content: { text: turn.text, diaId: turn.dia_id },
+      createdAt: turn.createdAt,
+    })
+    return eventId
+  })
 }
 
 /**
@@ -89,22 +115,17 @@ export async function ingestConversation(memory: Engine, conv: Record<string, un
  * only, so no turn supersedes another) for `user` (by default the two speakers' names) and
  * returns its questions of categories 1–4, with memory id → dia_id in `diaOf`.
  */
-export async function rememberConversation(
-  memory: Engine,
-  conv: Record<string, unknown>,
-  user = `${conv.speaker_a as string}-${conv.speaker_b as string}`,
-): Promise<Ingested> {
-  const diaOf = new Map<string, string>()
-  const speakerOf = new Map<string, string>()
-  for (const key of Object.keys(conv).filter((k) => /^session_\d+$/.test(k))) {
-    for (const turn of conv[key] as Turn[]) {
-      const text = turn.blip_caption ? `${turn.text} [shares ${turn.blip_caption}]` : turn.text
-      const { id } = await memory.remember({ content: `${turn.speaker}: ${text}`, category: 'fact', userId: user, dedup: 'exact' })
-      diaOf.set(id, turn.dia_id)
-      speakerOf.set(turn.dia_id, turn.speaker)
-    }
-  }
-  return { user, diaOf, speakerOf, questions: questionsOf(conv) }
+export async function rememberConversation(memory: Engine, conv: Record<string, unknown>, user = pair(conv)): Promise<Ingested> {
+  return storeTurns(conv, user, async (turn) => {
+    const saved = await memory.remember({ content: `${turn.speaker}: ${turn.text}`, category: 'fact', userId: user, dedup: 'exact' })
+    return saved.id
+  })
+}
+
+/** The value after `--name` on the command line, or `fallback`. */
+export function arg(name: string, fallback?: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`)
+  return i === -1 ? fallback : process.argv[i + 1]
 }
 
 function questionsOf(conv: Record<string, unknown>): Question[] {

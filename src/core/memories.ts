@@ -10,7 +10,7 @@ import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
 import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
-import { DEFAULT_SCORING, Z_WINDOW } from './scoring.ts'
+import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
 
 export const MEMORY_CATEGORIES = [
@@ -39,13 +39,8 @@ export const CONFIDENCE_BY_SOURCE: Record<MemorySource, number> = {
   inferred: 0.7,
 }
 
-/** Reciprocal-rank fusion constant (`fusion: 'rrf'`): ranks past ~60 barely count. */
-const RRF_K = 60
-/** Added to z̄ before the fused score is cut at 0 (`fusion: 'zscore'`), as in search. */
-const Z_SHIFT = 6
-/** BM25 term-frequency saturation and length normalisation of the keyword list, as search's defaults. */
-const BM25_K1 = DEFAULT_SCORING.bm25K1
-const BM25_B = DEFAULT_SCORING.bm25B
+/** Memories rank with search's default constants: rrfK, zShift, BM25's k1 and b. */
+const { rrfK: RRF_K, zShift: Z_SHIFT, bm25K1: BM25_K1, bm25B: BM25_B } = DEFAULT_SCORING
 /** How a memory search combines its vector and keyword rankings (`MemoryScores.fused`). */
 export const MEMORY_FUSIONS = ['zscore', 'rrf'] as const
 export type MemoryFusion = (typeof MEMORY_FUSIONS)[number]
@@ -452,14 +447,11 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
        ORDER BY rnk LIMIT ${candidates}`
     : 'SELECT NULL::text AS id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false'
   const limit = p.add(a.limit)
-  // Without a query vector only the keyword list counts. greatest() passes over a NULL: a
-  // memory missing from a list (or a list without spread) gets the list's floor.
+  // Without a query vector only the keyword list counts.
   const fused =
     a.fusion === 'rrf'
       ? `coalesce(1.0 / (${RRF_K} + vec.rnk), 0) + coalesce(1.0 / (${RRF_K} + kw.rnk), 0)`
-      : `greatest((coalesce(greatest((vec.score - vs.mean) / vs.sd, vs.floor), 0)
-                   + coalesce(greatest((kw.score - ks.mean) / ks.sd, ks.floor), 0)) / ${a.vector ? 2 : 1}
-                  + ${Z_SHIFT}, 0) / ${Z_SHIFT + 3}`
+      : zFused(`(${zOf('vec.score', 'vs')} + ${zOf('kw.score', 'ks')}) / ${a.vector ? 2 : 1}`, String(Z_SHIFT))
   const source = a.touchAt
     ? `(UPDATE memories u SET use_count = u.use_count + 1, last_used_at = ${p.add(a.touchAt)}
         FROM fused f WHERE u.id = f.id RETURNING u.*)`
@@ -496,16 +488,8 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
              GROUP BY t.id) s
        ORDER BY rnk LIMIT ${candidates}
      ),
-     -- Each list's mean and spread over its best Z_WINDOW, and the z of the lowest of them: what
-     -- a memory missing from the list, or below the window, counts.
-     stats AS (
-       SELECT list, mean, sd, coalesce((lowest - mean) / sd, 0)::float8 AS floor
-       FROM (SELECT l.list, avg(l.score)::float8 AS mean, nullif(stddev_pop(l.score), 0)::float8 AS sd,
-                    min(l.score) AS lowest
-             FROM (SELECT 'k' AS list, score FROM kw WHERE rnk <= ${window}
-                   UNION ALL SELECT 'v', score FROM vec WHERE rnk <= ${window}) l
-             GROUP BY l.list) s
-     ),
+     -- Each list's mean and spread over its best Z_WINDOW, and its floor (zListStats).
+     stats AS (${zListStats([{ list: 'k', from: 'kw' }, { list: 'v', from: 'vec' }], window)}),
      fused AS (
        SELECT coalesce(vec.id, kw.id) AS id, vec.score AS similarity, kw.score AS krank, (${fused})::float8 AS fused
        FROM vec FULL JOIN kw ON kw.id = vec.id

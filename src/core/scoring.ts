@@ -9,6 +9,33 @@ export type Fusion = (typeof FUSIONS)[number]
 export const Z_WINDOW = 200
 
 /**
+ * SQL of z-score fusion, shared by event search and curated memories. `zListStats` selects, per
+ * list, the mean and spread of the scores of its best `window` rows and the z of the lowest of
+ * them (`floor`: what an entry missing from the list, or below the window, counts); each source
+ * is a relation with `score` and `rnk` columns.
+ */
+export function zListStats(sources: { list: string; from: string }[], window: string): string {
+  const union = sources.map((x) => `SELECT '${x.list}' AS list, score FROM ${x.from} WHERE rnk <= ${window}`).join(' UNION ALL ')
+  return `SELECT list, mean, sd, coalesce((lowest - mean) / sd, 0)::float8 AS floor
+    FROM (SELECT l.list, avg(l.score)::float8 AS mean, nullif(stddev_pop(l.score), 0)::float8 AS sd, min(l.score) AS lowest
+          FROM (${union}) l
+          GROUP BY l.list) s`
+}
+
+/**
+ * SQL: the z of `score` in the list whose `zListStats` row is `stats`. greatest() passes over a
+ * NULL, so a missing entry (or a list without spread) gets the floor, and no list at all 0.
+ */
+export function zOf(score: string, stats: string): string {
+  return `coalesce(greatest((${score} - ${stats}.mean) / ${stats}.sd, ${stats}.floor), 0)`
+}
+
+/** SQL: the fused score of a mean z, max(0, z̄ + zShift) / (zShift + 3). */
+export function zFused(meanZ: string, zShift: string): string {
+  return `greatest(${meanZ} + ${zShift}, 0) / (${zShift} + 3)`
+}
+
+/**
  * Every knob of retrieval and ranking, in one place. `createEngine({ scoring })` replaces
  * any of them for an engine; `search(q, { weights })` for one call.
  *

@@ -8,7 +8,7 @@ import { edgeVisibleAt } from './graph.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { namedPeriod } from './query-dates.ts'
 import { CHANNELS, type Channel, identifier } from './scope.ts'
-import { FUSIONS, resolveScoring, type Scoring, scoringInput, Z_WINDOW } from './scoring.ts'
+import { FUSIONS, resolveScoring, type Scoring, scoringInput, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
 
@@ -395,19 +395,11 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     query_lexemes AS MATERIALIZED (
       SELECT tsvector_to_array(to_tsvector('english', ${p.add(plan.text)})) AS lexemes
     ), list_stats AS (
-      -- Each list's mean and spread over its best zWindow events, and the z of the lowest of
-      -- them: what an event missing from the list, or below the window, counts.
-      SELECT list, mean, sd, coalesce((lowest - mean) / sd, 0)::float8 AS floor
-      FROM (SELECT l.list, avg(l.score)::float8 AS mean, nullif(stddev_pop(l.score), 0)::float8 AS sd, min(l.score) AS lowest
-            FROM (SELECT 'k' AS list, score FROM kw_ranked WHERE rnk <= ${zWindow}
-                  UNION ALL SELECT 'v', score FROM vec_ranked WHERE rnk <= ${zWindow}) l
-            GROUP BY l.list) s
+      -- Each list's mean and spread over its best zWindow events, and its floor (zListStats).
+      ${zListStats([{ list: 'k', from: 'kw_ranked' }, { list: 'v', from: 'vec_ranked' }], zWindow)}
     ), zs AS (
-      -- greatest() passes over a NULL: a missing event (or a list without spread) gets the floor.
       SELECT coalesce(k.event_id, v.event_id) AS event_id, k.rnk AS k_rank, k.score AS k_score, v.rnk AS v_rank,
-             v.score AS v_score,
-             coalesce(greatest((k.score - ks.mean) / ks.sd, ks.floor), 0)::float8 AS k_z,
-             coalesce(greatest((v.score - vs.mean) / vs.sd, vs.floor), 0)::float8 AS v_z
+             v.score AS v_score, ${zOf('k.score', 'ks')}::float8 AS k_z, ${zOf('v.score', 'vs')}::float8 AS v_z
       FROM kw_ranked k FULL JOIN vec_ranked v ON v.event_id = k.event_id
       LEFT JOIN list_stats ks ON ks.list = 'k'
       LEFT JOIN list_stats vs ON vs.list = 'v'
@@ -415,7 +407,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       SELECT z.*,
              CASE ${fusion}
                WHEN 'zscore'
-               THEN greatest((${wv} * z.v_z + ${wk} * z.k_z) / greatest(${wv} + ${wk}, 1e-9) + ${zShift}, 0) / (${zShift} + 3)
+               THEN ${zFused(`(${wv} * z.v_z + ${wk} * z.k_z) / greatest(${wv} + ${wk}, 1e-9)`, zShift)}
                WHEN 'rrf'
                THEN (${wv} * coalesce(1.0 / (${rrfK} + z.v_rank), 0) + ${wk} * coalesce(1.0 / (${rrfK} + z.k_rank), 0))
                     * (${rrfK} + 1) / greatest(${wv} + ${wk}, 1e-9)

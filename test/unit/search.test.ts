@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { MAX_SEARCH_LIMIT, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
-import { testClock } from '../support/clock.ts'
+import { DAY, testClock } from '../support/clock.ts'
 import { Z_WINDOW } from '../../src/core/scoring.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { standardise, standoutCase } from '../support/fusion.ts'
@@ -213,24 +213,23 @@ describe('search', () => {
   it('an event ranked below the z window counts as the window\'s lowest z, whatever its own score', async () => {
     const clock = testClock()
     await using t = await openTestEngine({ now: clock.now, indexing: 'manual' })
-    // The more words a turn has, the lower its BM25 score. The window's 200 have 40 lengths, 5 turns
-    // each; one longer turn, a day newer, ranks below it. It ties on the lowest z with the 5
-    // longest of the window, and recency keeps it among the 200 hits search may return: one of
-    // those 5 is left out.
+    // The more words a turn has, the lower its BM25 score. The window's 200 have 40 lengths, 5
+    // turns each; one longer turn, a day newer, ranks below it. It ties on the lowest z with the
+    // 5 longest of the window, and recency keeps it among the 200 hits search may return: one
+    // of those 5 is left out.
     const turn = (words: number) => ['storage', ...Array.from({ length: words }, (_, j) => `word${j}`)].join(' ')
     for (let i = 0; i < Z_WINDOW; i++) await t.engine.record(say(`c${i}`, turn(i % 40)))
-    clock.advance(86_400_000)
+    clock.advance(DAY)
     const late = await t.engine.record(say('d', turn(60)))
     const hits = await t.engine.search('storage', { limit: MAX_SEARCH_LIMIT, mode: 'keyword', weights: { neighbour: 0 } })
     expect(hits).toHaveLength(MAX_SEARCH_LIMIT)
     const below = hits.filter((h) => h.explain.keyword!.rank > Z_WINDOW)
     expect(below.map((h) => h.eventId)).toEqual([late.eventId])
-    const returned = hits.filter((h) => h.explain.keyword!.rank <= Z_WINDOW).map((h) => h.explain.keyword!.score)
-    const lowest = Math.min(...returned)
-    const window = standardise([...returned, lowest]) // the one left out scores the lowest
-    for (const h of hits.filter((h) => h.explain.keyword!.rank <= Z_WINDOW)) {
-      expect(h.explain.keyword!.z).toBeCloseTo(window.z(h.explain.keyword!.score), 9)
-    }
+    const inWindow = hits.filter((h) => h.explain.keyword!.rank <= Z_WINDOW)
+    const lowest = Math.min(...inWindow.map((h) => h.explain.keyword!.score))
+    // The window: the hits returned from it, and the one left out, which scores the lowest.
+    const window = standardise([...inWindow.map((h) => h.explain.keyword!.score), lowest])
+    for (const h of inWindow) expect(h.explain.keyword!.z).toBeCloseTo(window.z(h.explain.keyword!.score), 9)
     const last = below[0]!.explain
     expect(last.keyword!.score).toBeLessThan(lowest - 1e-6)
     expect(last.keyword!.z).toBeCloseTo(window.floor, 9)
