@@ -111,13 +111,13 @@ export async function ingestConversation(memory: Engine, conv: Record<string, un
 }
 
 /**
- * Saves every turn of `conv` in `memory` as a curated memory ("Speaker: text", exact dedup
- * only, so no turn supersedes another) for `user` (by default the two speakers' names) and
- * returns its questions of categories 1–4, with memory id → dia_id in `diaOf`.
+ * Saves every turn of `conv` in `memory` as a curated memory ("Speaker: text", then `suffix`;
+ * exact dedup only, so no turn supersedes another) for `user` (by default the two speakers'
+ * names) and returns its questions of categories 1–4, with memory id → dia_id in `diaOf`.
  */
-export async function rememberConversation(memory: Engine, conv: Record<string, unknown>, user = pair(conv)): Promise<Ingested> {
+export async function rememberConversation(memory: Engine, conv: Record<string, unknown>, user = pair(conv), suffix = ''): Promise<Ingested> {
   return storeTurns(conv, user, async (turn) => {
-    const saved = await memory.remember({ content: `${turn.speaker}: ${turn.text}`, category: 'fact', userId: user, dedup: 'exact' })
+    const saved = await memory.remember({ content: `${turn.speaker}: ${turn.text}${suffix}`, category: 'fact', userId: user, dedup: 'exact' })
     return saved.id
   })
 }

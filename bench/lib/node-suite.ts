@@ -12,6 +12,7 @@ import { lookupVectorOid, vectorQueryOptions } from '../../src/embed/vectors.ts'
 import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
 import { BENCH_SCOPE, embeddingSentences, makeQueries, makeTurns, sessionShape } from './data.ts'
 import { meanTokens } from './tokens.ts'
+import { bruteForceTopK } from './brute-force.ts'
 import { latency, type Metric, median } from './metrics.ts'
 
 export interface SuiteOptions {
@@ -108,27 +109,6 @@ async function buildDataset(options: SuiteOptions, out: SuiteOutput): Promise<Da
   if ((missing[0]?.n ?? 0) > 0) throw new Error(`${missing[0]?.n} chunks have no vector after filling`)
   options.log(`  ${chunkIds.length} chunks with vectors; ${turns.length * 4} events in ${seconds.toFixed(1)} s`)
   return { pg, engine, db, conversations: shape.conversations, chunkIds, texts, vectors }
-}
-
-/** Exact cosine top-k over unit vectors packed in one Float32Array: the floor for exact search. */
-function bruteForceTopK(matrix: Float32Array, count: number, query: Float32Array, k: number): number[] {
-  const best = new Float64Array(k).fill(-Infinity)
-  const ids = new Int32Array(k).fill(-1)
-  for (let row = 0; row < count; row++) {
-    let dot = 0
-    const base = row * DIMS
-    for (let i = 0; i < DIMS; i++) dot += matrix[base + i]! * query[i]!
-    if (dot <= best[k - 1]!) continue
-    let j = k - 1
-    while (j > 0 && best[j - 1]! < dot) {
-      best[j] = best[j - 1]!
-      ids[j] = ids[j - 1]!
-      j--
-    }
-    best[j] = dot
-    ids[j] = row
-  }
-  return Array.from(ids)
 }
 
 const oramaSchema = { id: 'string', text: 'string', embedding: `vector[${DIMS}]` } as const
