@@ -1,4 +1,4 @@
-import type { Queryable } from './db.ts'
+import type { Db, Queryable } from './db.ts'
 import { embedOne, toVectorParam } from './embedder.ts'
 import type { EngineContext } from './engine.ts'
 import { type JsonObject, missingReferences, writeEdges } from './entity-graph.ts'
@@ -10,6 +10,7 @@ import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
 import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
+import { checkDims, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
 
@@ -430,21 +431,36 @@ interface RankArgs {
  * Hybrid retrieval in one statement: cosine similarity and BM25 (any query word matches), each
  * list's best `candidates`, fused (`MemoryScores.fused`), ties by id. The z's are taken over
  * each list's best `Z_WINDOW`, whatever the limit, so a larger limit only adds hits below the
- * ones a smaller one gives.
+ * ones a smaller one gives. It runs in a transaction of its own whose filtered HNSW scans go
+ * on until they have the candidates (`vectorScanSettings`).
  */
-async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<MemoryHit[]> {
-  const candidates = p.add(Math.min(Math.max(a.limit * 5, Z_WINDOW), 1000))
+async function rankMemories(db: Db, p: Params, a: RankArgs): Promise<MemoryHit[]> {
+  const candidateCount = Math.min(Math.max(a.limit * 5, Z_WINDOW), 1000)
+  return db.transaction(async (q) => {
+    if (a.vector) await q.exec(vectorScanSettings(candidateCount))
+    return rankStatement(q, p, { ...a, candidates: candidateCount })
+  })
+}
+
+async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates: number }): Promise<MemoryHit[]> {
+  const candidates = p.add(a.candidates)
   const window = p.add(Z_WINDOW)
   const textParam = p.add(a.text)
+  // The nearest memories by the expression and predicate of the HNSW index for this length
+  // (ensureVectorIndex), which the planner walks when that beats reading the pool; then those
+  // above minSimilarity, ranked by similarity and id.
+  const dims = a.vector ? checkDims(a.vector.value.length) : 0
+  const distance = a.vector ? `(m.vector::vector(${dims})) <=> ${p.add(toVectorParam(a.vector.value))}::vector(${dims})` : ''
   const vec = a.vector
     ? `SELECT id, similarity AS score, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
        FROM (
-         SELECT id, 1 - (vector <=> ${p.add(toVectorParam(a.vector.value))}::vector) AS similarity
-         FROM pool WHERE vector IS NOT NULL AND embed_model = ${p.add(a.vector.model)}
-         OFFSET 0 -- kept apart, so each distance is computed once (not again in the filter)
+         SELECT m.id, 1 - (${distance}) AS similarity
+         FROM memories m
+         WHERE ${a.where} AND vector_dims(m.vector) = ${dims} AND m.embed_model = ${p.add(a.vector.model)}
+         ORDER BY ${distance}
+         LIMIT ${candidates}
        ) scored
-       WHERE similarity > ${p.add(a.minSimilarity)}
-       ORDER BY rnk LIMIT ${candidates}`
+       WHERE similarity > ${p.add(a.minSimilarity)}`
     : 'SELECT NULL::text AS id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false'
   const limit = p.add(a.limit)
   // Without a query vector only the keyword list counts.
@@ -459,24 +475,26 @@ async function rankMemories(q: Queryable, p: Params, a: RankArgs): Promise<Memor
   const { rows } = await q.query<
     MemoryRow & { similarity: number | null; krank: number | null; fused: number }
   >(
-    `WITH pool AS MATERIALIZED (SELECT m.id, m.vector, m.embed_model, m.tsv FROM memories m WHERE ${a.where}),
-     vec AS MATERIALIZED (${vec}),
+    `WITH vec AS MATERIALIZED (${vec}),
      kwq AS (
        SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ' ORDER BY lexeme)::tsquery AS q,
               coalesce(array_agg(lexeme), '{}') AS lexemes
        FROM unnest(to_tsvector('english', ${textParam}))
      ),
-     -- BM25 over the pool: the memories holding any query word, each query word's count in
-     -- them (marked with weight A and filtered out of the tsvector), its document frequency
-     -- among them, and the pool's size and mean length.
+     -- BM25 over the memories the call may see: those holding any query word (found through
+     -- the GIN index), each query word's count in them (marked with weight A and filtered out
+     -- of the tsvector), its document frequency among them, and the pool's size and mean length.
      kw_tf AS MATERIALIZED (
-       SELECT pool.id, greatest(length(pool.tsv), 1)::float8 AS dl, u.lexeme,
+       SELECT m.id, greatest(length(m.tsv), 1)::float8 AS dl, u.lexeme,
               coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-       FROM pool, kwq
-       CROSS JOIN LATERAL unnest(ts_filter(setweight(pool.tsv, 'A', kwq.lexemes), '{a}')) u
-       WHERE pool.tsv @@ kwq.q
+       FROM memories m, kwq
+       CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', kwq.lexemes), '{a}')) u
+       WHERE m.tsv @@ kwq.q AND ${a.where}
      ),
-     corpus AS (SELECT count(*)::float8 AS n, coalesce(avg(greatest(length(tsv), 1)), 1)::float8 AS avgdl FROM pool),
+     corpus AS (
+       SELECT count(*)::float8 AS n, coalesce(avg(greatest(length(m.tsv), 1)), 1)::float8 AS avgdl
+       FROM memories m WHERE ${a.where}
+     ),
      kw AS MATERIALIZED (
        SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rnk
        FROM (SELECT t.id,

@@ -411,6 +411,17 @@ export function createPortable(
               await tx.exec(`DELETE FROM ${quoteIdent(table)}`)
             }
           }
+          // Many new memories with vectors: their HNSW index is built once after they are in.
+          const memoryIds = (rows.get('memories') ?? []).flatMap((r) => (r.vector == null ? [] : [String(r.id)]))
+          let droppedMemoryIndexes: string[] = []
+          if (bulkWorthIt(memoryIds.length, 0)) {
+            const { rows: counts } = await tx.query<{ incoming: number; indexed: number }>(
+              `SELECT (SELECT count(*) FROM unnest($1::text[]) f(id) WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = f.id))::int AS incoming,
+                      (SELECT count(*) FROM memories WHERE vector IS NOT NULL)::int AS indexed`,
+              [memoryIds],
+            )
+            if (bulkWorthIt(counts[0]?.incoming ?? 0, counts[0]?.indexed ?? 0)) droppedMemoryIndexes = await dropVectorIndexes(tx, 'memories')
+          }
           let relationIds: Map<number, number> | undefined
           for (const table of catalog.tables) {
             let tableRows = rows.get(table) ?? []
@@ -482,7 +493,7 @@ export function createPortable(
           // Searches must not scan a pending list: merge it and write straight to the index again.
           await tx.query(`SELECT gin_clean_pending_list('chunks_tsv'::regclass)`)
           await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = off)`)
-          await buildVectorIndexes(tx, dropped)
+          await buildVectorIndexes(tx, [...dropped, ...droppedMemoryIndexes])
         })
       } catch (error) {
         if (error instanceof MemoryError) throw error

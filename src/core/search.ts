@@ -125,12 +125,16 @@ class Params {
   }
 }
 
-/** The name of the HNSW index over vectors of `dims` dimensions. */
-function hnswIndexName(dims: number): string {
-  return `chunks_embedding_hnsw_${dims}`
+/** The tables with an HNSW index per vector length, and their vector column. */
+export const VECTOR_COLUMNS = { chunks: 'embedding', memories: 'vector' } as const
+export type VectorTable = keyof typeof VECTOR_COLUMNS
+
+/** The name of the HNSW index over a table's vectors of `dims` dimensions. */
+function hnswIndexName(table: VectorTable, dims: number): string {
+  return `${table}_${VECTOR_COLUMNS[table]}_hnsw_${dims}`
 }
 
-function checkDims(dims: number): number {
+export function checkDims(dims: number): number {
   if (!Number.isInteger(dims) || dims < 1 || dims > 2000) {
     throw new MemoryError('INVALID_INPUT', `An HNSW index takes 1 to 2000 dimensions; the embedder has ${dims}`)
   }
@@ -138,17 +142,31 @@ function checkDims(dims: number): number {
 }
 
 /**
- * Creates (once) the HNSW index search uses for vectors of the embedder's length. The
- * `embedding` column has no fixed length, so the index is over `embedding::vector(dims)` for
- * the rows of that length; search queries with the same expression and predicate.
+ * Creates (once) the HNSW indexes search and memory recall use for vectors of the embedder's
+ * length, on chunks and on memories. The vector columns have no fixed length, so each index is
+ * over `column::vector(dims)` for the rows of that length; the searches order by the same
+ * expression under the same predicate.
  */
 export async function ensureVectorIndex(db: Queryable, dims: number): Promise<void> {
   const d = checkDims(dims)
-  await db.exec(
-    `CREATE INDEX IF NOT EXISTS ${hnswIndexName(d)} ON chunks
-       USING hnsw ((embedding::vector(${d})) vector_cosine_ops)
-       WHERE vector_dims(embedding) = ${d}`,
-  )
+  for (const [table, column] of Object.entries(VECTOR_COLUMNS) as [VectorTable, string][]) {
+    await db.exec(
+      `CREATE INDEX IF NOT EXISTS ${hnswIndexName(table, d)} ON ${table}
+         USING hnsw ((${column}::vector(${d})) vector_cosine_ops)
+         WHERE vector_dims(${column}) = ${d}`,
+    )
+  }
+}
+
+/**
+ * The settings of a transaction whose filtered nearest-neighbour scans must return
+ * `candidates` rows: a filtered HNSW scan stops at `ef_search` rows unless it may keep
+ * scanning (`iterative_scan`), up to `max_scan_tuples`.
+ */
+export function vectorScanSettings(candidates: number): string {
+  return `SET LOCAL hnsw.iterative_scan = relaxed_order;
+    SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(100, Math.trunc(candidates)))};
+    SET LOCAL hnsw.max_scan_tuples = 100000`
 }
 
 /**
@@ -176,15 +194,17 @@ export const ALL_CHUNKS_SQL = `(SELECT coalesce(sum(chunks), 0) FROM chunk_stats
 const INDEX_BUILD_MEMORY = '512MB'
 
 /**
- * Drops the chunks' HNSW indexes before a bulk vector write and returns their definitions
- * for `buildVectorIndexes`. Meanwhile vector search is exact (a scan), never wrong. An
- * engine opened on a memory whose build never happened creates the index again.
+ * Drops a table's HNSW indexes (the chunks' unless said) before a bulk vector write and
+ * returns their definitions for `buildVectorIndexes`. Meanwhile vector search is exact (a
+ * scan), never wrong. An engine opened on a memory whose build never happened creates the
+ * index again.
  */
-export async function dropVectorIndexes(db: Queryable): Promise<string[]> {
+export async function dropVectorIndexes(db: Queryable, table: VectorTable = 'chunks'): Promise<string[]> {
   const { rows } = await db.query<{ name: string; definition: string }>(
     `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
-     WHERE schemaname = current_schema() AND tablename = 'chunks' AND indexdef LIKE '% USING hnsw %'
+     WHERE schemaname = current_schema() AND tablename = $1 AND indexdef LIKE '% USING hnsw %'
      ORDER BY indexname`,
+    [table],
   )
   for (const r of rows) await db.exec(`DROP INDEX IF EXISTS "${r.name.replaceAll('"', '""')}"`)
   return rows.map((r) => r.definition)
@@ -676,15 +696,7 @@ export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hit
 export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
   // The statements below are kept prepared, but planned for this search's own values every
   // time: the best plan for a search depends on them.
-  await tx.exec(
-    `SET LOCAL plan_cache_mode = force_custom_plan` +
-      // A filtered HNSW scan stops at ef_search rows unless it may keep scanning.
-      (plan.vector
-        ? `; SET LOCAL hnsw.iterative_scan = relaxed_order;
-           SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(100, plan.candidates))};
-           SET LOCAL hnsw.max_scan_tuples = 100000`
-        : ''),
-  )
+  await tx.exec(`SET LOCAL plan_cache_mode = force_custom_plan${plan.vector ? `; ${vectorScanSettings(plan.candidates)}` : ''}`)
   const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
   const { sql, params } = searchStatement(planned)
   const { rows } = await tx.query<HitRow>(sql, params, { prepare: true })

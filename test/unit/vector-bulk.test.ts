@@ -84,6 +84,30 @@ async function bulkExport(): Promise<Blob> {
   return source.engine.exportFile()
 }
 
+const MEMORY_INDEX = 'memories_vector_hnsw_384'
+
+/**
+ * `n` memories of `user` in one statement (the write path is not under test), each with its
+ * hash-embedded vector: "deploy notes <k> about the release pipeline of service s<k % 37>…".
+ */
+async function seedMemories(db: Queryable, n: number, user: string, from = 0) {
+  const texts = Array.from({ length: n }, (_, i) => `deploy notes ${from + i} about the release pipeline of service s${(from + i) % 37} in zone z${(from + i) % 11}`)
+  const vectors = await createHashEmbedder().embed(texts)
+  await db.query(
+    `INSERT INTO memories (id, user_id, scope, category, source, confidence, content, hash, vector, embed_model, created_at, updated_at)
+     SELECT 'mem_' || $3 || '_' || k, $3, 'user', 'fact', 'explicit', 1, t, md5(t), v::vector, 'hash/384', now(), now()
+     FROM unnest($1::text[], $2::text[]) WITH ORDINALITY x(t, v, k)`,
+    [texts, vectors.map((v) => `[${[...v].join(',')}]`), user],
+  )
+}
+
+/** Scans of `index` so far (the statistics are flushed first). */
+async function indexScans(db: Queryable, index: string): Promise<number> {
+  await db.query('SELECT pg_stat_force_next_flush()')
+  const { rows } = await db.query<{ n: number }>(`SELECT idx_scan::int AS n FROM pg_stat_user_indexes WHERE indexrelname = $1`, [index])
+  return rows[0]?.n ?? 0
+}
+
 /** Makes every CREATE INDEX fail until `DROP EVENT TRIGGER no_builds`. */
 async function refuseIndexBuilds(db: Queryable) {
   await db.exec(`CREATE FUNCTION fail_build() RETURNS event_trigger LANGUAGE plpgsql AS $$
@@ -180,5 +204,51 @@ describe('bulk vector index builds', () => {
     expect(await indexOid(target.db)).toBe(before)
     const { rows } = await target.db.query<{ n: number }>('SELECT count(*)::int AS n FROM chunks')
     expect(rows[0]?.n).toBe(0)
+  })
+
+  it('memory search walks the memories\' HNSW index, and a filtered walk goes on until it has its candidates', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    await seedMemories(t.db, 996, 'ann')
+    await seedMemories(t.db, 4, 'bob', 996)
+    // The table is small: make the planner take the HNSW index as it would on a large one.
+    await t.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
+    const scans = await indexScans(t.db, MEMORY_INDEX)
+    // Bob's 4 memories are 0.4% of the graph: a walk that stopped at ef_search rows would
+    // leave most of them to the keyword list alone.
+    const hits = await t.engine.memories.search('release pipeline deploy notes', { userId: 'bob', limit: 10 })
+    expect(hits.map((h) => h.userId)).toEqual(['bob', 'bob', 'bob', 'bob'])
+    expect(hits.every((h) => h.scores.vector !== null && h.scores.vector > 0)).toBe(true)
+    expect(await indexScans(t.db, MEMORY_INDEX)).toBeGreaterThan(scans)
+
+    // recall, which counts uses in the same statement, walks it too and finds its own text first.
+    const [own] = await t.engine.recall('deploy notes 517 about the release pipeline of service s36 in zone z0', { userId: 'ann', limit: 3 })
+    expect(own?.content).toBe('deploy notes 517 about the release pipeline of service s36 in zone z0')
+    expect(own?.scores.vector).toBeCloseTo(1, 5)
+    expect(own?.useCount).toBe(1)
+  })
+
+  it(`an import of ≥ ${BULK_VECTOR_ROWS} new memories with vectors builds their index once; merging them again leaves it`, async () => {
+    await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    await seedMemories(source.db, BULK_VECTOR_ROWS + 20, 'ann')
+    const file = await source.engine.exportFile()
+
+    await using target = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    const oid = async () => (await target.db.query<{ oid: number | null }>(`SELECT to_regclass($1)::oid::int AS oid`, [MEMORY_INDEX])).rows[0]?.oid ?? null
+    const before = await oid()
+    expect(before).not.toBeNull()
+    const report = await target.engine.importFile(file, { mode: 'replace' })
+    expect(report.inserted.memories).toBe(BULK_VECTOR_ROWS + 20)
+    const after = await oid()
+    expect(after).not.toBeNull()
+    expect(after).not.toBe(before)
+    const { rows } = await target.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM memories WHERE vector IS NOT NULL`)
+    expect(rows[0]?.n).toBe(BULK_VECTOR_ROWS + 20)
+    await target.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
+    const [own] = await target.engine.memories.search('deploy notes 517 about the release pipeline of service s36 in zone z0', { userId: 'ann' })
+    expect(own?.scores.vector).toBeCloseTo(1, 5)
+
+    const again = await target.engine.importFile(file)
+    expect(again.inserted.memories).toBe(0)
+    expect(await oid()).toBe(after)
   })
 })
