@@ -5,6 +5,7 @@
 // for vectors (the model's cost is not what is timed). 200 searches are timed after 60
 // warm-ups. Exact cosine over the same vectors in plain JS (embedding the question with the
 // same embedder, top 10) runs interleaved, query by query, as the floor for exact search.
+// Last, `remember` of 120 new texts with its default near-duplicate check (100 timed).
 //
 //   node bench/run.mjs bench/memory-search.ts --data ../shared/locomo-dev [--copies 10]
 import { PGlite } from '@electric-sql/pglite'
@@ -51,6 +52,15 @@ for (let n = 0; n < WARM + TIMED; n++) {
   bruteForceTopK(matrix, stored.length, query!, 10)
   if (n >= WARM) times.brute.push(performance.now() - t0)
 }
+// Then `remember` with its default near-duplicate check, for new texts (the questions, each
+// saved once, marked so no saved turn matches them exactly): 100 timed after 20.
+const remembered: number[] = []
+for (let n = 0; n < 120; n++) {
+  const t0 = performance.now()
+  await memory.remember({ content: `Noted ${n}: ${asked[n % asked.length]!}`, category: 'fact', userId: USER })
+  if (n >= 20) remembered.push(performance.now() - t0)
+}
+
 const at = (list: number[], p: number) => {
   const sorted = [...list].sort((a, b) => a - b)
   return Math.round(sorted[Math.ceil(p * sorted.length) - 1]! * 100) / 100
@@ -66,6 +76,7 @@ process.stdout.write(
     search: engine,
     bruteforce: brute,
     ratio: { p50: Math.round((engine.p50_ms / brute.p50_ms) * 100) / 100, p95: Math.round((engine.p95_ms / brute.p95_ms) * 100) / 100 },
+    remember: summary(remembered),
   })}\n`,
 )
 await db.close()

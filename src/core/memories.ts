@@ -382,6 +382,9 @@ async function logHistory(q: Queryable, entries: readonly HistoryEntry[], at: Da
   )
 }
 
+/** Memories read through the HNSW index for the near-duplicate check, most similar kept. */
+const NEAREST = 10
+
 /** Rows that belong to exactly this scope (identity fields compared null-safely). */
 function sameScope(
   p: Params,
@@ -622,13 +625,20 @@ export function memoriesApi(ctx: EngineContext) {
         ? { id: same.id, content: same.content, similarity: 1 }
         : undefined
       if (!near && vector && m.dedup === 'semantic') {
+        // The nearest few in the scope through the HNSW index (the walk goes on past other
+        // scopes' memories), then the most similar, ties by id.
         const q = new Params()
-        const v = q.add(toVectorParam(vector.value))
+        const d = checkDims(vector.value.length)
+        const distance = `(m.vector::vector(${d})) <=> ${q.add(toVectorParam(vector.value))}::vector(${d})`
+        await tx.exec(vectorScanSettings(NEAREST))
         const { rows } = await tx.query<{ id: string; content: string; similarity: number }>(
-          `SELECT m.id, m.content, 1 - (m.vector <=> ${v}::vector) AS similarity FROM memories m
-           WHERE ${sameScope(q, m)} AND m.status = 'active' AND m.embed_model = ${q.add(vector.model)}
-             AND m.vector IS NOT NULL
-           ORDER BY m.vector <=> ${v}::vector, m.id LIMIT 1`,
+          `SELECT * FROM (
+             SELECT m.id, m.content, 1 - (${distance}) AS similarity FROM memories m
+             WHERE ${sameScope(q, m)} AND m.status = 'active' AND m.embed_model = ${q.add(vector.model)}
+               AND vector_dims(m.vector) = ${d}
+             ORDER BY ${distance} LIMIT ${NEAREST}
+           ) n
+           ORDER BY similarity DESC, id LIMIT 1`,
           q.values,
         )
         if (rows[0] && rows[0].similarity >= ctx.dedupThreshold) near = rows[0]

@@ -86,12 +86,13 @@ async function bulkExport(): Promise<Blob> {
 
 const MEMORY_INDEX = 'memories_vector_hnsw_384'
 
-/**
- * `n` memories of `user` in one statement (the write path is not under test), each with its
- * hash-embedded vector: "deploy notes <k> about the release pipeline of service s<k % 37>…".
- */
-async function seedMemories(db: Queryable, n: number, user: string, from = 0) {
-  const texts = Array.from({ length: n }, (_, i) => `deploy notes ${from + i} about the release pipeline of service s${(from + i) % 37} in zone z${(from + i) % 11}`)
+/** "deploy notes <k> about the release pipeline of service s<k % 37> in zone z<k % 11>", k from `from`. */
+function deployNotes(n: number, from = 0): string[] {
+  return Array.from({ length: n }, (_, i) => `deploy notes ${from + i} about the release pipeline of service s${(from + i) % 37} in zone z${(from + i) % 11}`)
+}
+
+/** Memories of `user` with these texts in one statement (the write path is not under test), each with its hash-embedded vector. */
+async function seedMemories(db: Queryable, user: string, texts: string[]) {
   const vectors = await createHashEmbedder().embed(texts)
   await db.query(
     `INSERT INTO memories (id, user_id, scope, category, source, confidence, content, hash, vector, embed_model, created_at, updated_at)
@@ -208,8 +209,8 @@ describe('bulk vector index builds', () => {
 
   it('memory search walks the memories\' HNSW index, and a filtered walk goes on until it has its candidates', async () => {
     await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
-    await seedMemories(t.db, 996, 'ann')
-    await seedMemories(t.db, 4, 'bob', 996)
+    await seedMemories(t.db, 'ann', deployNotes(996))
+    await seedMemories(t.db, 'bob', deployNotes(4, 996))
     // The table is small: make the planner take the HNSW index as it would on a large one.
     await t.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
     const scans = await indexScans(t.db, MEMORY_INDEX)
@@ -227,9 +228,38 @@ describe('bulk vector index builds', () => {
     expect(own?.useCount).toBe(1)
   })
 
+  it("remember's near-duplicate check walks the memories' HNSW index past other scopes' nearer memories", async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    const text = 'deploy notes 7 about the release pipeline of service s7 in zone z7 today again'
+    // 300 memories of Ann's, each the text Bob will save and a word of its own: all nearer to
+    // it than anything of Bob's, so a walk that stopped at ef_search (100) rows would find
+    // nothing in Bob's scope.
+    await seedMemories(t.db, 'ann', Array.from({ length: 300 }, (_, i) => `${text} note${i}`))
+    await seedMemories(t.db, 'bob', deployNotes(20))
+    const [probe] = await createHashEmbedder().embed([text])
+    const { rows: nearest } = await t.db.query<{ ann: number; bob: number }>(
+      `SELECT min(1 - (vector <=> $1::vector)) FILTER (WHERE user_id = 'ann') AS ann,
+              max(1 - (vector <=> $1::vector)) FILTER (WHERE user_id = 'bob') AS bob
+       FROM memories`,
+      [`[${[...probe!].join(',')}]`],
+    )
+    expect(nearest[0]!.ann).toBeGreaterThan(nearest[0]!.bob)
+    expect(nearest[0]!.bob).toBeGreaterThan(0.85)
+    await t.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
+    const scans = await indexScans(t.db, MEMORY_INDEX)
+    const saved = await t.engine.remember({ content: text, category: 'fact', userId: 'bob' })
+    expect(saved.action).toBe('superseded')
+    expect(await indexScans(t.db, MEMORY_INDEX)).toBeGreaterThan(scans)
+    const { rows } = await t.db.query<{ user_id: string; content: string }>(
+      `SELECT user_id, content FROM memories WHERE superseded_by = $1`,
+      [saved.id],
+    )
+    expect(rows).toEqual([{ user_id: 'bob', content: 'deploy notes 7 about the release pipeline of service s7 in zone z7' }])
+  })
+
   it(`an import of ≥ ${BULK_VECTOR_ROWS} new memories with vectors builds their index once; merging them again leaves it`, async () => {
     await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
-    await seedMemories(source.db, BULK_VECTOR_ROWS + 20, 'ann')
+    await seedMemories(source.db, 'ann', deployNotes(BULK_VECTOR_ROWS + 20))
     const file = await source.engine.exportFile()
 
     await using target = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
