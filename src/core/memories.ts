@@ -420,7 +420,13 @@ function selectWhere(p: Params, s: Selector): string {
 }
 
 interface RankArgs {
+  /** The selection, over columns of `memories` aliased `m`. */
   where: string
+  /**
+   * Whether `where` names only columns `memory_stats` groups by (no filter expression): the
+   * pool's size and mean length are then summed from those groups, not counted row by row.
+   */
+  grouped: boolean
   text: string
   vector: { value: Float32Array; model: string } | null
   limit: number
@@ -494,10 +500,14 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
        CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', kwq.lexemes), '{a}')) u
        WHERE m.tsv @@ kwq.q AND ${a.where}
      ),
-     corpus AS (
-       SELECT count(*)::float8 AS n, coalesce(avg(greatest(length(m.tsv), 1)), 1)::float8 AS avgdl
-       FROM memories m WHERE ${a.where}
-     ),
+     corpus AS (${
+       a.grouped
+         ? `SELECT coalesce(sum(m.memories), 0)::float8 AS n,
+                   coalesce(sum(m.lexemes)::float8 / nullif(sum(m.memories), 0), 1)::float8 AS avgdl
+            FROM memory_stats m WHERE ${a.where}`
+         : `SELECT count(*)::float8 AS n, coalesce(avg(greatest(length(m.tsv), 1)), 1)::float8 AS avgdl
+            FROM memories m WHERE ${a.where}`
+     }),
      kw AS MATERIALIZED (
        SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rnk
        FROM (SELECT t.id,
@@ -792,6 +802,7 @@ export function memoriesApi(ctx: EngineContext) {
     const at = ctx.now()
     const hits = await rankMemories(db, p, {
       where: where.join(' AND '),
+      grouped: o.filters === undefined,
       text,
       vector,
       limit: o.limit,
@@ -860,6 +871,7 @@ export function memoriesApi(ctx: EngineContext) {
         AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
       const hits = await rankMemories(db, p, {
         where,
+        grouped: o.filters === undefined,
         text,
         vector,
         limit: o.limit,

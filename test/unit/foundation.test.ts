@@ -49,7 +49,9 @@ describe('foundation', () => {
     expect(await filled()).toBe(1)
 
     // The same memory as it was before the column existed (schema version 5), then migrated again.
-    await pg.exec(`DROP INDEX events_actor_names;
+    await pg.exec(`DROP TRIGGER memories_stats_insert_delete ON memories; DROP TRIGGER memories_stats_update ON memories;
+                   DROP FUNCTION engram_memory_stats(); DROP TABLE memory_stats;
+                   DROP INDEX events_actor_names;
                    DROP TRIGGER edges_fill_document ON edges; DROP FUNCTION edges_fill_document();
                    DROP INDEX edges_document; ALTER TABLE edges DROP COLUMN document_id;
                    DELETE FROM schema_migrations WHERE version >= 6`)

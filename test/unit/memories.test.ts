@@ -5,6 +5,7 @@ import type { TelemetryEvent } from '../../src/core/telemetry.ts'
 import { steppingClock } from '../support/clock.ts'
 import { atSimilarity, createTestEmbedder } from '../support/embedder.ts'
 import { standardise, standoutCase } from '../support/fusion.ts'
+import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 const clock = () => steppingClock()
@@ -388,6 +389,44 @@ describe('curated memories', () => {
     for (const h of hits) expect(h.scores.keyword).toBeCloseTo(expected[h.content as keyof typeof expected], 9)
     const k = standardise(hits.map((h) => h.scores.keyword!))
     for (const h of hits) expect(h.scores.fused).toBeCloseTo(Math.max(0, k.z(h.scores.keyword!) + 6) / 9, 9)
+    // With a filter expression the pool is counted row by row instead of summed from its
+    // groups (memory_stats): the same scores.
+    const filtered = await memory.memories.search('backup storage', { userId: 'ann', filters: { field: 'category', operator: 'eq', value: 'fact' } })
+    expect(filtered.map((h) => [h.content, h.scores.keyword])).toEqual(hits.map((h) => [h.content, h.scores.keyword]))
+  })
+
+  it('the pool sizes BM25 reads stay exact through saves, supersedes, edits, moves and deletes', async () => {
+    const table = { 'Deploys go out on Fridays': atSimilarity(1), 'Deploys go out on Fridays after noon': atSimilarity(0.9) }
+    await using t = await openTestEngine({ embedder: createTestEmbedder({ table }) })
+    const m = t.engine
+    const counted = async () => {
+      const group = 'tenant_id, user_id, agent_id, run_id, project_id, scope, category, sensitivity, status'
+      const [kept, recount] = await Promise.all([
+        t.db.query(`SELECT ${group}, memories::int, lexemes::int FROM memory_stats ORDER BY ${group}`),
+        t.db.query(`SELECT ${group}, count(*)::int AS memories, sum(greatest(length(tsv), 1))::int AS lexemes
+                    FROM memories GROUP BY ${group} ORDER BY ${group}`),
+      ])
+      expect(kept.rows).toEqual(recount.rows)
+      return kept.rows.length
+    }
+    const first = await m.remember({ content: 'Deploys go out on Fridays', category: 'convention', userId: 'ann' })
+    await m.remember({ content: 'Deploys go out on Fridays after noon', category: 'convention', userId: 'ann' }) // supersedes
+    const other = await m.remember({ content: 'Ann reviews every migration', category: 'fact', userId: 'ann', agentId: 'a1', runId: 'r1' })
+    await m.remember({ content: 'Bob prefers dark mode', category: 'preference', userId: 'bob', sensitivity: 'high' })
+    await m.remember({ content: 'The staging database is read-only', category: 'fact', scope: 'global' })
+    expect(await counted()).toBe(5)
+    await m.memories.update(other.id, { content: 'Ann reviews every schema migration twice', category: 'convention', sensitivity: 'low' })
+    await m.recall('migration', { userId: 'ann' }) // counts uses: not a move
+    await m.memories.delete(first.id)
+    await counted()
+    await m.memories.forgetAll({ userId: 'bob', confirm: true })
+    await counted()
+    await m.memories.forgetAll({ userId: 'ann', confirm: true })
+    await m.memories.forgetAll({ scope: 'global', confirm: true })
+    // Deleted memories are kept (status 'deleted'), so their groups stay, counted as such.
+    const { rows } = await t.db.query<{ status: string }>(`SELECT DISTINCT status FROM memory_stats ORDER BY status`)
+    expect(rows.map((r) => r.status)).not.toContain('active')
+    await counted()
   })
 
   it('memory operations are reported to telemetry subscribers', async () => {

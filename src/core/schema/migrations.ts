@@ -6,6 +6,7 @@ import { keywordStats } from './0004-keyword-stats.ts'
 import { scanIndexes } from './0005-scan-indexes.ts'
 import { edgesByDocument } from './0006-edges-by-document.ts'
 import { actorNames } from './0007-actor-names.ts'
+import { memoryStats } from './0008-memory-stats.ts'
 
 export interface Migration {
   version: number
@@ -22,6 +23,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'scan-indexes', sql: scanIndexes },
   { version: 6, name: 'edges-by-document', sql: edgesByDocument },
   { version: 7, name: 'actor-names', sql: actorNames },
+  { version: 8, name: 'memory-stats', sql: memoryStats },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
