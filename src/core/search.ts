@@ -126,7 +126,7 @@ class Params {
 }
 
 /** The tables with an HNSW index per vector length, and their vector column. */
-export const VECTOR_COLUMNS = { chunks: 'embedding', memories: 'vector' } as const
+const VECTOR_COLUMNS = { chunks: 'embedding', memories: 'vector' } as const
 export type VectorTable = keyof typeof VECTOR_COLUMNS
 
 /** The name of the HNSW index over a table's vectors of `dims` dimensions. */

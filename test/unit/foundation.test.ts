@@ -6,6 +6,7 @@ import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
 import { openMemory } from '../../src/node/index.ts'
 import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/page-cache.ts'
 import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
+import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
 
 describe('foundation', () => {
   it('opens a migrated memory with pgvector and answers ping', async () => {
@@ -48,6 +49,8 @@ describe('foundation', () => {
     expect(await expected()).toEqual({ n: 5, wrong: 0 })
     expect(await filled()).toBe(1)
 
+    await engine.remember({ content: 'Deploys go out on Fridays', category: 'convention', userId: 'ann' })
+    await engine.remember({ content: 'The staging database is read-only', category: 'fact', scope: 'global' })
     // The same memory as it was before the column existed (schema version 5), then migrated again.
     await pg.exec(`DROP TRIGGER memories_stats_insert_delete ON memories; DROP TRIGGER memories_stats_update ON memories;
                    DROP FUNCTION engram_memory_stats(); DROP TABLE memory_stats;
@@ -59,6 +62,8 @@ describe('foundation', () => {
     expect(await migrate(durableDb(pg))).toBe(SCHEMA_VERSION)
     expect(await expected()).toEqual({ n: 8, wrong: 0 })
     expect(await filled()).toBe(2)
+    // The memories' kept counts (schema version 8) are filled from the memories already there.
+    expect(await expectKeptMemoryCounts(pg)).toBe(2)
     // Ground truth stays append-only after the backfill.
     await expect(pg.query(`UPDATE edges SET document_id = NULL`)).rejects.toThrow(/append-only/)
     await pg.close()

@@ -7,6 +7,7 @@ import { atSimilarity, createTestEmbedder } from '../support/embedder.ts'
 import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
+import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
 
 const clock = () => steppingClock()
 
@@ -399,16 +400,7 @@ describe('curated memories', () => {
     const table = { 'Deploys go out on Fridays': atSimilarity(1), 'Deploys go out on Fridays after noon': atSimilarity(0.9) }
     await using t = await openTestEngine({ embedder: createTestEmbedder({ table }) })
     const m = t.engine
-    const counted = async () => {
-      const group = 'tenant_id, user_id, agent_id, run_id, project_id, scope, category, sensitivity, status'
-      const [kept, recount] = await Promise.all([
-        t.db.query(`SELECT ${group}, memories::int, lexemes::int FROM memory_stats ORDER BY ${group}`),
-        t.db.query(`SELECT ${group}, count(*)::int AS memories, sum(greatest(length(tsv), 1))::int AS lexemes
-                    FROM memories GROUP BY ${group} ORDER BY ${group}`),
-      ])
-      expect(kept.rows).toEqual(recount.rows)
-      return kept.rows.length
-    }
+    const counted = () => expectKeptMemoryCounts(t.db)
     const first = await m.remember({ content: 'Deploys go out on Fridays', category: 'convention', userId: 'ann' })
     await m.remember({ content: 'Deploys go out on Fridays after noon', category: 'convention', userId: 'ann' }) // supersedes
     const other = await m.remember({ content: 'Ann reviews every migration', category: 'fact', userId: 'ann', agentId: 'a1', runId: 'r1' })
