@@ -303,15 +303,23 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   }
 
   /**
-   * After a full first batch: when `bulkWorthIt` (many chunks wait, no fewer than are
-   * already indexed), the HNSW index is dropped now and built once at the end of the run.
+   * After a full first batch: for chunks and for memories each, when `bulkWorthIt` (many
+   * wait, no fewer than are already indexed), the table's HNSW index is dropped now and built
+   * once at the end of the run.
    */
   async function startBulk(model: string): Promise<string[]> {
-    const { rows } = await db.query<{ pending: number; indexed: number }>(
-      `SELECT ${WAITING_CHUNKS_SQL}::int AS pending, (${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})::int AS indexed`,
+    const { rows } = await db.query<{ chunks: number; chunks_indexed: number; memories: number; memories_indexed: number }>(
+      `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks, (${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})::int AS chunks_indexed,
+              (SELECT count(*) FROM memories
+               WHERE status = 'active' AND (vector IS NULL OR embed_model IS DISTINCT FROM $1::text))::int AS memories,
+              (SELECT count(*) FROM memories WHERE vector IS NOT NULL)::int AS memories_indexed`,
       [model],
     )
-    return bulkWorthIt(rows[0]?.pending ?? 0, rows[0]?.indexed ?? 0) ? dropVectorIndexes(db) : []
+    const r = rows[0]
+    return [
+      ...(bulkWorthIt(r?.chunks ?? 0, r?.chunks_indexed ?? 0) ? await dropVectorIndexes(db) : []),
+      ...(bulkWorthIt(r?.memories ?? 0, r?.memories_indexed ?? 0) ? await dropVectorIndexes(db, 'memories') : []),
+    ]
   }
 
   /** Builds the indexes a bulk run dropped; a failure is reported and returned. */

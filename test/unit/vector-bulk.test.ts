@@ -30,13 +30,13 @@ async function seedChunks(db: Queryable, n: number, from = 0) {
   )
 }
 
-async function indexOid(db: Queryable): Promise<number | null> {
-  const { rows } = await db.query<{ oid: number }>(`SELECT to_regclass($1)::oid::int AS oid`, [INDEX])
+async function indexOid(db: Queryable, index = INDEX): Promise<number | null> {
+  const { rows } = await db.query<{ oid: number }>(`SELECT to_regclass($1)::oid::int AS oid`, [index])
   return rows[0]?.oid ?? null
 }
 
-/** The hash embedder, noting after each call whether the HNSW index existed meanwhile. */
-function watching(at: { db?: Queryable }) {
+/** The hash embedder, noting after each call whether the HNSW index (the chunks' unless said) existed meanwhile. */
+function watching(at: { db?: Queryable }, index = INDEX) {
   const inner = createHashEmbedder()
   const seen: boolean[] = []
   const embedder: Embedder = {
@@ -44,7 +44,7 @@ function watching(at: { db?: Queryable }) {
     dims: inner.dims,
     async embed(texts) {
       if (!at.db) throw new Error('no database to watch')
-      seen.push((await indexOid(at.db)) !== null)
+      seen.push((await indexOid(at.db, index)) !== null)
       return inner.embed(texts)
     },
   }
@@ -257,13 +257,39 @@ describe('bulk vector index builds', () => {
     expect(rows).toEqual([{ user_id: 'bob', content: 'deploy notes 7 about the release pipeline of service s7 in zone z7' }])
   })
 
+  it(`embedding ≥ ${BULK_VECTOR_ROWS} memories drops their HNSW index after the first batch and builds it once at the end`, async () => {
+    const at: { db?: Queryable } = {}
+    const watch = watching(at, MEMORY_INDEX)
+    await using t = await openTestEngine({ embedder: watch.embedder, indexing: 'manual' })
+    at.db = t.db
+    const before = await indexOid(t.db, MEMORY_INDEX)
+    expect(before).not.toBeNull()
+    await seedMemories(t.db, 'ann', deployNotes(BULK_VECTOR_ROWS + 100))
+    await t.db.exec(`UPDATE memories SET vector = NULL, embed_model = NULL`)
+
+    expect((await t.engine.indexNow()).pending).toBe(0)
+    expect(watch.seen[0]).toBe(true)
+    expect(watch.seen.length).toBeGreaterThan(1)
+    expect(watch.seen.slice(1).every((present) => !present)).toBe(true)
+    const after = await indexOid(t.db, MEMORY_INDEX)
+    expect(after).not.toBeNull()
+    expect(after).not.toBe(before)
+    // The chunks' index had nothing to wait for: left alone.
+    expect(await indexOid(t.db)).not.toBeNull()
+    await t.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
+    const scans = await indexScans(t.db, MEMORY_INDEX)
+    const [own] = await t.engine.memories.search('deploy notes 517 about the release pipeline of service s36 in zone z0', { userId: 'ann' })
+    expect(own?.scores.vector).toBeCloseTo(1, 5)
+    expect(await indexScans(t.db, MEMORY_INDEX)).toBeGreaterThan(scans)
+  })
+
   it(`an import of ≥ ${BULK_VECTOR_ROWS} new memories with vectors builds their index once; merging them again leaves it`, async () => {
     await using source = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
     await seedMemories(source.db, 'ann', deployNotes(BULK_VECTOR_ROWS + 20))
     const file = await source.engine.exportFile()
 
     await using target = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
-    const oid = async () => (await target.db.query<{ oid: number | null }>(`SELECT to_regclass($1)::oid::int AS oid`, [MEMORY_INDEX])).rows[0]?.oid ?? null
+    const oid = () => indexOid(target.db, MEMORY_INDEX)
     const before = await oid()
     expect(before).not.toBeNull()
     const report = await target.engine.importFile(file, { mode: 'replace' })
