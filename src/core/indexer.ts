@@ -114,6 +114,9 @@ const otherModel = (c = 'chunks') =>
 /** Chunks waiting for a vector of model `$1`: none yet, or another model's. */
 const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chunks WHERE ${otherModel()}))`
 
+/** Active memories without a vector of the current model (`$1`), as a predicate over `m`. */
+const WAITING_MEMORY = `m.status = 'active' AND (m.vector IS NULL OR m.embed_model IS DISTINCT FROM $1::text)`
+
 /** A database failure in background work, with the code a call would have thrown and what was being done. */
 export function backgroundError(cause: unknown, what: string): MemoryError {
   const error = fromDatabaseError(cause)
@@ -213,8 +216,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
             + (SELECT count(*) FROM memories
                WHERE status = 'active' AND vector IS NOT NULL AND embed_model = $1::text) AS done,
               w.chunks
-            + (SELECT count(*) FROM memories
-               WHERE status = 'active' AND (vector IS NULL OR embed_model IS DISTINCT FROM $1::text)) AS pending
+            + (SELECT count(*) FROM memories m WHERE ${WAITING_MEMORY}) AS pending
        FROM waiting w`,
       [model],
     )
@@ -242,7 +244,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       `SELECT kind, id, text, hash FROM (
          (SELECT 'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at
           FROM memories m
-          WHERE m.status = 'active' AND (m.vector IS NULL OR m.embed_model IS DISTINCT FROM $1::text)
+          WHERE ${WAITING_MEMORY}
           ORDER BY m.created_at, m.id LIMIT $2)
          UNION ALL
          (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
@@ -310,8 +312,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   async function startBulk(model: string): Promise<string[]> {
     const { rows } = await db.query<{ chunks: number; chunks_indexed: number; memories: number; memories_indexed: number }>(
       `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks, (${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})::int AS chunks_indexed,
-              (SELECT count(*) FROM memories
-               WHERE status = 'active' AND (vector IS NULL OR embed_model IS DISTINCT FROM $1::text))::int AS memories,
+              (SELECT count(*) FROM memories m WHERE ${WAITING_MEMORY})::int AS memories,
               (SELECT count(*) FROM memories WHERE vector IS NOT NULL)::int AS memories_indexed`,
       [model],
     )

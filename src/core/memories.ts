@@ -10,7 +10,7 @@ import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
 import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
-import { checkDims, vectorScanSettings } from './search.ts'
+import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
 
@@ -458,19 +458,20 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
   // The nearest memories by the expression and predicate of the HNSW index for this length
   // (ensureVectorIndex), which the planner walks when that beats reading the pool; then those
   // above minSimilarity, ranked by similarity and id.
-  const dims = a.vector ? checkDims(a.vector.value.length) : 0
-  const distance = a.vector ? `(m.vector::vector(${dims})) <=> ${p.add(toVectorParam(a.vector.value))}::vector(${dims})` : ''
-  const vec = a.vector
-    ? `SELECT id, similarity AS score, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
+  let vec = 'SELECT NULL::text AS id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false'
+  if (a.vector) {
+    const indexed = indexedVector('m.vector', a.vector.value.length)
+    const distance = indexed.distanceTo(p.add(toVectorParam(a.vector.value)))
+    vec = `SELECT id, similarity AS score, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
        FROM (
          SELECT m.id, 1 - (${distance}) AS similarity
          FROM memories m
-         WHERE ${a.where} AND vector_dims(m.vector) = ${dims} AND m.embed_model = ${p.add(a.vector.model)}
+         WHERE ${a.where} AND ${indexed.predicate} AND m.embed_model = ${p.add(a.vector.model)}
          ORDER BY ${distance}
          LIMIT ${candidates}
        ) scored
        WHERE similarity > ${p.add(a.minSimilarity)}`
-    : 'SELECT NULL::text AS id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false'
+  }
   const limit = p.add(a.limit)
   // Without a query vector only the keyword list counts.
   const fused =
@@ -638,14 +639,14 @@ export function memoriesApi(ctx: EngineContext) {
         // The nearest few in the scope through the HNSW index (the walk goes on past other
         // scopes' memories), then the most similar, ties by id.
         const q = new Params()
-        const d = checkDims(vector.value.length)
-        const distance = `(m.vector::vector(${d})) <=> ${q.add(toVectorParam(vector.value))}::vector(${d})`
+        const indexed = indexedVector('m.vector', vector.value.length)
+        const distance = indexed.distanceTo(q.add(toVectorParam(vector.value)))
         await tx.exec(vectorScanSettings(NEAREST))
         const { rows } = await tx.query<{ id: string; content: string; similarity: number }>(
           `SELECT * FROM (
              SELECT m.id, m.content, 1 - (${distance}) AS similarity FROM memories m
              WHERE ${sameScope(q, m)} AND m.status = 'active' AND m.embed_model = ${q.add(vector.model)}
-               AND vector_dims(m.vector) = ${d}
+               AND ${indexed.predicate}
              ORDER BY ${distance} LIMIT ${NEAREST}
            ) n
            ORDER BY similarity DESC, id LIMIT 1`,

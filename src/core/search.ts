@@ -134,7 +134,7 @@ function hnswIndexName(table: VectorTable, dims: number): string {
   return `${table}_${VECTOR_COLUMNS[table]}_hnsw_${dims}`
 }
 
-export function checkDims(dims: number): number {
+function checkDims(dims: number): number {
   if (!Number.isInteger(dims) || dims < 1 || dims > 2000) {
     throw new MemoryError('INVALID_INPUT', `An HNSW index takes 1 to 2000 dimensions; the embedder has ${dims}`)
   }
@@ -148,13 +148,29 @@ export function checkDims(dims: number): number {
  * expression under the same predicate.
  */
 export async function ensureVectorIndex(db: Queryable, dims: number): Promise<void> {
-  const d = checkDims(dims)
   for (const [table, column] of Object.entries(VECTOR_COLUMNS) as [VectorTable, string][]) {
+    const indexed = indexedVector(column, dims)
     await db.exec(
-      `CREATE INDEX IF NOT EXISTS ${hnswIndexName(table, d)} ON ${table}
-         USING hnsw ((${column}::vector(${d})) vector_cosine_ops)
-         WHERE vector_dims(${column}) = ${d}`,
+      `CREATE INDEX IF NOT EXISTS ${hnswIndexName(table, dims)} ON ${table}
+         USING hnsw (${indexed.expression} vector_cosine_ops)
+         WHERE ${indexed.predicate}`,
     )
+  }
+}
+
+/**
+ * The expression and predicate the HNSW index over `column` (a vector column, qualified as
+ * the query names it) has for vectors of `dims`, and the cosine distance from that expression
+ * to `query` (a vector parameter): a query orders by `distanceTo` under `predicate` for the
+ * planner to walk the index.
+ */
+export function indexedVector(column: string, dims: number) {
+  const d = checkDims(dims)
+  const expression = `(${column}::vector(${d}))`
+  return {
+    expression,
+    predicate: `vector_dims(${column}) = ${d}`,
+    distanceTo: (query: string) => `${expression} <=> ${query}::vector(${d})`,
   }
 }
 
@@ -363,14 +379,15 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     vec_ranked AS (SELECT NULL::text AS event_id, NULL::float8 AS score, NULL::bigint AS rnk WHERE false)`
   let ownDistance = 'NULL::float8'
   if (vectorOn && plan.vector) {
-    const d = checkDims(plan.vector.dims)
     const v = p.add(`[${Array.from(plan.vector.value).join(',')}]`)
+    const chunk = indexedVector('c.embedding', plan.vector.dims)
+    const own = indexedVector('ch.embedding', plan.vector.dims)
     const model = p.add(plan.vector.model)
     vector = `vec_knn AS MATERIALIZED (
-      SELECT c.id, c.source_id, (c.embedding::vector(${d})) <=> ${v}::vector(${d}) AS dist
+      SELECT c.id, c.source_id, ${chunk.distanceTo(v)} AS dist
       FROM ${from}
-      WHERE vector_dims(c.embedding) = ${d} AND c.embed_model = ${model} AND ${pred}
-      ORDER BY (c.embedding::vector(${d})) <=> ${v}::vector(${d})
+      WHERE ${chunk.predicate} AND c.embed_model = ${model} AND ${pred}
+      ORDER BY ${chunk.distanceTo(v)}
       LIMIT ${candidates}
     ), vec_event AS MATERIALIZED (
       SELECT DISTINCT ON (source_id) source_id AS event_id, id AS chunk_id, dist, 1 - dist AS score
@@ -381,8 +398,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       GROUP BY event_id
       ORDER BY rnk LIMIT ${candidates}
     )`
-    ownDistance = `CASE WHEN ch.embed_model = ${model} AND vector_dims(ch.embedding) = ${d}
-                        THEN (ch.embedding::vector(${d})) <=> ${v}::vector(${d}) END`
+    ownDistance = `CASE WHEN ch.embed_model = ${model} AND ${own.predicate} THEN ${own.distanceTo(v)} END`
   }
 
   const rrfK = `${p.add(s.rrfK)}::float8`
