@@ -3,7 +3,9 @@
  * `vite preview`, driven in headless Chromium through Playwright's launcher (not its test
  * runner). Every timing is taken inside the page with performance.now().
  */
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { type Browser, type BrowserContext, chromium, type Page } from '@playwright/test'
 import { type PreviewServer, preview } from 'vite'
 import type { RecordTurnInput } from '../../src/core/turns.ts'
@@ -134,6 +136,50 @@ async function coldStart(page: Page, name: string, storage: 'opfs' | 'idb') {
   )
 }
 
+/** Turns the first visit of a returning-visit run records before it closes. */
+const RETURNING_FIRST_TURNS = 40
+
+/**
+ * Cold starts on a returning visit, in a browser profile kept on disk as a user's is: a first
+ * page creates `name`, records turns and closes; a second page opens `name` again (`existing`),
+ * a third creates another memory (`fresh`). Chromium serves the second and third pages' scripts
+ * and WASM from its HTTP cache and keeps, for a module compiled from a cached response, the
+ * machine code of the functions it optimised: they start without compiling it again. Fresh
+ * contexts (`browser.newContext()`, the other cold starts) keep neither on disk.
+ */
+async function returningStarts(origin: string, name: string): Promise<{ existing: number; fresh: number }> {
+  const profile = mkdtempSync(join(tmpdir(), 'engram-bench-profile-'))
+  const turns = makeTurns(sessionShape(4 * RETURNING_FIRST_TURNS), 99)
+  try {
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })
+    try {
+      let page = await openHarness(context, origin)
+      await page.evaluate(
+        async ({ name, json }) => {
+          const memory = await window.engram.createMemory({ name, storage: 'opfs', workspace: { mode: 'local', root: '/bench/repo' } })
+          for (const turn of JSON.parse(json) as Parameters<typeof memory.recordTurn>[0][]) await memory.recordTurn(turn)
+          await memory.close()
+        },
+        { name, json: JSON.stringify(turns) },
+      )
+      await page.close()
+      page = await openHarness(context, origin)
+      const again = await coldStart(page, name, 'opfs')
+      if (again.created) throw new Error('returning cold start: the existing memory was created again')
+      await page.close()
+      page = await openHarness(context, origin)
+      const other = await coldStart(page, `${name}-new`, 'opfs')
+      if (!other.created || !other.fromTemplate) throw new Error('returning cold start: the second memory was not new from the template')
+      await page.close()
+      return { existing: again.ms, fresh: other.ms }
+    } finally {
+      await context.close()
+    }
+  } finally {
+    rmSync(profile, { recursive: true, force: true })
+  }
+}
+
 /**
  * Sentences per second through `memory.embed` in the memory worker (comlink round trip
  * included), with the bundled model the worker loads from beside its script.
@@ -171,6 +217,8 @@ export const BROWSER_METRICS = [
   'record_turn_idb_ms',
   'cold_start_new_ms',
   'cold_start_existing_ms',
+  'cold_start_existing_returning_ms',
+  'cold_start_new_returning_ms',
   'embed_wasm_per_s',
   'embed_wasm_one_thread_per_s',
   'embed_webgpu_per_s',
@@ -245,6 +293,23 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
         out.metrics[`cold_start_new${suffix}_ms`] = latency(fresh, `${what}; new memory from the bundled template`)
         out.metrics[`cold_start_existing${suffix}_ms`] = latency(existing, what)
       }
+    }
+
+    if (options.wants('cold_start_existing_returning_ms') || options.wants('cold_start_new_returning_ms')) {
+      options.log('Chromium: cold starts on a returning visit (OPFS, a browser profile on disk)')
+      const existing: number[] = []
+      const fresh: number[] = []
+      for (let run = 0; run < options.coldRuns; run++) {
+        const starts = await returningStarts(origin, `bench-return-${run}`)
+        existing.push(starts.existing)
+        fresh.push(starts.fresh)
+      }
+      const what =
+        "createMemory({ storage: 'opfs' }) + ping, timed on the page; a returning visit: a browser profile on disk " +
+        '(its HTTP cache and the code cache Chromium keeps for the WASM it compiled) that an earlier page of the ' +
+        `harness used to create a memory and record ${RETURNING_FIRST_TURNS} turns; a fresh profile and browser for each run`
+      out.metrics.cold_start_existing_returning_ms = latency(existing, `${what}; that memory opened again`)
+      out.metrics.cold_start_new_returning_ms = latency(fresh, `${what}; a second memory made from the bundled template`)
     }
 
     const sentences = embeddingSentences(options.embedSentences, 17)

@@ -68,6 +68,8 @@ export const METRIC_ORDER = [
   'cold_start_existing_ms',
   'cold_start_new_idb_ms',
   'cold_start_existing_idb_ms',
+  'cold_start_existing_returning_ms',
+  'cold_start_new_returning_ms',
   'export_ms',
   'export_bytes',
   'import_ms',
@@ -174,6 +176,7 @@ export function markdownReport(result: BenchResult): string {
     ['search_ms', 'bruteforce_search_ms'],
     ['orama_search_ms', 'bruteforce_search_ms'],
     ['cold_start_existing_ms', 'orama_restore_ms'],
+    ['cold_start_existing_returning_ms', 'cold_start_existing_ms'],
     ['record_turn_ms', 'record_turn_no_index_ms'],
     ['record_turn_model_busy_ms', 'record_turn_no_index_ms'],
   ]
