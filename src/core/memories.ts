@@ -453,7 +453,6 @@ async function rankMemories(db: Db, p: Params, a: RankArgs): Promise<MemoryHit[]
 
 async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates: number }): Promise<MemoryHit[]> {
   const candidates = p.add(a.candidates)
-  const window = p.add(Z_WINDOW)
   const textParam = p.add(a.text)
   // The nearest memories by the expression and predicate of the HNSW index for this length
   // (ensureVectorIndex), which the planner walks when that beats reading the pool; then those
@@ -473,11 +472,12 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
        WHERE similarity > ${p.add(a.minSimilarity)}`
   }
   const limit = p.add(a.limit)
-  // Without a query vector only the keyword list counts.
-  const fused =
-    a.fusion === 'rrf'
-      ? `coalesce(1.0 / (${RRF_K} + vec.rnk), 0) + coalesce(1.0 / (${RRF_K} + kw.rnk), 0)`
-      : zFused(`(${zOf('vec.score', 'vs')} + ${zOf('kw.score', 'ks')}) / ${a.vector ? 2 : 1}`, String(Z_SHIFT))
+  // Without a query vector only the keyword list counts. Reciprocal rank needs no list statistics.
+  const rrf = a.fusion === 'rrf'
+  const fused = rrf
+    ? `coalesce(1.0 / (${RRF_K} + vec.rnk), 0) + coalesce(1.0 / (${RRF_K} + kw.rnk), 0)`
+    : zFused(`(${zOf('vec.score', 'vs')} + ${zOf('kw.score', 'ks')}) / ${a.vector ? 2 : 1}`, String(Z_SHIFT))
+  const window = rrf ? '' : p.add(Z_WINDOW)
   const source = a.touchAt
     ? `(UPDATE memories u SET use_count = u.use_count + 1, last_used_at = ${p.add(a.touchAt)}
         FROM fused f WHERE u.id = f.id RETURNING u.*)`
@@ -520,13 +520,17 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
              GROUP BY t.id) s
        ORDER BY rnk LIMIT ${candidates}
      ),
-     -- Each list's mean and spread over its best Z_WINDOW, and its floor (zListStats).
-     stats AS (${zListStats([{ list: 'k', from: 'kw' }, { list: 'v', from: 'vec' }], window)}),
+     ${
+       rrf
+         ? ''
+         : `-- Each list's mean and spread over its best Z_WINDOW, and its floor (zListStats).
+     stats AS (${zListStats([{ list: 'k', from: 'kw' }, { list: 'v', from: 'vec' }], window)}),`
+     }
      fused AS (
        SELECT coalesce(vec.id, kw.id) AS id, vec.score AS similarity, kw.score AS krank, (${fused})::float8 AS fused
        FROM vec FULL JOIN kw ON kw.id = vec.id
-       LEFT JOIN stats ks ON ks.list = 'k'
-       LEFT JOIN stats vs ON vs.list = 'v'
+       ${rrf ? '' : `LEFT JOIN stats ks ON ks.list = 'k'
+       LEFT JOIN stats vs ON vs.list = 'v'`}
        ORDER BY fused DESC, id
        LIMIT ${limit}
      ),
