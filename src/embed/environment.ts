@@ -5,6 +5,11 @@ export interface EmbedEnvironment {
   runtime: 'node' | 'worker' | 'window'
   /** A WebGPU adapter was granted (`navigator.gpu.requestAdapter()` returned one). */
   webgpu: boolean
+  /**
+   * The adapter granted is a software fallback (`GPUAdapterInfo.isFallbackAdapter`, such as
+   * Chromium's SwiftShader): it runs the model on the CPU, far slower than the WASM backend.
+   */
+  softwareWebgpu?: boolean
   /** SharedArrayBuffer is usable, so the WASM backend may run multi-threaded. */
   crossOriginIsolated: boolean
 }
@@ -12,7 +17,13 @@ export interface EmbedEnvironment {
 export type EmbedDevice = 'webgpu' | 'wasm' | 'cpu'
 
 interface GpuLike {
-  requestAdapter(): Promise<unknown>
+  requestAdapter(): Promise<AdapterLike | null>
+}
+
+interface AdapterLike {
+  info?: { isFallbackAdapter?: boolean }
+  /** Where browsers had it before `GPUAdapterInfo` carried it. */
+  isFallbackAdapter?: boolean
 }
 
 /**
@@ -24,12 +35,11 @@ interface GpuLike {
  */
 export async function detectEmbedEnvironment(): Promise<EmbedEnvironment> {
   const runtime = detectRuntime()
-  return {
-    runtime,
-    webgpu: runtime === 'node' ? false : await hasWebGpuAdapter(),
-    crossOriginIsolated: globalThis.crossOriginIsolated === true,
-  }
+  const adapter = runtime === 'node' ? NO_ADAPTER : await webGpuAdapter()
+  return { runtime, ...adapter, crossOriginIsolated: globalThis.crossOriginIsolated === true }
 }
+
+const NO_ADAPTER = { webgpu: false, softwareWebgpu: false } as const
 
 /** Node, a worker or a page, from the global scope alone (no `typeof window` guessing). */
 export function detectRuntime(): EmbedEnvironment['runtime'] {
@@ -43,27 +53,32 @@ export function detectRuntime(): EmbedEnvironment['runtime'] {
   return scope.process?.versions?.node !== undefined ? 'node' : 'worker'
 }
 
-async function hasWebGpuAdapter(): Promise<boolean> {
+async function webGpuAdapter(): Promise<Pick<EmbedEnvironment, 'webgpu' | 'softwareWebgpu'>> {
   const gpu = (globalThis.navigator as (Navigator & { gpu?: GpuLike }) | undefined)?.gpu
-  if (!gpu) return false
+  if (!gpu) return NO_ADAPTER
   try {
-    return (await gpu.requestAdapter()) != null
+    const adapter = await gpu.requestAdapter()
+    if (adapter == null) return NO_ADAPTER
+    return { webgpu: true, softwareWebgpu: adapter.info?.isFallbackAdapter === true || adapter.isFallbackAdapter === true }
   } catch {
     // A browser may expose navigator.gpu and still refuse (blocklisted driver, policy).
-    return false
+    return NO_ADAPTER
   }
 }
 
 /**
  * The device to ask Transformers.js for: the native CPU runtime in Node, WebGPU in a
- * browser that granted an adapter, WASM otherwise.
+ * browser that granted a hardware adapter, WASM otherwise — also when the only adapter is a
+ * software fallback, on which the model embedded 3.3 sentences/s against WASM's 84/s in the
+ * same run (`npm run bench`, docs/BENCHMARKS.md).
  *
  * @example
  * chooseDevice({ runtime: 'worker', webgpu: false, crossOriginIsolated: false }) // 'wasm'
+ * chooseDevice({ runtime: 'worker', webgpu: true, softwareWebgpu: true, crossOriginIsolated: true }) // 'wasm'
  */
 export function chooseDevice(env: EmbedEnvironment): EmbedDevice {
   if (env.runtime === 'node') return 'cpu'
-  return env.webgpu ? 'webgpu' : 'wasm'
+  return env.webgpu && env.softwareWebgpu !== true ? 'webgpu' : 'wasm'
 }
 
 /** Most WASM threads Engram starts by default: onnxruntime-web gains little past four. */

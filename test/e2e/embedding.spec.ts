@@ -259,10 +259,27 @@ test.describe('with WebGPU enabled (SwiftShader)', () => {
     await browser?.close()
   })
 
-  test('the worker picks WebGPU and its vectors agree with WASM', async ({ baseURL }) => {
+  test('auto leaves the software adapter for WASM', async ({ baseURL }) => {
     const page = await browser.newPage(baseURL ? { baseURL } : {})
     await openHarness(page)
+    // The premise: this browser grants an adapter, and it is a software fallback.
+    const adapter = await page.evaluate(async () => {
+      const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<{ info?: { isFallbackAdapter?: boolean } } | null> } }).gpu
+      const granted = await gpu?.requestAdapter()
+      return granted ? { fallback: granted.info?.isFallbackAdapter ?? null } : null
+    })
+    expect(adapter).toEqual({ fallback: true })
     const outcome = await embedInWorker(page, 'auto')
+    expect(outcome.info).toMatchObject({ state: 'ready', model: 'all-MiniLM-L6-v2/q8', device: 'wasm' })
+    expect(outcome.info.fallbackReason).toBeUndefined()
+    expectClose(outcome.vectors, reference, 5e-3, 0.999)
+    await page.close()
+  })
+
+  test('asked for, the worker runs WebGPU on it and its vectors agree with WASM', async ({ baseURL }) => {
+    const page = await browser.newPage(baseURL ? { baseURL } : {})
+    await openHarness(page)
+    const outcome = await embedInWorker(page, 'webgpu')
     expect(outcome.info).toEqual({
       state: 'ready',
       model: 'all-MiniLM-L6-v2/q8',

@@ -273,12 +273,15 @@ describe('the model build', () => {
 })
 
 describe('device choice', () => {
-  it('Node uses the CPU runtime; browsers use WebGPU when an adapter was granted, else WASM', async () => {
+  it('Node uses the CPU runtime; browsers use WebGPU when a hardware adapter was granted, else WASM', async () => {
     const here = await detectEmbedEnvironment()
-    expect(here).toEqual({ runtime: 'node', webgpu: false, crossOriginIsolated: false })
+    expect(here).toEqual({ runtime: 'node', webgpu: false, softwareWebgpu: false, crossOriginIsolated: false })
     expect(chooseDevice(here)).toBe('cpu')
     expect(chooseDevice({ runtime: 'worker', webgpu: true, crossOriginIsolated: false })).toBe('webgpu')
+    expect(chooseDevice({ runtime: 'worker', webgpu: true, softwareWebgpu: false, crossOriginIsolated: false })).toBe('webgpu')
     expect(chooseDevice({ runtime: 'window', webgpu: false, crossOriginIsolated: true })).toBe('wasm')
+    // A software fallback adapter (SwiftShader) runs the model on the CPU, slower than WASM.
+    expect(chooseDevice({ runtime: 'worker', webgpu: true, softwareWebgpu: true, crossOriginIsolated: true })).toBe('wasm')
   })
 
   it('WASM runs on several threads only where the page is cross-origin isolated, every core up to four by default', () => {
