@@ -3,7 +3,15 @@ import type { Embedder } from './embedder.ts'
 import { toMemoryError as fromDatabaseError } from './db-errors.ts'
 import type { EngineContext } from './engine.ts'
 import { type ErrorCode, MemoryError } from './errors.ts'
-import { ALL_CHUNKS_SQL, buildVectorIndexes, bulkWorthIt, dropVectorIndexes, MISSING_VECTORS_SQL } from './search.ts'
+import {
+  ALL_CHUNKS_SQL,
+  buildVectorIndexes,
+  bulkWorthIt,
+  dropVectorIndexes,
+  INDEXED_CHUNKS_SQL,
+  INDEXED_MEMORIES_SQL,
+  MISSING_VECTORS_SQL,
+} from './search.ts'
 import { parseInput, z } from './validate.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../embed/vectors.ts'
 
@@ -311,9 +319,9 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
    */
   async function startBulk(model: string): Promise<string[]> {
     const { rows } = await db.query<{ chunks: number; chunks_indexed: number; memories: number; memories_indexed: number }>(
-      `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks, (${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})::int AS chunks_indexed,
+      `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks, ${INDEXED_CHUNKS_SQL}::int AS chunks_indexed,
               (SELECT count(*) FROM memories m WHERE ${WAITING_MEMORY})::int AS memories,
-              (SELECT count(*) FROM memories WHERE vector IS NOT NULL)::int AS memories_indexed`,
+              ${INDEXED_MEMORIES_SQL}::int AS memories_indexed`,
       [model],
     )
     const r = rows[0]

@@ -477,7 +477,13 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
   const fused = rrf
     ? `coalesce(1.0 / (${RRF_K} + vec.rnk), 0) + coalesce(1.0 / (${RRF_K} + kw.rnk), 0)`
     : zFused(`(${zOf('vec.score', 'vs')} + ${zOf('kw.score', 'ks')}) / ${a.vector ? 2 : 1}`, String(Z_SHIFT))
-  const window = rrf ? '' : p.add(Z_WINDOW)
+  // Each list's mean and spread over its best Z_WINDOW, and its floor (zListStats).
+  const stats = rrf
+    ? { cte: '', join: '' }
+    : {
+        cte: `stats AS (${zListStats([{ list: 'k', from: 'kw' }, { list: 'v', from: 'vec' }], p.add(Z_WINDOW))}),`,
+        join: `LEFT JOIN stats ks ON ks.list = 'k' LEFT JOIN stats vs ON vs.list = 'v'`,
+      }
   const source = a.touchAt
     ? `(UPDATE memories u SET use_count = u.use_count + 1, last_used_at = ${p.add(a.touchAt)}
         FROM fused f WHERE u.id = f.id RETURNING u.*)`
@@ -520,17 +526,11 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
              GROUP BY t.id) s
        ORDER BY rnk LIMIT ${candidates}
      ),
-     ${
-       rrf
-         ? ''
-         : `-- Each list's mean and spread over its best Z_WINDOW, and its floor (zListStats).
-     stats AS (${zListStats([{ list: 'k', from: 'kw' }, { list: 'v', from: 'vec' }], window)}),`
-     }
+     ${stats.cte}
      fused AS (
        SELECT coalesce(vec.id, kw.id) AS id, vec.score AS similarity, kw.score AS krank, (${fused})::float8 AS fused
        FROM vec FULL JOIN kw ON kw.id = vec.id
-       ${rrf ? '' : `LEFT JOIN stats ks ON ks.list = 'k'
-       LEFT JOIN stats vs ON vs.list = 'v'`}
+       ${stats.join}
        ORDER BY fused DESC, id
        LIMIT ${limit}
      ),

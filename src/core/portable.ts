@@ -2,7 +2,14 @@ import type { EngineContext } from './engine.ts'
 import type { Queryable } from './db.ts'
 import { MemoryError } from './errors.ts'
 import { sha256Hex } from './hash.ts'
-import { ALL_CHUNKS_SQL, buildVectorIndexes, bulkWorthIt, dropVectorIndexes, MISSING_VECTORS_SQL } from './search.ts'
+import {
+  buildVectorIndexes,
+  bulkWorthIt,
+  dropVectorIndexes,
+  INDEXED_CHUNKS_SQL,
+  INDEXED_MEMORIES_SQL,
+  MISSING_VECTORS_SQL,
+} from './search.ts'
 import { parseInput, z } from './validate.ts'
 
 /**
@@ -417,7 +424,7 @@ export function createPortable(
           if (bulkWorthIt(memoryIds.length, 0)) {
             const { rows: counts } = await tx.query<{ incoming: number; indexed: number }>(
               `SELECT (SELECT count(*) FROM unnest($1::text[]) f(id) WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = f.id))::int AS incoming,
-                      (SELECT count(*) FROM memories WHERE vector IS NOT NULL)::int AS indexed`,
+                      ${INDEXED_MEMORIES_SQL}::int AS indexed`,
               [memoryIds],
             )
             if (bulkWorthIt(counts[0]?.incoming ?? 0, counts[0]?.indexed ?? 0)) droppedMemoryIndexes = await dropVectorIndexes(tx, 'memories')
@@ -474,7 +481,7 @@ export function createPortable(
           let dropped: string[] = []
           if (bulkWorthIt(vectors.length, 0)) {
             const { rows: counts } = await tx.query<{ open: number; indexed: number }>(
-              `SELECT ${MISSING_VECTORS_SQL}::int AS open, (${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})::int AS indexed`,
+              `SELECT ${MISSING_VECTORS_SQL}::int AS open, ${INDEXED_CHUNKS_SQL}::int AS indexed`,
             )
             // Only chunks without a vector take a restored one.
             const incoming = Math.min(vectors.length, counts[0]?.open ?? 0)

@@ -206,6 +206,12 @@ export const MISSING_VECTORS_SQL = `(SELECT count(*) FROM chunks WHERE embedding
 /** Every chunk, from the counts the keyword-statistics triggers keep (no scan). */
 export const ALL_CHUNKS_SQL = `(SELECT coalesce(sum(chunks), 0) FROM chunk_stats)`
 
+/** Chunks with a vector (of any model): what their HNSW index holds, for `bulkWorthIt`. */
+export const INDEXED_CHUNKS_SQL = `(${ALL_CHUNKS_SQL} - ${MISSING_VECTORS_SQL})`
+
+/** Memories with a vector (of any model): what their HNSW index holds, for `bulkWorthIt`. */
+export const INDEXED_MEMORIES_SQL = `(SELECT count(*) FROM memories WHERE vector IS NOT NULL)`
+
 /** Memory an index build may use; the graph of 100,000 384-d vectors fits (the WASM heap is 2 GiB). */
 const INDEX_BUILD_MEMORY = '512MB'
 
