@@ -1,6 +1,7 @@
 import type { Db } from './db.ts'
 import { type IndexingPause, untilPause } from './indexer.ts'
 import { growCache } from './page-cache.ts'
+import { ALL_CHUNKS_SQL, MISSING_VECTORS_SQL } from './search.ts'
 
 /**
  * The tables whose planner statistics search, context and graph reads depend on. Postgres
@@ -49,7 +50,8 @@ export interface StatisticsOptions {
  * (`pause`): a write that comes while they run waits for them, up to a second at 10,000
  * events. A search or context read due for a refresh runs it first. A
  * memory opened from files that were never analysed (an older build, a fresh import, a
- * session closed before its writes paused) is analysed at the first pause after opening.
+ * session closed before its writes paused), or whose statistics no longer describe its chunks,
+ * is analysed at the first pause after opening.
  */
 export function createStatistics(db: Db, options: StatisticsOptions) {
   let pending = 0
@@ -121,19 +123,38 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     wait(untilPause(pause, lastWrite, began))
   }
 
-  /** Reads what the files say: chunks never analysed while rows exist → refresh soon. */
+  /**
+   * Reads what the files say. Chunks never analysed while rows exist → refresh soon. So also
+   * when the statistics no longer describe the chunks: their count, or how many have a vector,
+   * is off by as many rows as would make a refresh due. That is a memory closed after writes or
+   * after its indexer ran but before the refresh that followed (it waits for a pause); its
+   * planner would take the chunks with a vector for almost none and rank them all exactly
+   * instead of walking the HNSW index (a search 2.7× slower at 10,000 events).
+   */
   async function start(): Promise<void> {
-    const { rows } = await db.query<{ tuples: number }>(
-      `SELECT reltuples::float8 AS tuples FROM pg_class WHERE oid = 'chunks'::regclass`,
+    const { rows } = await db.query<{ tuples: number; chunks: number; unembedded: number; null_frac: number | null }>(
+      `SELECT c.reltuples::float8 AS tuples, ${ALL_CHUNKS_SQL}::float8 AS chunks, ${MISSING_VECTORS_SQL}::float8 AS unembedded,
+              (SELECT s.null_frac FROM pg_stats s
+               WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'embed_model')::float8 AS null_frac
+       FROM pg_class c WHERE c.oid = 'chunks'::regclass`,
     )
     const row = rows[0]
     if (!row) return
+    const chunks = Number(row.chunks)
     if (row.tuples >= 0) {
       baseline = row.tuples
+      // An index build sets the row count without analysing: no column statistics yet.
+      const described = row.null_frac === null ? 0 : Number(row.null_frac) * row.tuples
+      const drift = Math.max(Math.abs(chunks - row.tuples), Math.abs(Number(row.unembedded) - described))
+      if (chunks > 0 && (row.null_frac === null || drift >= Math.max(MIN_REFRESH_ROWS, baseline * CHANGED_SHARE))) {
+        pending = row.null_frac === null ? Number.MAX_SAFE_INTEGER / 2 : drift
+        // Counted as a write: the refresh waits for a pause after the open.
+        lastWrite = performance.now()
+        schedule()
+      }
       return
     }
-    const { rows: any } = await db.query<{ some: boolean }>('SELECT EXISTS (SELECT 1 FROM chunks) AS some')
-    if (any[0]?.some) {
+    if (chunks > 0) {
       pending = Number.MAX_SAFE_INTEGER / 2
       // Counted as a write: the refresh waits for a pause after the open, not in front of the
       // first writes.

@@ -264,6 +264,73 @@ describe('planner statistics', () => {
     }
   })
 
+  it('a memory whose statistics predate its vectors is analysed again soon after opening; one whose statistics are current is not', async () => {
+    const db = await openTestDb()
+    // What the planner believes: the share of chunks without a vector, and analyses so far.
+    const believed = async () => {
+      await db.query('SELECT pg_stat_force_next_flush()')
+      const { rows } = await db.query<{ null_frac: number | null; analyses: number }>(
+        `SELECT (SELECT null_frac FROM pg_stats WHERE tablename = 'chunks' AND attname = 'embed_model')::float8 AS null_frac,
+                (SELECT analyze_count::int FROM pg_stat_user_tables WHERE relname = 'chunks') AS analyses`,
+      )
+      return rows[0]
+    }
+    try {
+      const first = await createEngine({ db, embedder: createTestEmbedder(), indexing: 'manual', statistics: 'manual' })
+      for (let i = 0; i < 260; i++) {
+        await first.recordTurn({ conversationId: `c${i % 7}`, user: `question ${i}`, agent: `answer ${i}` })
+      }
+      // Analysed before the indexer ran, then closed after it and before the next refresh.
+      await first.refreshStatistics()
+      await first.indexNow()
+      await first.stopIndexing()
+      expect(await believed()).toEqual({ null_frac: 1, analyses: 1 })
+
+      const second = await createEngine({ db, embedder: createTestEmbedder(), indexing: 'manual' })
+      await second.search('question')
+      expect(await believed()).toEqual({ null_frac: 0, analyses: 2 })
+      await second.stopIndexing()
+
+      const third = await createEngine({ db, embedder: createTestEmbedder(), indexing: 'manual' })
+      await third.search('question')
+      expect(await believed()).toEqual({ null_frac: 0, analyses: 2 })
+      await third.stopIndexing()
+    } finally {
+      await db.close()
+    }
+  })
+
+  it('an imported memory closed before its refresh is analysed soon after opening', async () => {
+    const source = await openTestDb()
+    const db = await openTestDb()
+    try {
+      const from = await createEngine({ db: source, embedder: createTestEmbedder(), indexing: 'manual', statistics: 'manual' })
+      for (let i = 0; i < 1000; i++) await from.record(say('c1', `note ${i}`))
+      await from.indexNow()
+      const file = await from.exportFile()
+      await from.stopIndexing()
+
+      const first = await createEngine({ db, embedder: createTestEmbedder(), indexing: 'manual', statistics: 'manual' })
+      await first.importFile(file, { mode: 'replace' })
+      await first.stopIndexing()
+      const { rows } = await db.query<{ tuples: number; stats: number }>(
+        `SELECT reltuples::float8 AS tuples, (SELECT count(*)::int FROM pg_stats WHERE tablename = 'chunks') AS stats
+         FROM pg_class WHERE oid = 'chunks'::regclass`,
+      )
+      // The import's index build counted the rows, but nothing analysed them.
+      expect(rows[0]).toEqual({ tuples: 1000, stats: 0 })
+
+      const second = await createEngine({ db, embedder: createTestEmbedder(), indexing: 'manual' })
+      await second.search('note')
+      const after = await db.query<{ stats: number }>(`SELECT count(*)::int AS stats FROM pg_stats WHERE tablename = 'chunks'`)
+      expect(after.rows[0]?.stats).toBeGreaterThan(0)
+      await second.stopIndexing()
+    } finally {
+      await source.close()
+      await db.close()
+    }
+  })
+
   it('a refresh that fails is reported to onError; the read it preceded still runs', async () => {
     const db = await neverAnalysed()
     try {
