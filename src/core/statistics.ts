@@ -1,7 +1,7 @@
 import type { Db } from './db.ts'
 import { type IndexingPause, untilPause } from './indexer.ts'
 import { growCache } from './page-cache.ts'
-import { ALL_CHUNKS_SQL, MISSING_VECTORS_SQL } from './search.ts'
+import { ALL_CHUNKS_SQL } from './search.ts'
 
 /**
  * The tables whose planner statistics search, context and graph reads depend on. Postgres
@@ -132,8 +132,8 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
    * instead of walking the HNSW index (a search 2.7× slower at 10,000 events).
    */
   async function start(): Promise<void> {
-    const { rows } = await db.query<{ tuples: number; chunks: number; unembedded: number; null_frac: number | null }>(
-      `SELECT c.reltuples::float8 AS tuples, ${ALL_CHUNKS_SQL}::float8 AS chunks, ${MISSING_VECTORS_SQL}::float8 AS unembedded,
+    const { rows } = await db.query<{ tuples: number; chunks: number; null_frac: number | null }>(
+      `SELECT c.reltuples::float8 AS tuples, ${ALL_CHUNKS_SQL}::float8 AS chunks,
               (SELECT s.null_frac FROM pg_stats s
                WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'embed_model')::float8 AS null_frac
        FROM pg_class c WHERE c.oid = 'chunks'::regclass`,
@@ -141,28 +141,39 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     const row = rows[0]
     if (!row) return
     const chunks = Number(row.chunks)
-    if (row.tuples >= 0) {
-      baseline = row.tuples
-      // An index build sets the row count without analysing: no column statistics yet.
-      const described = row.null_frac === null ? 0 : Number(row.null_frac) * row.tuples
-      const drift = Math.max(Math.abs(chunks - row.tuples), Math.abs(Number(row.unembedded) - described))
-      if (chunks > 0 && (row.null_frac === null || drift >= Math.max(MIN_REFRESH_ROWS, baseline * CHANGED_SHARE))) {
-        pending = row.null_frac === null ? Number.MAX_SAFE_INTEGER / 2 : drift
-        // Counted as a write: the refresh waits for a pause after the open.
-        lastWrite = performance.now()
-        schedule()
-      }
+    if (row.tuples >= 0) baseline = row.tuples
+    if (chunks === 0) {
+      baseline ??= 0
       return
     }
-    if (chunks > 0) {
-      pending = Number.MAX_SAFE_INTEGER / 2
-      // Counted as a write: the refresh waits for a pause after the open, not in front of the
-      // first writes.
-      lastWrite = performance.now()
-      schedule()
-    } else {
-      baseline = 0
+    // Never analysed; or an index build set the row count without analysing (no column statistics).
+    let drift = Number.MAX_SAFE_INTEGER / 2
+    if (row.tuples >= 0 && row.null_frac !== null) {
+      const threshold = Math.max(MIN_REFRESH_ROWS, row.tuples * CHANGED_SHARE)
+      drift = Math.abs(chunks - row.tuples)
+      if (drift < threshold) drift = await vectorDrift(Number(row.null_frac) * row.tuples, row.tuples, threshold)
+      if (drift < threshold) return
     }
+    pending = drift
+    // Counted as a write: the refresh waits for a pause after the open, not in front of the
+    // first writes.
+    lastWrite = performance.now()
+    schedule()
+  }
+
+  /**
+   * How far the chunks without a vector (or with one) are from the `believedNull` of `tuples`
+   * the statistics say, past `threshold` at most: only the side believed smaller is counted,
+   * through its partial index, and no further than the threshold beyond what is believed.
+   */
+  async function vectorDrift(believedNull: number, tuples: number, threshold: number): Promise<number> {
+    const withVector = believedNull > tuples / 2
+    const believed = withVector ? tuples - believedNull : believedNull
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::float8 AS n FROM (SELECT 1 FROM chunks WHERE embedding IS ${withVector ? 'NOT NULL' : 'NULL'} LIMIT $1) c`,
+      [Math.ceil(believed + threshold)],
+    )
+    return Math.abs(Number(rows[0]?.n ?? 0) - believed)
   }
 
   return {
