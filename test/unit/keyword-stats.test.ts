@@ -300,6 +300,26 @@ describe('planner statistics', () => {
     }
   })
 
+  it('a memory closed after many writes since its last refresh is analysed soon after opening', async () => {
+    const db = await openTestDb()
+    try {
+      const first = await createEngine({ db, indexing: 'manual', statistics: 'manual' })
+      for (let i = 0; i < 10; i++) await first.recordTurn({ conversationId: 'c1', user: `question ${i}`, agent: `answer ${i}` })
+      await first.refreshStatistics()
+      // 600 chunks more than the statistics know of: past the 500 rows that make a refresh due.
+      for (let i = 10; i < 310; i++) await first.recordTurn({ conversationId: 'c1', user: `question ${i}`, agent: `answer ${i}` })
+      await first.stopIndexing()
+      expect(await analysed(db)).toBe(20)
+
+      const second = await createEngine({ db, indexing: 'manual' })
+      await second.search('question')
+      expect(await analysed(db)).toBe(620)
+      await second.stopIndexing()
+    } finally {
+      await db.close()
+    }
+  })
+
   it('an imported memory closed before its refresh is analysed soon after opening', async () => {
     const source = await openTestDb()
     const db = await openTestDb()
