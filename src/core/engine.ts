@@ -134,11 +134,19 @@ export async function createEngine(options: EngineOptions) {
     onError: (cause) => reportStatisticsError(cause),
     pause,
   })
-  await statistics.start()
+  await statistics.start(ctx.embedder?.id ?? null)
   ctx.changed = statistics.changed
   ctx.beforeRead = statistics.beforeRead
   const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto', pause })
   reportStatisticsError = (cause) => indexer.report(cause, 'Refreshing the planner statistics failed')
+  // A model that loads after the open: are the statistics as far from the chunks with its vectors?
+  if (options.embedder instanceof Promise) {
+    // A model that fails to load is reported by the indexer.
+    options.embedder.then(
+      (embedder) => statistics.checkModel(embedder.id).catch((cause: unknown) => reportStatisticsError(cause)),
+      () => {},
+    )
+  }
   ctx.wrote = indexer.nudge
   /** After a write: the indexer looks for rows without vectors; statistics count `rows`. */
   let writes = 0

@@ -123,19 +123,29 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     wait(untilPause(pause, lastWrite, began))
   }
 
+  /** A refresh is due for `rows` changed before the open: at the first pause, or before a read. */
+  function dueSinceOpen(rows: number): void {
+    pending = Math.max(pending, rows)
+    // Counted as a write: the refresh waits for a pause after the open, not in front of the
+    // first writes.
+    lastWrite = performance.now()
+    schedule()
+  }
+
   /**
    * Reads what the files say. Chunks never analysed while rows exist → refresh soon. So also
-   * when the statistics no longer describe the chunks: their count, or how many have a vector,
-   * is off by as many rows as would make a refresh due. That is a memory closed after writes or
-   * after its indexer ran but before the refresh that followed (it waits for a pause); its
-   * planner would take the chunks with a vector for almost none and rank them all exactly
-   * instead of walking the HNSW index (a search 2.7× slower at 10,000 events).
+   * when the statistics no longer describe the chunks: their count, or how many have a vector
+   * (of `model`, the embedder's, when known), is off by as many rows as would make a refresh
+   * due. That is a memory closed after writes or after its indexer ran but before the refresh
+   * that followed (it waits for a pause); its planner would take the chunks with a vector for
+   * almost none and rank them all exactly instead of walking the HNSW index (a search 2.7×
+   * slower at 10,000 events).
    */
-  async function start(): Promise<void> {
-    const { rows } = await db.query<{ tuples: number; chunks: number; null_frac: number | null }>(
+  async function start(model: string | null = null): Promise<void> {
+    const { rows } = await db.query<{ tuples: number; chunks: number; described: boolean }>(
       `SELECT c.reltuples::float8 AS tuples, ${ALL_CHUNKS_SQL}::float8 AS chunks,
-              (SELECT s.null_frac FROM pg_stats s
-               WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'embed_model')::float8 AS null_frac
+              EXISTS (SELECT 1 FROM pg_stats s
+                      WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'embed_model') AS described
        FROM pg_class c WHERE c.oid = 'chunks'::regclass`,
     )
     const row = rows[0]
@@ -147,37 +157,63 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       return
     }
     // Never analysed; or an index build set the row count without analysing (no column statistics).
-    let drift = Number.MAX_SAFE_INTEGER / 2
-    if (row.tuples >= 0 && row.null_frac !== null) {
-      const threshold = Math.max(MIN_REFRESH_ROWS, row.tuples * CHANGED_SHARE)
-      drift = Math.abs(chunks - row.tuples)
-      if (drift < threshold) drift = await vectorDrift(Number(row.null_frac) * row.tuples, row.tuples, threshold)
-      if (drift < threshold) return
-    }
-    pending = drift
-    // Counted as a write: the refresh waits for a pause after the open, not in front of the
-    // first writes.
-    lastWrite = performance.now()
-    schedule()
+    if (row.tuples < 0 || !row.described) return dueSinceOpen(Number.MAX_SAFE_INTEGER / 2)
+    const threshold = refreshThreshold(row.tuples)
+    let drift = Math.abs(chunks - row.tuples)
+    if (drift < threshold) drift = await vectorDrift(model, row.tuples, threshold)
+    if (drift >= threshold) dueSinceOpen(drift)
+  }
+
+  /** Rows changed since the last refresh that make the next one due. */
+  const refreshThreshold = (tuples: number) => Math.max(MIN_REFRESH_ROWS, tuples * CHANGED_SHARE)
+
+  /**
+   * How far the chunks with a vector of `model` (of any model when null) are from what the
+   * statistics of `tuples` rows say, past `threshold` at most. Only the side the statistics
+   * take for the smaller is counted (those chunks, or all the others), through the partial
+   * indexes, and no further than `threshold` beyond what they say.
+   */
+  async function vectorDrift(model: string | null, tuples: number, threshold: number): Promise<number> {
+    const { rows } = await db.query<{ null_frac: number | null; model_frac: number | null }>(
+      `SELECT s.null_frac::float8 AS null_frac,
+              (SELECT u.f FROM unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS u(v, f)
+               WHERE u.v = $1)::float8 AS model_frac
+       FROM pg_stats s WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'embed_model'`,
+      [model],
+    )
+    const stats = rows[0]
+    if (!stats) return Number.MAX_SAFE_INTEGER / 2
+    const believedWith = (model === null ? 1 - Number(stats.null_frac ?? 0) : Number(stats.model_frac ?? 0)) * tuples
+    const countWith = believedWith <= tuples / 2
+    const believed = countWith ? believedWith : tuples - believedWith
+    const bound = Math.ceil(believed + threshold)
+    const side = countWith
+      ? `SELECT 1 FROM chunks WHERE embedding IS NOT NULL${model === null ? '' : ' AND embed_model = $2'} LIMIT $1`
+      : model === null
+        ? 'SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT $1'
+        : `(SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT $1) UNION ALL
+           (SELECT 1 FROM chunks WHERE embedding IS NOT NULL AND (embed_model < $2 OR embed_model > $2) LIMIT $1)`
+    const { rows: counted } = await db.query<{ n: number }>(
+      `SELECT count(*)::float8 AS n FROM (${side}) c`,
+      model === null ? [bound] : [bound, model],
+    )
+    return Math.abs(Number(counted[0]?.n ?? 0) - believed)
   }
 
   /**
-   * How far the chunks without a vector (or with one) are from the `believedNull` of `tuples`
-   * the statistics say, past `threshold` at most: only the side believed smaller is counted,
-   * through its partial index, and no further than the threshold beyond what is believed.
+   * The same check for vectors of `model` once it is known (a model that loads after the open):
+   * a refresh is due when the statistics are as far from the chunks with its vectors.
    */
-  async function vectorDrift(believedNull: number, tuples: number, threshold: number): Promise<number> {
-    const withVector = believedNull > tuples / 2
-    const believed = withVector ? tuples - believedNull : believedNull
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT count(*)::float8 AS n FROM (SELECT 1 FROM chunks WHERE embedding IS ${withVector ? 'NOT NULL' : 'NULL'} LIMIT $1) c`,
-      [Math.ceil(believed + threshold)],
-    )
-    return Math.abs(Number(rows[0]?.n ?? 0) - believed)
+  async function checkModel(model: string): Promise<void> {
+    if (stopped || running || baseline === null || baseline < 0) return
+    const threshold = refreshThreshold(baseline)
+    const drift = await vectorDrift(model, baseline, threshold)
+    if (drift >= threshold) dueSinceOpen(drift)
   }
 
   return {
     start,
+    checkModel,
     /** Called by writes with the rows they changed; cheap (no query). */
     changed: (rows: number): void => {
       if (!(rows > 0)) return

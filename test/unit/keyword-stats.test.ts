@@ -300,6 +300,53 @@ describe('planner statistics', () => {
     }
   })
 
+  it("a memory re-embedded by another model and closed before its refresh is analysed after opening, once the model is known", async () => {
+    const db = await openTestDb()
+    const models = async () => {
+      const { rows } = await db.query<{ models: string | null }>(
+        `SELECT most_common_vals::text AS models FROM pg_stats WHERE tablename = 'chunks' AND attname = 'embed_model'`,
+      )
+      return rows[0]?.models
+    }
+    // Every chunk re-embedded by `id` (manual statistics: no refresh follows), then closed.
+    const reembed = async (id: string) => {
+      const engine = await createEngine({ db, embedder: createTestEmbedder({ id }), indexing: 'manual', statistics: 'manual' })
+      await engine.indexNow()
+      await engine.stopIndexing()
+    }
+    try {
+      const first = await createEngine({ db, embedder: createTestEmbedder({ id: 'model-a' }), indexing: 'manual', statistics: 'manual' })
+      for (let i = 0; i < 260; i++) {
+        await first.recordTurn({ conversationId: `c${i % 7}`, user: `question ${i}`, agent: `answer ${i}` })
+      }
+      await first.indexNow()
+      await first.refreshStatistics()
+      await first.stopIndexing()
+      await reembed('model-b')
+      expect(await models()).toBe('{model-a}')
+
+      // The model is known at the open.
+      const second = await createEngine({ db, embedder: createTestEmbedder({ id: 'model-b' }), indexing: 'manual' })
+      await second.search('question')
+      expect(await models()).toBe('{model-b}')
+      await second.stopIndexing()
+
+      // The model loads after the open.
+      await reembed('model-c')
+      const third = await createEngine({
+        db,
+        embedder: new Promise((resolve) => setTimeout(() => resolve(createTestEmbedder({ id: 'model-c' })), 50)),
+        indexing: 'manual',
+        indexingPause: { quietMs: 100 },
+      })
+      expect(await models()).toBe('{model-b}')
+      await vi.waitFor(async () => expect(await models()).toBe('{model-c}'), { timeout: 5_000, interval: 50 })
+      await third.stopIndexing()
+    } finally {
+      await db.close()
+    }
+  })
+
   it('a memory closed after many writes since its last refresh is analysed soon after opening', async () => {
     const db = await openTestDb()
     try {
