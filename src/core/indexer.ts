@@ -116,7 +116,7 @@ interface PendingRow {
  * the `chunks_embed_model` index can find them: a scan of every chunk per batch would make
  * indexing slower the larger the memory.
  */
-const otherModel = (c = 'chunks') =>
+export const otherModel = (c = 'chunks') =>
   `${c}.embedding IS NOT NULL AND ($1::text IS NULL OR ${c}.embed_model < $1::text OR ${c}.embed_model > $1::text OR ${c}.embed_model IS NULL)`
 
 /** Chunks waiting for a vector of model `$1`: none yet, or another model's. */

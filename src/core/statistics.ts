@@ -1,5 +1,5 @@
 import type { Db } from './db.ts'
-import { type IndexingPause, untilPause } from './indexer.ts'
+import { type IndexingPause, otherModel, untilPause } from './indexer.ts'
 import { growCache } from './page-cache.ts'
 import { ALL_CHUNKS_SQL } from './search.ts'
 
@@ -123,6 +123,9 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     wait(untilPause(pause, lastWrite, began))
   }
 
+  /** Drift of a memory whose chunks have no column statistics: a refresh is due whatever the threshold. */
+  const UNDESCRIBED = Number.MAX_SAFE_INTEGER / 2
+
   /** A refresh is due for `rows` changed before the open: at the first pause, or before a read. */
   function dueSinceOpen(rows: number): void {
     pending = Math.max(pending, rows)
@@ -141,11 +144,9 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
    * almost none and rank them all exactly instead of walking the HNSW index (a search 2.7×
    * slower at 10,000 events).
    */
-  async function start(model: string | null = null): Promise<void> {
-    const { rows } = await db.query<{ tuples: number; chunks: number; described: boolean }>(
-      `SELECT c.reltuples::float8 AS tuples, ${ALL_CHUNKS_SQL}::float8 AS chunks,
-              EXISTS (SELECT 1 FROM pg_stats s
-                      WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'embed_model') AS described
+  async function start(model: string | null): Promise<void> {
+    const { rows } = await db.query<{ tuples: number; chunks: number }>(
+      `SELECT c.reltuples::float8 AS tuples, ${ALL_CHUNKS_SQL}::float8 AS chunks
        FROM pg_class c WHERE c.oid = 'chunks'::regclass`,
     )
     const row = rows[0]
@@ -156,8 +157,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       baseline ??= 0
       return
     }
-    // Never analysed; or an index build set the row count without analysing (no column statistics).
-    if (row.tuples < 0 || !row.described) return dueSinceOpen(Number.MAX_SAFE_INTEGER / 2)
+    if (row.tuples < 0) return dueSinceOpen(UNDESCRIBED)
     const threshold = refreshThreshold(row.tuples)
     let drift = Math.abs(chunks - row.tuples)
     if (drift < threshold) drift = await vectorDrift(model, row.tuples, threshold)
@@ -169,9 +169,10 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
 
   /**
    * How far the chunks with a vector of `model` (of any model when null) are from what the
-   * statistics of `tuples` rows say, past `threshold` at most. Only the side the statistics
-   * take for the smaller is counted (those chunks, or all the others), through the partial
-   * indexes, and no further than `threshold` beyond what they say.
+   * statistics of `tuples` rows say, past `threshold` at most; `UNDESCRIBED` when there are no
+   * column statistics (an index build sets the row count without analysing). Only the side
+   * the statistics take for the smaller is counted (those chunks, or the ones waiting for such
+   * a vector), through the partial indexes, and no further than `threshold` beyond what they say.
    */
   async function vectorDrift(model: string | null, tuples: number, threshold: number): Promise<number> {
     const { rows } = await db.query<{ null_frac: number | null; model_frac: number | null }>(
@@ -182,21 +183,20 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       [model],
     )
     const stats = rows[0]
-    if (!stats) return Number.MAX_SAFE_INTEGER / 2
+    if (!stats) return UNDESCRIBED
     const believedWith = (model === null ? 1 - Number(stats.null_frac ?? 0) : Number(stats.model_frac ?? 0)) * tuples
     const countWith = believedWith <= tuples / 2
     const believed = countWith ? believedWith : tuples - believedWith
-    const bound = Math.ceil(believed + threshold)
+    // $1 the model (null: any), $2 the bound.
     const side = countWith
-      ? `SELECT 1 FROM chunks WHERE embedding IS NOT NULL${model === null ? '' : ' AND embed_model = $2'} LIMIT $1`
-      : model === null
-        ? 'SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT $1'
-        : `(SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT $1) UNION ALL
-           (SELECT 1 FROM chunks WHERE embedding IS NOT NULL AND (embed_model < $2 OR embed_model > $2) LIMIT $1)`
-    const { rows: counted } = await db.query<{ n: number }>(
-      `SELECT count(*)::float8 AS n FROM (${side}) c`,
-      model === null ? [bound] : [bound, model],
-    )
+      ? `SELECT 1 FROM chunks WHERE embedding IS NOT NULL AND ($1::text IS NULL OR embed_model = $1::text) LIMIT $2`
+      : `(SELECT 1 FROM chunks WHERE embedding IS NULL LIMIT $2)
+         -- Another model's vectors wait for this one's; with no model, none does.
+         UNION ALL (SELECT 1 FROM chunks WHERE ${otherModel()} AND $1::text IS NOT NULL LIMIT $2)`
+    const { rows: counted } = await db.query<{ n: number }>(`SELECT count(*)::float8 AS n FROM (${side}) c`, [
+      model,
+      Math.ceil(believed + threshold),
+    ])
     return Math.abs(Number(counted[0]?.n ?? 0) - believed)
   }
 
@@ -205,7 +205,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
    * a refresh is due when the statistics are as far from the chunks with its vectors.
    */
   async function checkModel(model: string): Promise<void> {
-    if (stopped || running || baseline === null || baseline < 0) return
+    if (stopped || running || baseline === null) return
     const threshold = refreshThreshold(baseline)
     const drift = await vectorDrift(model, baseline, threshold)
     if (drift >= threshold) dueSinceOpen(drift)

@@ -333,13 +333,13 @@ describe('planner statistics', () => {
 
       // The model loads after the open.
       await reembed('model-c')
+      expect(await models()).toBe('{model-b}')
       const third = await createEngine({
         db,
         embedder: new Promise((resolve) => setTimeout(() => resolve(createTestEmbedder({ id: 'model-c' })), 50)),
         indexing: 'manual',
         indexingPause: { quietMs: 100 },
       })
-      expect(await models()).toBe('{model-b}')
       await vi.waitFor(async () => expect(await models()).toBe('{model-c}'), { timeout: 5_000, interval: 50 })
       await third.stopIndexing()
     } finally {
