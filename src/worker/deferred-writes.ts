@@ -81,6 +81,16 @@ export const MIN_ZERO_TAIL = 64 * 1024
 /** Length of `data` without its trailing zero bytes. */
 export function lengthWithoutZeros(data: Uint8Array): number {
   let end = data.length
+  // Four bytes at a time where the bytes line up (a 1 MiB segment's zeros take a quarter as long).
+  if (data.byteOffset % 4 === 0) {
+    while (end % 4 !== 0 && data[end - 1] === 0) end--
+    if (end % 4 === 0) {
+      const words = new Uint32Array(data.buffer, data.byteOffset, end / 4)
+      let word = words.length
+      while (word > 0 && words[word - 1] === 0) word--
+      end = word * 4
+    }
+  }
   while (end > 0 && data[end - 1] === 0) end--
   return end
 }

@@ -2,6 +2,7 @@ import { type ChangeSet, MemfsFrontendFS, type StorageEntry } from '@electric-sq
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
 import { keptChanges, type KeptWrites, noKeptWrites, planFlush, StoredPaths } from './deferred-writes.ts'
 import { incompleteMarker } from './storage.ts'
+import { isWalSegment, WalSegmentFiles } from './wal-segments.ts'
 
 /** Files read from OPFS at once while a memory opens. */
 export const LOAD_CONCURRENCY = 32
@@ -36,6 +37,8 @@ type ApplyOptions = Parameters<OpfsBackend['apply']>[1]
  *   `MAX_KEPT_FILES` / `MAX_KEPT_BYTES` are reached. A commit used to open, write and close a
  *   few data files besides the log; after a crash Postgres replays the log over whatever the
  *   data files hold, as after a power cut.
+ * - The log's segments are written through handles kept open, and the next segment is opened
+ *   ahead while the memory goes on (`WalSegmentFiles`, wal-segments.ts).
  */
 export class OpfsLoadAheadBackend extends OpfsBackend {
   #creating: boolean
@@ -48,6 +51,9 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   #background: Promise<void> | undefined
   /** What the folder holds, so that a flush leaves out the zeros and removals it need not write. */
   #stored = new StoredPaths()
+  /** The write-ahead log's segments, the next one opened ahead (wal-segments.ts). */
+  #segments = new WalSegmentFiles(async () => (await this.#folder()).getDirectoryHandle('pg_wal', { create: true }))
+  #folderHandle: Promise<FileSystemDirectoryHandle> | undefined
 
   constructor(folder: string, { created = false }: { created?: boolean } = {}) {
     super(folder)
@@ -80,12 +86,52 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   override async close(): Promise<void> {
     await this.#settle()
     await this.#writeKept({ relaxedDurability: false })
+    await this.#segments.close()
     await super.close()
   }
 
-  /** Writes a flush through to OPFS, without the zero tails of whole files (`withoutZeroTails`). */
+  /**
+   * Writes a flush through to OPFS, without the zero tails of whole files (`withoutZeroTails`),
+   * in PGlite's order: removals and folders, the log, the data files, `pg_control` last. The
+   * log's segments go through `#segments`; once one is written, the next is opened ahead, while
+   * the memory goes on.
+   */
   async #put(changes: ChangeSet, options: ApplyOptions): Promise<void> {
-    await this.#stored.write(changes, (sparse) => super.apply(sparse, options))
+    // Only a flush that writes or removes the segment being opened ahead waits for it.
+    await this.#segments.settle([...changes.ops.map((op) => op.path), ...changes.files.wal.map((w) => w.path)])
+    await this.#stored.write(changes, async ({ ops, files }) => {
+      for (const op of ops) if (op.op === 'remove') this.#segments.release(op.path)
+      const segments = files.wal.filter((w) => isWalSegment(w.path))
+      const wal = files.wal.filter((w) => !isWalSegment(w.path))
+      if (ops.length > 0 || wal.length > 0) await super.apply({ ops, files: { wal, data: [], control: [] } }, options)
+      for (const w of segments) await this.#segments.write(w, options.relaxedDurability)
+      this.#segments.trim()
+      if (files.data.length > 0 || files.control.length > 0) {
+        await super.apply({ ops: [], files: { wal: [], data: files.data, control: files.control } }, options)
+      }
+    })
+    const last = changes.files.wal
+      .filter((w) => isWalSegment(w.path))
+      .sort((a, b) => a.path.localeCompare(b.path))
+      .at(-1)
+    if (last) this.#segments.prepare(last, (path) => this.#stored.has(path))
+  }
+
+  /** The memory's OPFS folder (made by `init`, before anything is loaded or written). */
+  #folder(): Promise<FileSystemDirectoryHandle> {
+    if (!this.#folderHandle) {
+      const resolving = (async () => {
+        let dir = await navigator.storage.getDirectory()
+        for (const part of this.dataDir.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(part, { create: true })
+        return dir
+      })()
+      // Looked up again after a failure.
+      resolving.catch(() => {
+        if (this.#folderHandle === resolving) this.#folderHandle = undefined
+      })
+      this.#folderHandle = resolving
+    }
+    return this.#folderHandle
   }
 
   /** Waits for the background write and finishes it when it failed (throwing if it fails again). */
@@ -135,8 +181,7 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   }
 
   override async *load(): AsyncGenerator<StorageEntry> {
-    let root = await navigator.storage.getDirectory()
-    for (const part of this.dataDir.split('/').filter(Boolean)) root = await root.getDirectoryHandle(part)
+    const root = await this.#folder()
 
     const files: { path: string; handle: FileSystemFileHandle }[] = []
     let level: { path: string; handle: FileSystemDirectoryHandle }[] = [{ path: '', handle: root }]
@@ -179,6 +224,8 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
       }
       const entry = await reads[i]!
       reads[i] = undefined
+      // A segment cut short while it was made (before its length was set) held no records.
+      if (entry.kind === 'file' && entry.data.length === 0 && isWalSegment(entry.path)) continue
       yield entry
     }
   }

@@ -1,6 +1,7 @@
 import type { ChangeSet, FileWrite } from '@electric-sql/pglite/memfs-frontend'
 import { describe, expect, it } from 'vitest'
-import { keptChanges, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/worker/deferred-writes.ts'
+import { keptChanges, lengthWithoutZeros, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/worker/deferred-writes.ts'
+import { isWalSegment, nextWalSegment } from '../../src/worker/wal-segments.ts'
 
 const write = (path: string, at: number, bytes: number[], extra: Partial<FileWrite> = {}): FileWrite => ({
   path,
@@ -158,6 +159,55 @@ describe('withoutZeroTails: a whole file written without the zeros it ends with'
     const sparse = withoutZeroTails(flush({ wal: [{ path: segment, size: data.length, full: true, truncate: true, chunks: [{ at: 0, data }] }] }), () => false)
     expect(sparse.files.wal[0]?.chunks[0]?.data.length).toBe(5000)
     expect(sparse.files.wal[0]?.size).toBe(2 ** 20)
+  })
+})
+
+describe('lengthWithoutZeros: where the trailing zeros begin', () => {
+  it('matches a byte-by-byte count at every alignment, length and last non-zero byte', () => {
+    const slow = (d: Uint8Array) => {
+      let end = d.length
+      while (end > 0 && d[end - 1] === 0) end--
+      return end
+    }
+    const buffer = new Uint8Array(64)
+    for (let offset = 0; offset < 5; offset++) {
+      for (let length = 0; length + offset <= 40; length++) {
+        for (let last = -1; last < length; last++) {
+          buffer.fill(0)
+          const view = buffer.subarray(offset, offset + length)
+          view.fill(1, 0, Math.max(0, last - 2))
+          if (last >= 0) view[last] = 200
+          expect(lengthWithoutZeros(view), `offset ${offset}, length ${length}, last ${last}`).toBe(slow(view))
+        }
+      }
+    }
+    // Bytes after the view do not count.
+    buffer.fill(9)
+    expect(lengthWithoutZeros(new Uint8Array(buffer.buffer, 8, 0))).toBe(0)
+  })
+})
+
+describe('nextWalSegment: the segment Postgres writes after one', () => {
+  it('counts segments up within a log, in upper-case hex', () => {
+    expect(nextWalSegment('/pg_wal/000000010000000000000009', 2 ** 20)).toBe('/pg_wal/00000001000000000000000A')
+    expect(nextWalSegment('/pg_wal/0000000100000003000000FF', 2 ** 20)).toBe('/pg_wal/000000010000000300000100')
+  })
+
+  it("moves to the next log once a log's 4 GiB are used, by the segment length", () => {
+    // 1 MiB segments: 4,096 a log; 16 MiB: 256.
+    expect(nextWalSegment('/pg_wal/000000010000000000000FFF', 2 ** 20)).toBe('/pg_wal/000000010000000100000000')
+    expect(nextWalSegment('/pg_wal/000000010000000000000FFE', 2 ** 20)).toBe('/pg_wal/000000010000000000000FFF')
+    expect(nextWalSegment('/pg_wal/0000000200000007000000FF', 2 ** 24)).toBe('/pg_wal/000000020000000800000000')
+  })
+
+  it('has none for other files, lengths that do not divide 4 GiB, or after the last log', () => {
+    expect(nextWalSegment('/pg_wal/xlogtemp.42', 2 ** 20)).toBeUndefined()
+    expect(nextWalSegment('/base/5/1259', 2 ** 20)).toBeUndefined()
+    expect(nextWalSegment('/pg_wal/000000010000000000000001', 3 * 2 ** 20)).toBeUndefined()
+    expect(nextWalSegment('/pg_wal/000000010000000000000001', 0)).toBeUndefined()
+    expect(nextWalSegment('/pg_wal/00000001FFFFFFFF00000FFF', 2 ** 20)).toBeUndefined()
+    expect(isWalSegment('/pg_wal/000000010000000000000001')).toBe(true)
+    expect(isWalSegment('/pg_wal/archive_status/000000010000000000000001.done')).toBe(false)
   })
 })
 
