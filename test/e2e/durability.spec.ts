@@ -145,6 +145,55 @@ for (const storage of ['opfs', 'idb'] as const) {
   })
 }
 
+test('opfs: past the bound on held-back data-file writes they are written; a memory closed cleanly, or killed, reopens with every turn', async ({
+  page,
+}) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    type Searchable = Api & { search(q: string, o: { mode: 'keyword' }): Promise<{ eventId: string }[]> }
+    // The smallest page cache: pages leave it for the files between checkpoints.
+    const options = { name: 'bounded', storage: 'opfs', embedder: { kind: 'none' }, warmUp: 0, statistics: 'manual', cacheMB: 16 } as const
+    // About 20 KiB of text a turn, back to back (no pause for the idle write): the held-back
+    // data-file writes pass their 8 MiB bound every dozen turns or so, and each time the flush
+    // writes them all.
+    const turns = async (memory: Api, from: number, to: number) => {
+      const acked: string[] = []
+      for (let n = from; n < to; n++) {
+        const words = Array.from({ length: 2500 }, (_, i) => `w${(n * 7919 + i * 104729) % 1000003}`).join(' ')
+        acked.push((await memory.recordTurn({ conversationId: 'c', user: `question zebra${n} ${words}`, agent: `answer ${n}` })).userEventId)
+      }
+      return acked
+    }
+    const check = async (acked: string[], probes: number[]) => {
+      const reopened = (await window.engram.createMemory(options)) as unknown as Searchable
+      const found = await Promise.all(acked.map((id) => reopened.events.get(id).then(Boolean, () => false)))
+      const hits = await Promise.all(probes.map(async (n) => (await reopened.search(`zebra${n}`, { mode: 'keyword' }))[0]?.eventId))
+      const { counts } = await reopened.stats()
+      await reopened.close()
+      return { found: found.every(Boolean), hits, expected: probes.map((n) => acked[n]), events: counts.events }
+    }
+    // Closed cleanly: pages that left the cache between checkpoints reached the files only
+    // through those writes; the shutdown checkpoint counts on them.
+    const first = (await window.engram.createMemory(options)) as unknown as Api
+    const acked = await turns(first, 0, 40)
+    await first.close()
+    const closed = await check(acked, [0, 20, 39])
+    // Killed at once after the last acknowledgement.
+    const worker = new Worker(window.engramWorkerUrl, { type: 'module' })
+    const second = (await window.engram.createMemory({ ...options, worker })) as unknown as Api
+    acked.push(...(await turns(second, 40, 80)))
+    worker.terminate()
+    const killed = await check(acked, [0, 39, 60, 79])
+    return { closed, killed }
+  })
+  expect(outcome.closed.found).toBe(true)
+  expect(outcome.closed.hits).toEqual(outcome.closed.expected)
+  expect(outcome.closed.events).toBe(80)
+  expect(outcome.killed.found).toBe(true)
+  expect(outcome.killed.hits).toEqual(outcome.killed.expected)
+  expect(outcome.killed.events).toBe(160)
+})
+
 test('opfs: the next log segment is opened ahead, made as zeros; a memory killed with it unused, or cut short while it was made, opens and writes on into it', async ({
   page,
 }) => {
