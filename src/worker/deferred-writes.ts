@@ -70,9 +70,48 @@ export function planFlush(
   }
 }
 
-/** The kept writes as a flush of data files only. */
+/** The kept writes as a flush of data files only, each file's chunks joined (`joinChunks`). */
 export function keptChanges(kept: KeptWrites): ChangeSet {
-  return { ops: [], files: { wal: [], data: [...kept.files.values()], control: [] } }
+  return { ops: [], files: { wal: [], data: [...kept.files.values()].map((w) => ({ ...w, chunks: joinChunks(w.chunks) })), control: [] } }
+}
+
+type Chunk = FileWrite['chunks'][number]
+
+/**
+ * Chunks written in order (later bytes winning), as the fewest that leave the same bytes: one
+ * per run of chunks that touch or overlap, in order of offset. A file kept back over many
+ * flushes holds a chunk per flush, mostly the pages each added after the last; OPFS takes
+ * about as long for each call that writes 16 KiB as for one that writes 300 times as much
+ * (docs/BENCHMARKS.md, "Held-back writes in one piece").
+ */
+export function joinChunks(chunks: readonly Chunk[]): Chunk[] {
+  if (chunks.length < 2) return [...chunks]
+  const ranges = chunks
+    .filter((c) => c.data.length > 0)
+    .map((c) => [c.at, c.at + c.data.length] as [number, number])
+    .sort((a, b) => a[0] - b[0])
+  const runs: [number, number][] = []
+  for (const [start, end] of ranges) {
+    const last = runs.at(-1)
+    if (last && start <= last[1]) last[1] = Math.max(last[1], end)
+    else runs.push([start, end])
+  }
+  if (runs.length === chunks.length) return [...chunks].sort((a, b) => a.at - b.at)
+  const joined = runs.map(([start, end]) => ({ at: start, data: new Uint8Array(end - start) }))
+  for (const { at, data } of chunks) {
+    if (data.length === 0) continue
+    // The run that holds this chunk: the last starting at or before it.
+    let lo = 0
+    let hi = joined.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if (joined[mid]!.at <= at) lo = mid
+      else hi = mid - 1
+    }
+    const run = joined[lo]!
+    run.data.set(data, at - run.at)
+  }
+  return joined
 }
 
 /** Fewest trailing zero bytes a whole-file write drops (`withoutZeroTails`). */

@@ -1,6 +1,6 @@
 import type { ChangeSet, FileWrite } from '@electric-sql/pglite/memfs-frontend'
 import { describe, expect, it } from 'vitest'
-import { keptChanges, lengthWithoutZeros, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/worker/deferred-writes.ts'
+import { joinChunks, keptChanges, lengthWithoutZeros, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/worker/deferred-writes.ts'
 import { isWalSegment, nextWalSegment } from '../../src/worker/wal-segments.ts'
 
 const write = (path: string, at: number, bytes: number[], extra: Partial<FileWrite> = {}): FileWrite => ({
@@ -159,6 +159,49 @@ describe('withoutZeroTails: a whole file written without the zeros it ends with'
     const sparse = withoutZeroTails(flush({ wal: [{ path: segment, size: data.length, full: true, truncate: true, chunks: [{ at: 0, data }] }] }), () => false)
     expect(sparse.files.wal[0]?.chunks[0]?.data.length).toBe(5000)
     expect(sparse.files.wal[0]?.size).toBe(2 ** 20)
+  })
+})
+
+describe('joinChunks: kept chunks as the fewest writes that leave the same bytes', () => {
+  /** The bytes chunks leave in a file of `size` zeros, written in order. */
+  const bytesOf = (chunks: readonly { at: number; data: Uint8Array }[], size: number) => {
+    const out = new Array<number>(size).fill(0)
+    for (const { at, data } of chunks) data.forEach((b, i) => (out[at + i] = b))
+    return out
+  }
+
+  it('leaves the bytes the writes in turn leave, one chunk per run of touching or overlapping writes', () => {
+    let seed = 7
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed % n
+    }
+    for (let round = 0; round < 400; round++) {
+      const writes = Array.from({ length: 1 + random(8) }, (_, k) => {
+        const at = random(40)
+        return { at, data: Uint8Array.from({ length: random(12) }, () => 1 + ((round * 8 + k) % 250)) }
+      })
+      const joined = joinChunks(writes)
+      expect(bytesOf(joined, 60)).toEqual(bytesOf(writes, 60))
+      // In order of offset, and neither touching nor overlapping one another.
+      for (let i = 1; i < joined.length; i++) expect(joined[i]!.at).toBeGreaterThan(joined[i - 1]!.at + joined[i - 1]!.data.length)
+      const covered = new Set(writes.flatMap(({ at, data }) => Array.from({ length: data.length }, (_, i) => at + i)))
+      expect(joined.reduce((n, c) => n + c.data.length, 0)).toBe(covered.size)
+    }
+  })
+
+  it("a file's pages added flush after flush are written as one chunk", () => {
+    let kept = noKeptWrites()
+    for (let n = 0; n < 300; n++) {
+      const plan = planFlush(kept, flush({ data: [write('/base/5/100', 8192 * n, Array<number>(8192).fill(n % 200))] }), { bytes: 2 ** 30, files: 32 })
+      if (plan.kind !== 'keep') throw new Error('expected keep')
+      kept = plan.kept
+    }
+    expect(kept.files.get('/base/5/100')?.chunks).toHaveLength(300)
+    const [file] = keptChanges(kept).files.data
+    expect(file?.chunks).toHaveLength(1)
+    expect(file?.chunks[0]?.data.length).toBe(300 * 8192)
+    expect(file?.chunks[0]?.data[8192 * 299]).toBe(299 % 200)
   })
 })
 
