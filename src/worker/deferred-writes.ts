@@ -80,8 +80,8 @@ type Chunk = FileWrite['chunks'][number]
 /**
  * Chunks written in order (later bytes winning), as the fewest that leave the same bytes: one
  * per run of chunks that touch or overlap, in order of offset. A file kept back over many
- * flushes holds a chunk per flush, mostly the pages each added after the last; OPFS takes
- * about as long for each call that writes 16 KiB as for one that writes 300 times as much
+ * flushes holds a chunk per flush, mostly the pages each added after the last; in OPFS 300
+ * write calls of 16 KiB took 6–10 times as long as one call writing the same bytes
  * (docs/BENCHMARKS.md, "Held-back writes in one piece").
  */
 export function joinChunks(chunks: readonly Chunk[]): Chunk[] {
