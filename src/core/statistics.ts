@@ -25,6 +25,9 @@ export const MIN_REFRESH_ROWS = 500
 /** …and the share of the memory's chunks that must have changed since the last refresh. */
 const CHANGED_SHARE = 0.1
 
+/** Rows changed since the last refresh (of a table of `tuples` rows then) that make the next one due. */
+const refreshThreshold = (tuples: number) => Math.max(MIN_REFRESH_ROWS, tuples * CHANGED_SHARE)
+
 export interface StatisticsOptions {
   /** 'auto' refreshes in the background after writes; 'manual' only on `refreshStatistics()`. */
   mode: 'auto' | 'manual'
@@ -100,7 +103,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
 
   function due(): boolean {
     if (baseline === null) return pending > 0
-    return pending >= Math.max(MIN_REFRESH_ROWS, baseline * CHANGED_SHARE)
+    return pending >= refreshThreshold(baseline)
   }
 
   function schedule(): void {
@@ -163,9 +166,6 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     if (drift < threshold) drift = await vectorDrift(model, row.tuples, threshold)
     if (drift >= threshold) dueSinceOpen(drift)
   }
-
-  /** Rows changed since the last refresh that make the next one due. */
-  const refreshThreshold = (tuples: number) => Math.max(MIN_REFRESH_ROWS, tuples * CHANGED_SHARE)
 
   /**
    * How far the chunks with a vector of `model` (of any model when null) are from what the

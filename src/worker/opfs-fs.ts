@@ -1,4 +1,4 @@
-import { type ChangeSet, MemfsFrontendFS, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
+import { type ChangeSet, type FileWrite, MemfsFrontendFS, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
 import { keptChanges, type KeptWrites, noKeptWrites, planFlush, StoredPaths } from './deferred-writes.ts'
 import { incompleteMarker } from './storage.ts'
@@ -99,21 +99,21 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   async #put(changes: ChangeSet, options: ApplyOptions): Promise<void> {
     // Only a flush that writes or removes the segment being opened ahead waits for it.
     await this.#segments.settle([...changes.ops.map((op) => op.path), ...changes.files.wal.map((w) => w.path)])
+    let last: FileWrite | undefined
     await this.#stored.write(changes, async ({ ops, files }) => {
       for (const op of ops) if (op.op === 'remove') this.#segments.release(op.path)
       const segments = files.wal.filter((w) => isWalSegment(w.path))
       const wal = files.wal.filter((w) => !isWalSegment(w.path))
       if (ops.length > 0 || wal.length > 0) await super.apply({ ops, files: { wal, data: [], control: [] } }, options)
-      for (const w of segments) await this.#segments.write(w, options.relaxedDurability)
+      for (const w of segments) {
+        await this.#segments.write(w, options.relaxedDurability)
+        if (!last || w.path > last.path) last = w
+      }
       this.#segments.trim()
       if (files.data.length > 0 || files.control.length > 0) {
         await super.apply({ ops: [], files: { wal: [], data: files.data, control: files.control } }, options)
       }
     })
-    const last = changes.files.wal
-      .filter((w) => isWalSegment(w.path))
-      .sort((a, b) => a.path.localeCompare(b.path))
-      .at(-1)
     if (last) this.#segments.prepare(last, (path) => this.#stored.has(path))
   }
 
