@@ -554,12 +554,13 @@ function tsqueryTerm(lexeme: string): string {
 
 /**
  * The keyword list: BM25 over the chunks that hold the query's terms. Candidates are found
- * through the GIN index, per term and at most `candidates` per term (the newest, when a term
- * is in more chunks than that), plus the newest chunks that hold every term; each candidate is
- * then scored exactly. A term in fewer chunks than `candidates` therefore brings in all of
- * them, and the work per search is bounded however large the memory grows. Document
- * frequencies and the average chunk length come from `term_stats` / `chunk_stats` for the
- * sensitivities the reader may see.
+ * through the GIN index by the branches of `keywordBranches`, at most `candidates` each (the
+ * newest), and each candidate is then scored exactly. A term in at most `candidates` chunks
+ * brings in all of them, so small memories and rare terms are ranked exactly; a term in more
+ * brings in only the chunks that also hold another of the query's terms, because finding the
+ * newest of its own meant reading every chunk that holds it. Document frequencies and the
+ * average chunk length come from `term_stats` / `chunk_stats` for the sensitivities the
+ * reader may see.
  */
 function keywordCtes(
   plan: SearchPlan,
@@ -588,8 +589,7 @@ function keywordCtes(
   const branch = (query: string) => `(SELECT c.id, c.source_id, c.tsv FROM ${from}
         WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred}
         ORDER BY c.created_at DESC, c.id LIMIT ${candidates})`
-  const branches = terms.map((t) => branch(tsqueryTerm(t.lexeme)))
-  if (terms.length > 1) branches.push(branch(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & ')))
+  const branches = keywordBranches(terms, plan.candidates).map(branch)
   const lexemes = p.add(terms.map((t) => t.lexeme))
   const dfs = p.add(terms.map((t) => t.df))
   const termWeights = p.add(terms.map((t) => t.weight))
@@ -621,6 +621,40 @@ function keywordCtes(
       FROM kw_chunk k
       ORDER BY k.source_id, k.score DESC, k.id
     ), ${ranked}`
+}
+
+/** The most terms in more chunks than a list ranks whose pairs bring candidates (the rarest of them). */
+export const MAX_PAIRED_TERMS = 8
+
+/**
+ * The tsqueries whose chunks are the keyword candidates, each branch keeping its newest
+ * `candidates`, for `terms` sorted rarest first. A term is common when more than `candidates`
+ * chunks hold it.
+ *
+ * - Each term that is not common brings all its chunks.
+ * - The common ones (the rarest `MAX_PAIRED_TERMS` of them) bring, in one branch, the chunks
+ *   that hold two of them or more: an OR of every pair.
+ * - When every term is common, the rarest brings its own newest chunks, and so do all the
+ *   terms together.
+ *
+ * A chunk that holds a single common term of the query, and no other, is a weak match for
+ * BM25. Finding the newest of those cost a read of every chunk that holds the term (a GIN
+ * bitmap has no order): thousands of rows in a large memory. A chunk that holds every term
+ * holds a rare one, or two common ones, so no branch of its own is needed unless all are
+ * common.
+ */
+export function keywordBranches(terms: readonly { lexeme: string; df: number }[], candidates: number): string[] {
+  if (terms.length === 0) return []
+  const rare = terms.filter((t) => t.df <= candidates)
+  const common = terms.filter((t) => t.df > candidates).slice(0, MAX_PAIRED_TERMS)
+  const branches = rare.map((t) => tsqueryTerm(t.lexeme))
+  if (rare.length === 0) branches.push(tsqueryTerm(terms[0]!.lexeme))
+  if (common.length > 1) {
+    const pairs = common.flatMap((a, i) => common.slice(i + 1).map((b) => `(${tsqueryTerm(a.lexeme)} & ${tsqueryTerm(b.lexeme)})`))
+    branches.push(pairs.join(' | '))
+  }
+  if (rare.length === 0 && terms.length > 2) branches.push(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & '))
+  return branches
 }
 
 /**

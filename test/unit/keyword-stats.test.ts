@@ -142,6 +142,27 @@ describe('keyword candidates', () => {
     expect(both[0]?.text).toMatch(/^The test run \d+ passed$/)
   })
 
+  it('an old chunk holding two common terms of the query is found, though it is not among the newest of either', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
+    const { engine } = t
+    const old = await engine.record(say('old', 'alpha and beta notes from the kickoff'))
+    // 210 newer chunks for each common term, none with both: more than the 200 a branch keeps.
+    for (let i = 0; i < 210; i++) {
+      await engine.record(say(`a${i % 3}`, `alpha draft ${i}`))
+      await engine.record(say(`b${i % 3}`, `beta draft ${i}`))
+    }
+    const rare = await engine.record(say('g', 'gamma rollout plan'))
+    const hits = await engine.search('alpha beta gamma', { mode: 'keyword', limit: 5 })
+    // The rare term's chunk first (its weight is the highest), then the one with two common terms.
+    expect(hits.slice(0, 2).map((h) => h.eventId)).toEqual([rare.eventId, old.eventId])
+    // A chunk with one common term and no other is no candidate when another term is rare…
+    expect(hits).toHaveLength(2)
+    // …but with only common terms, the rarest brings its newest chunks.
+    const common = await engine.search('alpha', { mode: 'keyword', limit: 3 })
+    expect(common).toHaveLength(3)
+    expect(common.every((h) => h.text.startsWith('alpha draft') && h.explain.keyword !== null)).toBe(true)
+  })
+
   it('a query of words no chunk holds, or of stop words only, finds nothing by keywords', async () => {
     await using t = await openTestEngine({ indexing: 'manual' })
     await t.engine.record(say('c1', 'Rotate the signing keys every quarter'))

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
-import { MAX_SEARCH_LIMIT, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
+import { keywordBranches, MAX_PAIRED_TERMS, MAX_SEARCH_LIMIT, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'
 import { Z_WINDOW } from '../../src/core/scoring.ts'
@@ -442,5 +442,40 @@ describe('withLimit', () => {
     for (const bad of [0, MAX_SEARCH_LIMIT + 1, 2.5, Number.NaN]) {
       expect(() => withLimit(plan, bad)).toThrow(MemoryError)
     }
+  })
+})
+
+describe('keywordBranches', () => {
+  const t = (lexeme: string, df: number) => ({ lexeme, df })
+
+  it('brings every chunk of a rare term, and pairs of common terms in one branch', () => {
+    expect(keywordBranches([], 200)).toEqual([])
+    expect(keywordBranches([t('flaki', 3), t('migrat', 200)], 200)).toEqual(["'flaki'", "'migrat'"])
+    // One common term beside a rare one: nothing of its own.
+    expect(keywordBranches([t('flaki', 3), t('test', 201)], 200)).toEqual(["'flaki'"])
+    expect(keywordBranches([t('flaki', 3), t('test', 900), t('run', 5000)], 200)).toEqual([
+      "'flaki'",
+      "('test' & 'run')",
+    ])
+  })
+
+  it('with only common terms: the rarest alone, every pair, and all of them together', () => {
+    expect(keywordBranches([t('test', 900)], 200)).toEqual(["'test'"])
+    expect(keywordBranches([t('test', 900), t('run', 5000)], 200)).toEqual(["'test'", "('test' & 'run')"])
+    expect(keywordBranches([t('a', 300), t('b', 400), t('c', 500)], 200)).toEqual([
+      "'a'",
+      "('a' & 'b') | ('a' & 'c') | ('b' & 'c')",
+      "'a' & 'b' & 'c'",
+    ])
+  })
+
+  it(`pairs only the rarest ${MAX_PAIRED_TERMS} common terms, and quotes each lexeme`, () => {
+    const many = Array.from({ length: 12 }, (_, i) => t(`w${i}`, 300 + i))
+    const [rarest, pairs, all] = keywordBranches(many, 200)
+    expect(rarest).toBe("'w0'")
+    expect(pairs?.split(' | ')).toHaveLength((MAX_PAIRED_TERMS * (MAX_PAIRED_TERMS - 1)) / 2)
+    expect(pairs).not.toContain(`'w${MAX_PAIRED_TERMS}'`)
+    expect(all?.split(' & ')).toHaveLength(12)
+    expect(keywordBranches([t("o'brien", 1)], 200)).toEqual(["'o''brien'"])
   })
 })
