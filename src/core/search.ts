@@ -557,8 +557,9 @@ function tsqueryTerm(lexeme: string): string {
  * through the GIN index by the branches of `keywordBranches`, at most `candidates` each (the
  * newest), and each candidate is then scored exactly. A term in at most `candidates` chunks
  * brings in all of them, so small memories and rare terms are ranked exactly; a term in more
- * brings in only the chunks that also hold another of the query's terms, because finding the
- * newest of its own meant reading every chunk that holds it. Document frequencies and the
+ * brings in the chunks that also hold another of the query's terms, and its own newest only
+ * when it is the rarest of a query of such terms that too few chunks hold two of: finding
+ * those meant reading every chunk that holds it. Document frequencies and the
  * average chunk length come from `term_stats` / `chunk_stats` for the sensitivities the
  * reader may see.
  */
@@ -586,10 +587,20 @@ function keywordCtes(
       SELECT c.source_id AS event_id, c.id AS chunk_id, NULL::float8 AS score FROM ${from} WHERE false AND ${pred}
     ), ${ranked}`
   }
-  const branch = (query: string) => `(SELECT c.id, c.source_id, c.tsv FROM ${from}
-        WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred}
+  const branch = (query: string, when = 'true') => `(SELECT c.id, c.source_id, c.tsv FROM ${from}
+        WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred} AND ${when}
         ORDER BY c.created_at DESC, c.id LIMIT ${candidates})`
-  const branches = keywordBranches(terms, plan.candidates).map(branch)
+  const { always, fallback } = keywordBranches(terms, plan.candidates)
+  // The fallback's condition has no reference to its rows: an initplan that gates its scan,
+  // which never starts when the other branches found enough.
+  const found =
+    fallback === null
+      ? ''
+      : `kw_found AS MATERIALIZED (SELECT c.id, c.source_id, c.tsv FROM (${always.map((q) => branch(q)).join(' UNION ALL ')}) c),`
+  const candidateRows =
+    fallback === null
+      ? always.map((q) => branch(q)).join(' UNION ALL ')
+      : `SELECT * FROM kw_found UNION ALL ${branch(fallback, `(SELECT count(DISTINCT id) FROM kw_found) < ${candidates}`)}`
   const lexemes = p.add(terms.map((t) => t.lexeme))
   const dfs = p.add(terms.map((t) => t.df))
   const termWeights = p.add(terms.map((t) => t.weight))
@@ -599,11 +610,11 @@ function keywordCtes(
   const b = `${p.add(s.bm25B)}::float8`
   return `kw_terms AS (
       SELECT * FROM unnest(${lexemes}::text[], ${dfs}::float8[], ${termWeights}::float8[]) AS t(lexeme, df, weight)
-    ), kw_chunks AS MATERIALIZED (
+    ), ${found} kw_chunks AS MATERIALIZED (
       -- Each branch reads its chunks' rows anyway (to filter and order them): they bring
       -- what BM25 needs along instead of each candidate being fetched again by key.
       SELECT DISTINCT ON (c.id) c.id, c.source_id, c.tsv, greatest(length(c.tsv), 1)::float8 AS dl
-      FROM (${branches.join(' UNION ALL ')}) c
+      FROM (${candidateRows}) c
       ORDER BY c.id
     ), kw_chunk AS (
       SELECT k.id, k.source_id,
@@ -626,6 +637,14 @@ function keywordCtes(
 /** The most terms in more chunks than a list ranks whose pairs bring candidates (the rarest of them). */
 export const MAX_PAIRED_TERMS = 8
 
+/** The tsqueries of the keyword candidates' branches (`keywordBranches`). */
+export interface KeywordBranches {
+  /** Each brings its newest `candidates` chunks. */
+  always: string[]
+  /** Brings its newest `candidates` chunks only when `always` brought fewer than that. */
+  fallback: string | null
+}
+
 /**
  * The tsqueries whose chunks are the keyword candidates, each branch keeping its newest
  * `candidates`, for `terms` sorted rarest first. A term is common when more than `candidates`
@@ -633,9 +652,10 @@ export const MAX_PAIRED_TERMS = 8
  *
  * - Each term that is not common brings all its chunks.
  * - The common ones (the rarest `MAX_PAIRED_TERMS` of them) bring, in one branch, the chunks
- *   that hold two of them or more: an OR of every pair.
- * - When every term is common, the rarest brings its own newest chunks, and so do all the
- *   terms together.
+ *   that hold two of them or more: an OR of every pair. When every term is common, so do all
+ *   the terms together.
+ * - When every term is common, the rarest brings its own newest chunks: always when it is the
+ *   only one, otherwise as the fallback, when fewer chunks than `candidates` hold two of them.
  *
  * A chunk that holds a single common term of the query, and no other, is a weak match for
  * BM25. Finding the newest of those cost a read of every chunk that holds the term (a GIN
@@ -643,18 +663,19 @@ export const MAX_PAIRED_TERMS = 8
  * holds a rare one, or two common ones, so no branch of its own is needed unless all are
  * common.
  */
-export function keywordBranches(terms: readonly { lexeme: string; df: number }[], candidates: number): string[] {
-  if (terms.length === 0) return []
+export function keywordBranches(terms: readonly { lexeme: string; df: number }[], candidates: number): KeywordBranches {
+  if (terms.length === 0) return { always: [], fallback: null }
   const rare = terms.filter((t) => t.df <= candidates)
   const common = terms.filter((t) => t.df > candidates).slice(0, MAX_PAIRED_TERMS)
-  const branches = rare.map((t) => tsqueryTerm(t.lexeme))
-  if (rare.length === 0) branches.push(tsqueryTerm(terms[0]!.lexeme))
+  const always = rare.map((t) => tsqueryTerm(t.lexeme))
   if (common.length > 1) {
     const pairs = common.flatMap((a, i) => common.slice(i + 1).map((b) => `(${tsqueryTerm(a.lexeme)} & ${tsqueryTerm(b.lexeme)})`))
-    branches.push(pairs.join(' | '))
+    always.push(pairs.join(' | '))
   }
-  if (rare.length === 0 && terms.length > 2) branches.push(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & '))
-  return branches
+  if (rare.length === 0 && terms.length > 2) always.push(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & '))
+  if (rare.length > 0) return { always, fallback: null }
+  const rarest = tsqueryTerm(terms[0]!.lexeme)
+  return terms.length === 1 ? { always: [rarest], fallback: null } : { always, fallback: rarest }
 }
 
 /**

@@ -157,10 +157,30 @@ describe('keyword candidates', () => {
     expect(hits.slice(0, 2).map((h) => h.eventId)).toEqual([rare.eventId, old.eventId])
     // A chunk with one common term and no other is no candidate when another term is rare…
     expect(hits).toHaveLength(2)
-    // …but with only common terms, the rarest brings its newest chunks.
+    // …but with only common terms, the rarest brings its newest chunks: when it is the only
+    // term, and when fewer than 200 chunks hold two of them (here one does).
     const common = await engine.search('alpha', { mode: 'keyword', limit: 3 })
     expect(common).toHaveLength(3)
     expect(common.every((h) => h.text.startsWith('alpha draft') && h.explain.keyword !== null)).toBe(true)
+    const two = await engine.search('alpha beta', { mode: 'keyword', limit: 5, weights: { neighbour: 0 } })
+    expect(two[0]?.eventId).toBe(old.eventId)
+    expect(two).toHaveLength(5)
+    expect(two.slice(1).every((h) => h.text.startsWith('alpha draft'))).toBe(true)
+  })
+
+  it('with only common terms and enough chunks holding two of them, a chunk holding one brings nothing', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
+    const { engine } = t
+    for (let i = 0; i < 10; i++) await engine.record(say('flakes', `test flake ${i}`))
+    for (let i = 0; i < 250; i++) await engine.record(say(`c${i % 5}`, `The test run ${i} passed`))
+    // The newest chunk, holding the rarer term only: alone, the best BM25 match of all.
+    const solo = await engine.record(say('solo', Array(20).fill('passed').join(' ')))
+    const options = { mode: 'keyword', limit: 10, weights: { neighbour: 0 } } as const
+    const alone = await engine.search('passed', options)
+    expect(alone[0]?.eventId).toBe(solo.eventId)
+    const hits = await engine.search('test passed', options)
+    expect(hits).toHaveLength(10)
+    expect(hits.every((h) => /^The test run \d+ passed$/.test(h.text))).toBe(true)
   })
 
   it('a query of words no chunk holds, or of stop words only, finds nothing by keywords', async () => {

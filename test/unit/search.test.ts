@@ -447,35 +447,32 @@ describe('withLimit', () => {
 
 describe('keywordBranches', () => {
   const t = (lexeme: string, df: number) => ({ lexeme, df })
+  const always = (...queries: string[]) => ({ always: queries, fallback: null })
 
   it('brings every chunk of a rare term, and pairs of common terms in one branch', () => {
-    expect(keywordBranches([], 200)).toEqual([])
-    expect(keywordBranches([t('flaki', 3), t('migrat', 200)], 200)).toEqual(["'flaki'", "'migrat'"])
+    expect(keywordBranches([], 200)).toEqual(always())
+    expect(keywordBranches([t('flaki', 3), t('migrat', 200)], 200)).toEqual(always("'flaki'", "'migrat'"))
     // One common term beside a rare one: nothing of its own.
-    expect(keywordBranches([t('flaki', 3), t('test', 201)], 200)).toEqual(["'flaki'"])
-    expect(keywordBranches([t('flaki', 3), t('test', 900), t('run', 5000)], 200)).toEqual([
-      "'flaki'",
-      "('test' & 'run')",
-    ])
+    expect(keywordBranches([t('flaki', 3), t('test', 201)], 200)).toEqual(always("'flaki'"))
+    expect(keywordBranches([t('flaki', 3), t('test', 900), t('run', 5000)], 200)).toEqual(always("'flaki'", "('test' & 'run')"))
   })
 
-  it('with only common terms: the rarest alone, every pair, and all of them together', () => {
-    expect(keywordBranches([t('test', 900)], 200)).toEqual(["'test'"])
-    expect(keywordBranches([t('test', 900), t('run', 5000)], 200)).toEqual(["'test'", "('test' & 'run')"])
-    expect(keywordBranches([t('a', 300), t('b', 400), t('c', 500)], 200)).toEqual([
-      "'a'",
-      "('a' & 'b') | ('a' & 'c') | ('b' & 'c')",
-      "'a' & 'b' & 'c'",
-    ])
+  it('with only common terms: every pair and all of them together, the rarest alone as the fallback', () => {
+    expect(keywordBranches([t('test', 900)], 200)).toEqual(always("'test'"))
+    expect(keywordBranches([t('test', 900), t('run', 5000)], 200)).toEqual({ always: ["('test' & 'run')"], fallback: "'test'" })
+    expect(keywordBranches([t('a', 300), t('b', 400), t('c', 500)], 200)).toEqual({
+      always: ["('a' & 'b') | ('a' & 'c') | ('b' & 'c')", "'a' & 'b' & 'c'"],
+      fallback: "'a'",
+    })
   })
 
   it(`pairs only the rarest ${MAX_PAIRED_TERMS} common terms, and quotes each lexeme`, () => {
     const many = Array.from({ length: 12 }, (_, i) => t(`w${i}`, 300 + i))
-    const [rarest, pairs, all] = keywordBranches(many, 200)
-    expect(rarest).toBe("'w0'")
+    const { always: [pairs, all], fallback } = keywordBranches(many, 200)
+    expect(fallback).toBe("'w0'")
     expect(pairs?.split(' | ')).toHaveLength((MAX_PAIRED_TERMS * (MAX_PAIRED_TERMS - 1)) / 2)
     expect(pairs).not.toContain(`'w${MAX_PAIRED_TERMS}'`)
     expect(all?.split(' & ')).toHaveLength(12)
-    expect(keywordBranches([t("o'brien", 1)], 200)).toEqual(["'o''brien'"])
+    expect(keywordBranches([t("o'brien", 1)], 200)).toEqual(always("'o''brien'"))
   })
 })
