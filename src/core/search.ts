@@ -556,12 +556,12 @@ function tsqueryTerm(lexeme: string): string {
  * The keyword list: BM25 over the chunks that hold the query's terms. Candidates are found
  * through the GIN index by the branches of `keywordBranches`, at most `candidates` each (the
  * newest), and each candidate is then scored exactly. A term in at most `candidates` chunks
- * brings in all of them, so small memories and rare terms are ranked exactly; a term in more
- * brings in the chunks that also hold another of the query's terms, and its own newest only
- * when it is the rarest of a query of such terms that too few chunks hold two of: finding
- * those meant reading every chunk that holds it. Document frequencies and the
- * average chunk length come from `term_stats` / `chunk_stats` for the sensitivities the
- * reader may see.
+ * brings in all of them, so small memories and rare terms are ranked exactly. A term in more
+ * brings in the chunks that also hold another of the query's terms; its own newest only when
+ * every term is in more and it is the rarest, and then only if it is alone or too few chunks
+ * hold two of them, because finding those meant reading every chunk that holds it. Document
+ * frequencies and the average chunk length come from `term_stats` / `chunk_stats` for the
+ * sensitivities the reader may see.
  */
 function keywordCtes(
   plan: SearchPlan,
