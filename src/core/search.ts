@@ -587,20 +587,20 @@ function keywordCtes(
       SELECT c.source_id AS event_id, c.id AS chunk_id, NULL::float8 AS score FROM ${from} WHERE false AND ${pred}
     ), ${ranked}`
   }
-  const branch = (query: string, when = 'true') => `(SELECT c.id, c.source_id, c.tsv FROM ${from}
-        WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred} AND ${when}
+  const branch = (query: string, when?: string) => `(SELECT c.id, c.source_id, c.tsv FROM ${from}
+        WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred}${when ? ` AND ${when}` : ''}
         ORDER BY c.created_at DESC, c.id LIMIT ${candidates})`
   const { always, fallback } = keywordBranches(terms, plan.candidates)
+  const alwaysRows = always.map((q) => branch(q)).join(' UNION ALL ')
   // The fallback's condition has no reference to its rows: an initplan that gates its scan,
   // which never starts when the other branches found enough.
-  const found =
+  const [found, candidateRows] =
     fallback === null
-      ? ''
-      : `kw_found AS MATERIALIZED (SELECT c.id, c.source_id, c.tsv FROM (${always.map((q) => branch(q)).join(' UNION ALL ')}) c),`
-  const candidateRows =
-    fallback === null
-      ? always.map((q) => branch(q)).join(' UNION ALL ')
-      : `SELECT * FROM kw_found UNION ALL ${branch(fallback, `(SELECT count(DISTINCT id) FROM kw_found) < ${candidates}`)}`
+      ? ['', alwaysRows]
+      : [
+          `kw_found AS MATERIALIZED (SELECT c.id, c.source_id, c.tsv FROM (${alwaysRows}) c),`,
+          `SELECT * FROM kw_found UNION ALL ${branch(fallback, `(SELECT count(DISTINCT id) FROM kw_found) < ${candidates}`)}`,
+        ]
   const lexemes = p.add(terms.map((t) => t.lexeme))
   const dfs = p.add(terms.map((t) => t.df))
   const termWeights = p.add(terms.map((t) => t.weight))
