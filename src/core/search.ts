@@ -19,6 +19,12 @@ export type SearchMode = (typeof SEARCH_MODES)[number]
 export const MAX_SEARCH_LIMIT = 200
 /** The most chunks a search ranks from each of its two lists. */
 export const MAX_CANDIDATES = 2000
+/**
+ * The fewest chunks the vector list takes from the HNSW scan (`nearestFor`): fewer than the
+ * keyword list's 200, since a chunk that deep in the vector ranking rarely reaches the hits,
+ * and the scan's time grows with its depth (docs/BENCHMARKS.md, "The vector list's depth").
+ */
+export const MIN_NEAREST = 150
 /** The most query terms the keyword list looks up (the rarest are kept). */
 export const MAX_QUERY_TERMS = 24
 
@@ -292,6 +298,8 @@ export interface SearchPlan {
   now: Date
   /** Candidates ranked from each list (capped at MAX_CANDIDATES). */
   candidates: number
+  /** Chunks the vector list takes from the HNSW scan (`nearestFor`), at most `candidates`. */
+  nearest: number
   /**
    * The query's words that are the whole id of a person or agent (lowercased), looked up once
    * by `planSearch` for the text embedded and the keyword terms; empty when neither needs them.
@@ -389,12 +397,13 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     const chunk = indexedVector('c.embedding', plan.vector.dims)
     const own = indexedVector('ch.embedding', plan.vector.dims)
     const model = p.add(plan.vector.model)
+    const nearest = `${p.add(plan.nearest)}::int`
     vector = `vec_knn AS MATERIALIZED (
       SELECT c.id, c.source_id, ${chunk.distanceTo(v)} AS dist
       FROM ${from}
       WHERE ${chunk.predicate} AND c.embed_model = ${model} AND ${pred}
       ORDER BY ${chunk.distanceTo(v)}
-      LIMIT ${candidates}
+      LIMIT ${nearest}
     ), vec_event AS MATERIALIZED (
       SELECT DISTINCT ON (source_id) source_id AS event_id, id AS chunk_id, dist, 1 - dist AS score
       FROM vec_knn ORDER BY source_id, dist, id
@@ -773,7 +782,7 @@ export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hit
 export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
   // The statements below are kept prepared, but planned for this search's own values every
   // time: the best plan for a search depends on them.
-  await tx.exec(`SET LOCAL plan_cache_mode = force_custom_plan${plan.vector ? `; ${vectorScanSettings(plan.candidates)}` : ''}`)
+  await tx.exec(`SET LOCAL plan_cache_mode = force_custom_plan${plan.vector ? `; ${vectorScanSettings(plan.nearest)}` : ''}`)
   const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
   const { sql, params } = searchStatement(planned)
   const { rows } = await tx.query<HitRow>(sql, params, { prepare: true })
@@ -847,6 +856,7 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
     vector,
     now: o.asOf === undefined ? ctx.now() : toDate(o.asOf),
     candidates: candidatesFor(o.limit),
+    nearest: nearestFor(o.limit),
     actorWords: actors?.words ?? [],
   }
 }
@@ -859,10 +869,15 @@ function candidatesFor(limit: number): number {
   return Math.min(MAX_CANDIDATES, Math.max(Z_WINDOW, limit * 3))
 }
 
+/** The vector list's HNSW depth: three times the hits asked for, at least `MIN_NEAREST`, at most `candidatesFor`. */
+function nearestFor(limit: number): number {
+  return Math.min(candidatesFor(limit), Math.max(MIN_NEAREST, limit * 3))
+}
+
 /** The same search asking for `limit` hits: the query is not validated or embedded again. */
 export function withLimit(plan: SearchPlan, limit: number): SearchPlan {
   const checked = parseInput(searchOptions.shape.limit, limit, 'search limit')
-  return { ...plan, options: { ...plan.options, limit: checked }, candidates: candidatesFor(checked) }
+  return { ...plan, options: { ...plan.options, limit: checked }, candidates: candidatesFor(checked), nearest: nearestFor(checked) }
 }
 
 /** `search`: hybrid retrieval over the event log. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
-import { keywordBranches, MAX_PAIRED_TERMS, MAX_SEARCH_LIMIT, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
+import { keywordBranches, MAX_PAIRED_TERMS, MAX_SEARCH_LIMIT, MIN_NEAREST, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'
 import { Z_WINDOW } from '../../src/core/scoring.ts'
@@ -208,6 +208,28 @@ describe('search', () => {
     expect(top.fused).toBeCloseTo(((top.vector ? 1 / (60 + top.vector.rank) : 0) + (top.keyword ? 1 / (60 + top.keyword.rank) : 0)) * 61 / 2, 9)
     await expect(t.engine.search('x', { weights: { fusion: 'borda' as never } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await expect(t.engine.search('x', { weights: { zShift: -1 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+  it('takes the 150 nearest chunks into the vector list for a top 10, and three times the hits asked for past 50', async () => {
+    // 180 turns, each less similar to the query than the one before, the last 30 far less: the
+    // vector list's scores are standardised over the chunks it took, so the best one's z says
+    // whether those 30 were among them.
+    const similarity = (i: number) => (i < 150 ? 0.9 - i * 0.001 : 0.3 - (i - 150) * 0.001)
+    const texts = Array.from({ length: 180 }, (_, i) => `note number ${i}`)
+    const at = (x: number) => [x, Math.sqrt(1 - x * x)]
+    const table = { 'where is it': [1, 0], ...Object.fromEntries(texts.map((text, i) => [text, at(similarity(i))])) }
+    await using t = await openTestEngine({ now: testClock().now, embedder: createTestEmbedder({ dims: 8, table }), indexing: 'manual' })
+    for (const [i, text] of texts.entries()) await t.engine.record(say(`c${i}`, text))
+    await t.engine.indexNow()
+    const best = async (limit: number) =>
+      (await t.engine.search('where is it', { mode: 'vector', limit, weights: { neighbour: 0 } }))[0]!.explain.vector!
+    const zOver = (n: number) => standardise(texts.slice(0, n).map((_, i) => similarity(i))).z(similarity(0))
+    expect(MIN_NEAREST).toBe(150)
+    const top10 = await best(10)
+    expect(top10.similarity).toBeCloseTo(similarity(0), 5)
+    expect(top10.z).toBeCloseTo(zOver(150), 4)
+    expect(zOver(180)).toBeLessThan(zOver(150) - 0.5)
+    expect((await best(60)).z).toBeCloseTo(zOver(180), 4)
   })
 
   it('an event ranked below the z window counts as the window\'s lowest z, whatever its own score', async () => {
@@ -437,6 +459,9 @@ describe('withLimit', () => {
     const deeper = withLimit(plan, 100)
     expect(deeper.options).toEqual({ limit: 100, mode: 'hybrid' })
     expect(deeper.candidates).toBe(300)
+    expect(deeper.nearest).toBe(300)
+    expect(withLimit(plan, 10)).toMatchObject({ candidates: 200, nearest: MIN_NEAREST })
+    expect(withLimit(plan, 60)).toMatchObject({ candidates: 200, nearest: 180 })
     expect(deeper.vector).toBe(vector)
     expect(plan.options.limit).toBe(23)
     for (const bad of [0, MAX_SEARCH_LIMIT + 1, 2.5, Number.NaN]) {
