@@ -607,7 +607,7 @@ function keywordCtes(
     fallback === null
       ? ['', alwaysRows]
       : [
-          `kw_found AS MATERIALIZED (SELECT c.id, c.source_id, c.tsv FROM (${alwaysRows}) c),`,
+          `kw_found AS MATERIALIZED (SELECT * FROM (${alwaysRows}) c),`,
           `SELECT * FROM kw_found UNION ALL ${branch(fallback, `(SELECT count(DISTINCT id) FROM kw_found) < ${candidates}`)}`,
         ]
   const lexemes = p.add(terms.map((t) => t.lexeme))
