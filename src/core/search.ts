@@ -11,6 +11,7 @@ import { CHANNELS, type Channel, identifier } from './scope.ts'
 import { FUSIONS, resolveScoring, type Scoring, scoringInput, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
+import { KEYWORD_PENDING_BOUND } from './schema/0009-keyword-pending.ts'
 
 export const SEARCH_MODES = ['hybrid', 'keyword', 'vector'] as const
 export type SearchMode = (typeof SEARCH_MODES)[number]
@@ -569,8 +570,8 @@ function tsqueryTerm(lexeme: string): string {
  * brings in the chunks that also hold another of the query's terms; its own newest only when
  * every term is in more and it is the rarest, and then only if it is alone or too few chunks
  * hold two of them, because finding those meant reading every chunk that holds it. Document
- * frequencies and the average chunk length come from `term_stats` / `chunk_stats` for the
- * sensitivities the reader may see.
+ * frequencies and the average chunk length come from `term_stats` (with the chunks it has not
+ * counted yet) and `chunk_stats` for the sensitivities the reader may see.
  */
 function keywordCtes(
   plan: SearchPlan,
@@ -706,10 +707,23 @@ async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordSta
             SELECT DISTINCT n.lexeme FROM unnest($4::text[]) a(w) CROSS JOIN LATERAL unnest(to_tsvector('english', a.w)) n
           ),
           corpus AS (SELECT coalesce(sum(chunks), 0)::float8 AS chunks, coalesce(sum(lexemes), 0)::float8 AS lexemes
-                     FROM chunk_stats WHERE tenant_id = $2 AND sensitivity = ANY($3::text[]))
+                     FROM chunk_stats WHERE tenant_id = $2 AND sensitivity = ANY($3::text[])),
+          -- The chunks whose terms term_stats has not counted yet (numbered past keyword_counted,
+          -- fewer than KEYWORD_PENDING_BOUND after any write): what they hold of the query's terms.
+          -- Once (MATERIALIZED), not once per term; only the query's lexemes are unnested.
+          pending AS MATERIALIZED (
+            SELECT u.lexeme, count(*)::float8 AS df
+            FROM (SELECT c.tenant_id, c.sensitivity, c.tsv FROM chunks c
+                  WHERE c.stats_seq > (SELECT upto FROM keyword_counted)
+                  ORDER BY c.stats_seq DESC LIMIT ${KEYWORD_PENDING_BOUND}) c
+            CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', (SELECT array_agg(lexeme) FROM q)), '{a}')) u
+            WHERE c.tenant_id = $2 AND c.sensitivity = ANY($3::text[])
+            GROUP BY u.lexeme
+          )
      SELECT q.lexeme,
-            coalesce((SELECT sum(s.df) FROM term_stats s
-                      WHERE s.tenant_id = $2 AND s.lexeme = q.lexeme AND s.sensitivity = ANY($3::text[])), 0)::float8 AS df,
+            (coalesce((SELECT sum(s.df) FROM term_stats s
+                       WHERE s.tenant_id = $2 AND s.lexeme = q.lexeme AND s.sensitivity = ANY($3::text[])), 0)
+             + coalesce((SELECT p.df FROM pending p WHERE p.lexeme = q.lexeme), 0))::float8 AS df,
             corpus.chunks, corpus.lexemes,
             coalesce(q.lexeme IN (SELECT lexeme FROM actor_words), false) AS actor
      FROM corpus LEFT JOIN q ON true`,

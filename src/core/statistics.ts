@@ -46,7 +46,9 @@ export interface StatisticsOptions {
  * statistics the planner takes a scope filter that matches every row for a selective one and
  * walks thousands of rows in nested loops.
  *
- * Writes report how many rows they changed (`changed(n)`, no query); once the changes reach
+ * Writes report how many rows they changed (`changed(n)`, no query). At the next pause the
+ * terms of the chunks they wrote are counted into `term_stats` (`engram_keyword_stats_apply`,
+ * one statement; schema/0009-keyword-pending.ts), on a timer of its own. Once the changes reach
  * a tenth of the memory (and at least 500 rows) a `VACUUM` of each of the engine's tables, one
  * `ANALYZE` of them all, a `CHECKPOINT` (PGlite has no checkpointer either, so the write-ahead
  * log would only grow) and `growCache` run off the write's path, once the writes pause
@@ -58,10 +60,13 @@ export interface StatisticsOptions {
  */
 export function createStatistics(db: Db, options: StatisticsOptions) {
   let pending = 0
+  /** Writes since the pending chunks' terms were last counted (`keyword_pending`). */
+  let keywordsWaiting = false
   /** Chunks at the last refresh; null until known. */
   let baseline: number | null = null
-  let timer: ReturnType<typeof setTimeout> | undefined
   let running: Promise<void> | undefined
+  /** The pending chunks' terms being counted at a pause (`applyKeywords`). */
+  let applying: Promise<void> | undefined
   let stopped = false
   /** When the last write was reported (`performance.now()`). */
   let lastWrite = -Infinity
@@ -80,6 +85,10 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     if (running) return running
     const changedBefore = pending
     running = (async () => {
+      await applying?.catch(() => {})
+      keywordsWaiting = false
+      // The pending chunks' terms first, so they are in term_stats when it is analysed.
+      await db.exec('SELECT engram_keyword_stats_apply()')
       const names = await tables()
       // No autovacuum either: the indexer's vector writes leave a dead version of every chunk,
       // which every read then steps over. One table per statement, so a write waits for one
@@ -106,24 +115,56 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     return pending >= refreshThreshold(baseline)
   }
 
-  function schedule(): void {
-    if (options.mode !== 'auto' || stopped || timer || running) return
+  /** Counts the pending chunks' terms into term_stats (one statement; none waiting: no rows). */
+  function applyKeywords(): Promise<void> {
+    // A refresh counts them first.
+    if (running) return running
+    if (applying) return applying
+    keywordsWaiting = false
+    applying = db
+      .exec('SELECT engram_keyword_stats_apply()')
+      .then(
+        () => {},
+        (error: unknown) => {
+          keywordsWaiting = true
+          throw error
+        },
+      )
+      .finally(() => {
+        applying = undefined
+      })
+    return applying
+  }
+
+  /** Runs `job` once the writes pause (`pause`), through `slot`, the job's timer. */
+  function atPause(slot: TimerSlot, job: () => Promise<void>, then: () => void): void {
     const began = performance.now()
     const wait = (ms: number) => {
-      timer = setTimeout(() => {
-        timer = undefined
+      slot.timer = setTimeout(() => {
+        slot.timer = undefined
         if (stopped) return
         const more = untilPause(pause, lastWrite, began)
         if (more > 0) return wait(more)
-        refresh().then(
-          () => {
-            if (due()) schedule()
-          },
-          (error: unknown) => options.onError?.(error),
-        )
+        job().then(then, (error: unknown) => options.onError?.(error))
       }, Math.max(0, ms))
     }
     wait(untilPause(pause, lastWrite, began))
+  }
+
+  const refreshSlot: TimerSlot = { timer: undefined }
+  const keywordSlot: TimerSlot = { timer: undefined }
+
+  function schedule(): void {
+    if (options.mode !== 'auto' || stopped || refreshSlot.timer || running || !due()) return
+    atPause(refreshSlot, refresh, () => {
+      if (due()) schedule()
+    })
+  }
+
+  /** The pending chunks' terms are counted at the same pauses, on a timer of their own. */
+  function scheduleKeywords(): void {
+    if (options.mode !== 'auto' || stopped || keywordSlot.timer || applying || !keywordsWaiting) return
+    atPause(keywordSlot, applyKeywords, scheduleKeywords)
   }
 
   /** Drift of a memory whose chunks have no column statistics: a refresh is due whatever the threshold. */
@@ -219,7 +260,9 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       if (!(rows > 0)) return
       lastWrite = performance.now()
       pending += rows
+      keywordsWaiting = true
       if (due()) schedule()
+      scheduleKeywords()
     },
     /** Refreshes now and waits for it (after a bulk load, before measuring). */
     refresh,
@@ -232,18 +275,25 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       if (options.mode !== 'auto' || stopped) return
       if (running) return running.catch(() => {})
       if (!due()) return
-      if (timer) clearTimeout(timer)
-      timer = undefined
+      clearTimeout(refreshSlot.timer)
+      refreshSlot.timer = undefined
       await refresh().catch((error: unknown) => options.onError?.(error))
     },
     /** Cancels a scheduled refresh and waits for one in flight (before closing the database). */
     async stop(): Promise<void> {
       stopped = true
-      if (timer) clearTimeout(timer)
-      timer = undefined
+      for (const slot of [refreshSlot, keywordSlot]) {
+        clearTimeout(slot.timer)
+        slot.timer = undefined
+      }
       await running?.catch(() => {})
+      await applying?.catch(() => {})
     },
   }
 }
 
 export type Statistics = ReturnType<typeof createStatistics>
+
+interface TimerSlot {
+  timer: ReturnType<typeof setTimeout> | undefined
+}

@@ -52,6 +52,13 @@ describe('foundation', () => {
     await engine.remember({ content: 'Deploys go out on Fridays', category: 'convention', userId: 'ann' })
     await engine.remember({ content: 'The staging database is read-only', category: 'fact', scope: 'global' })
     // The same memory as it was before the column existed (schema version 5), then migrated again.
+    const { keywordStats } = await import('../../src/core/schema/0004-keyword-stats.ts')
+    const countEveryWrite = keywordStats
+      .slice(keywordStats.indexOf('CREATE FUNCTION engram_keyword_stats_add()'), keywordStats.indexOf('CREATE FUNCTION engram_chunks_text_guard()'))
+      .replaceAll('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')
+    await pg.exec(`SELECT engram_keyword_stats_apply(); ${countEveryWrite}
+                   DROP FUNCTION engram_keyword_stats_apply(); DROP TABLE keyword_counted;
+                   DROP INDEX chunks_by_stats_seq; ALTER TABLE chunks DROP COLUMN stats_seq; DROP SEQUENCE chunks_stats_seq;`)
     await pg.exec(`DROP TRIGGER memories_stats_insert_delete ON memories; DROP TRIGGER memories_stats_update ON memories;
                    DROP FUNCTION engram_memory_stats(); DROP TABLE memory_stats;
                    DROP INDEX events_actor_names;

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest'
 import type { Db } from '../../src/core/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import type { EngineErrorEvent } from '../../src/core/indexer.ts'
+import { KEYWORD_PENDING_BOUND } from '../../src/core/schema/0009-keyword-pending.ts'
 import { steppingClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -12,14 +13,32 @@ interface Queryable {
   query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>
 }
 
-/** The keyword statistics as kept by the triggers, and as counted afresh from the chunks. */
+/** Document frequencies as counted afresh from every chunk. */
+const COUNTED = `SELECT c.tenant_id, u.lexeme, c.sensitivity, count(*)::int AS df
+  FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`
+
+/** The chunks term_stats has not counted yet. */
+const WAITING = `SELECT * FROM chunks WHERE stats_seq > (SELECT upto FROM keyword_counted)`
+
+/** What term_stats holds and what the chunks it has not counted yet add to it. */
+const KEPT_AND_PENDING = `SELECT tenant_id, lexeme, sensitivity, sum(df)::int AS df FROM (
+    SELECT tenant_id, lexeme, sensitivity, df FROM term_stats
+    UNION ALL
+    SELECT c.tenant_id, u.lexeme, c.sensitivity, count(*) FROM (${WAITING}) c CROSS JOIN LATERAL unnest(c.tsv) u GROUP BY 1, 2, 3
+  ) x GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`
+
+const pendingChunks = async (db: Queryable) => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${WAITING}) c`)).rows[0]?.n
+
+/**
+ * The keyword statistics as kept by the triggers (with the chunks waiting to be counted), and
+ * as counted afresh from the chunks; then the same once the waiting chunks are counted in.
+ */
 async function statsAgree(db: Queryable): Promise<void> {
-  const kept = await db.query(`SELECT tenant_id, lexeme, sensitivity, df FROM term_stats ORDER BY 1, 2, 3`)
-  const counted = await db.query(
-    `SELECT c.tenant_id, u.lexeme, c.sensitivity, count(*)::int AS df
-     FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
-  )
-  expect(kept.rows).toEqual(counted.rows)
+  const counted = await db.query(COUNTED)
+  expect((await db.query(KEPT_AND_PENDING)).rows).toEqual(counted.rows)
+  await db.query(`SELECT engram_keyword_stats_apply()`)
+  expect(await pendingChunks(db)).toBe(0)
+  expect((await db.query(`SELECT tenant_id, lexeme, sensitivity, df FROM term_stats ORDER BY 1, 2, 3`)).rows).toEqual(counted.rows)
   const keptTotals = await db.query(`SELECT tenant_id, sensitivity, chunks::int, lexemes::int FROM chunk_stats ORDER BY 1, 2`)
   const countedTotals = await db.query(
     `SELECT tenant_id, sensitivity, count(*)::int AS chunks, sum(length(tsv))::int AS lexemes
@@ -66,7 +85,8 @@ describe('keyword statistics', () => {
       await engine.record(say('c1', 'Rotate the signing keys every quarter'))
       await engine.stopIndexing()
       // As a memory from before the statistics existed: empty tables, then the backfill again.
-      await db.exec(`DELETE FROM term_stats; DELETE FROM chunk_stats`)
+      // (The backfill counts every chunk: none waits any longer.)
+      await db.exec(`DELETE FROM term_stats; DELETE FROM chunk_stats; UPDATE keyword_counted SET upto = (SELECT max(stats_seq) FROM chunks)`)
       const { keywordStats } = await import('../../src/core/schema/0004-keyword-stats.ts')
       const backfill = keywordStats.slice(keywordStats.indexOf('INSERT INTO term_stats (tenant_id'))
       await db.exec(backfill)
@@ -120,6 +140,41 @@ describe('keyword statistics', () => {
     const alone = await scores(false)
     expect(alone.length).toBeGreaterThanOrEqual(2)
     expect(await scores(true)).toEqual(alone)
+  })
+
+  it("count a write's chunks later, all at once; a search meanwhile scores as if they were counted", async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', statistics: 'manual' })
+    for (const text of ['The invoice export times out', 'Invoice PDFs for customers']) await t.engine.record(say('c1', text))
+    await t.engine.refreshStatistics()
+    for (const text of ['The cache is warm', 'Export the invoice again', 'An invoice, an export']) await t.engine.record(say('c1', text))
+    // Two chunks counted, three waiting.
+    expect(await pendingChunks(t.db)).toBe(3)
+    const df = await t.db.query<{ df: number }>(`SELECT df FROM term_stats WHERE lexeme = 'invoic'`)
+    expect(df.rows).toEqual([{ df: 2 }])
+    const ranked = async () =>
+      (await t.engine.search('invoice export', { mode: 'keyword' })).map((h) => [h.text, h.explain.keyword?.score])
+    const waiting = await ranked()
+    expect(waiting.length).toBeGreaterThanOrEqual(4)
+    await t.engine.refreshStatistics()
+    expect(await pendingChunks(t.db)).toBe(0)
+    expect(await ranked()).toEqual(waiting)
+  })
+
+  it(`are counted within the write that leaves ${KEYWORD_PENDING_BOUND} chunks waiting, and when the writes pause`, async () => {
+    {
+      await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', statistics: 'manual' })
+      // One chunk each.
+      for (let i = 0; i < KEYWORD_PENDING_BOUND + 10; i++) await t.engine.record(say('c1', `Note ${i} on the release`))
+      expect(await pendingChunks(t.db)).toBe(10)
+      await statsAgree(t.db)
+    }
+    {
+      await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', indexingPause: { quietMs: 50, maxWaitMs: 5_000 } })
+      await t.engine.record(say('c1', 'Rotate the signing keys every quarter'))
+      expect(await pendingChunks(t.db)).toBe(1)
+      await vi.waitFor(async () => expect(await pendingChunks(t.db)).toBe(0), { timeout: 5_000, interval: 20 })
+      await statsAgree(t.db)
+    }
   })
 })
 

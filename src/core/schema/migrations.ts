@@ -7,6 +7,7 @@ import { scanIndexes } from './0005-scan-indexes.ts'
 import { edgesByDocument } from './0006-edges-by-document.ts'
 import { actorNames } from './0007-actor-names.ts'
 import { memoryStats } from './0008-memory-stats.ts'
+import { keywordPending } from './0009-keyword-pending.ts'
 
 export interface Migration {
   version: number
@@ -24,6 +25,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'edges-by-document', sql: edgesByDocument },
   { version: 7, name: 'actor-names', sql: actorNames },
   { version: 8, name: 'memory-stats', sql: memoryStats },
+  { version: 9, name: 'keyword-pending', sql: keywordPending },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
