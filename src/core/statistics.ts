@@ -60,12 +60,12 @@ export interface StatisticsOptions {
  */
 export function createStatistics(db: Db, options: StatisticsOptions) {
   let pending = 0
-  /** Writes since the pending chunks' terms were last counted (`keyword_pending`). */
+  /** Writes since the waiting chunks' terms were last counted (numbered past `keyword_counted`). */
   let keywordsWaiting = false
   /** Chunks at the last refresh; null until known. */
   let baseline: number | null = null
   let running: Promise<void> | undefined
-  /** The pending chunks' terms being counted at a pause (`applyKeywords`). */
+  /** The waiting chunks' terms being counted at a pause (`applyKeywords`). */
   let applying: Promise<void> | undefined
   let stopped = false
   /** When the last write was reported (`performance.now()`). */
@@ -87,7 +87,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     running = (async () => {
       await applying?.catch(() => {})
       keywordsWaiting = false
-      // The pending chunks' terms first, so they are in term_stats when it is analysed.
+      // The waiting chunks' terms first, so they are in term_stats when it is analysed.
       await db.exec('SELECT engram_keyword_stats_apply()')
       const names = await tables()
       // No autovacuum either: the indexer's vector writes leave a dead version of every chunk,
@@ -115,7 +115,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     return pending >= refreshThreshold(baseline)
   }
 
-  /** Counts the pending chunks' terms into term_stats (one statement; none waiting: no rows). */
+  /** Counts the waiting chunks' terms into term_stats (one statement; none waiting: no rows). */
   function applyKeywords(): Promise<void> {
     // A refresh counts them first.
     if (running) return running
@@ -161,7 +161,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     })
   }
 
-  /** The pending chunks' terms are counted at the same pauses, on a timer of their own. */
+  /** The waiting chunks' terms are counted at the same pauses, on a timer of their own. */
   function scheduleKeywords(): void {
     if (options.mode !== 'auto' || stopped || keywordSlot.timer || applying || !keywordsWaiting) return
     atPause(keywordSlot, applyKeywords, scheduleKeywords)
