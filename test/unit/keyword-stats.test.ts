@@ -169,8 +169,9 @@ describe('keyword statistics', () => {
       await statsAgree(t.db)
     }
     {
-      await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', indexingPause: { quietMs: 50, maxWaitMs: 5_000 } })
+      await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', indexingPause: { quietMs: 500, maxWaitMs: 5_000 } })
       await t.engine.record(say('c1', 'Rotate the signing keys every quarter'))
+      // Waiting until the writes have paused for half a second.
       expect(await pendingChunks(t.db)).toBe(1)
       await vi.waitFor(async () => expect(await pendingChunks(t.db)).toBe(0), { timeout: 5_000, interval: 20 })
       await statsAgree(t.db)
