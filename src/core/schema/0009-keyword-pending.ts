@@ -68,20 +68,4 @@ BEGIN
   DELETE FROM chunk_stats WHERE chunks <= 0;
   RETURN NULL;
 END $$;
-
--- stats() counts: term_stats changes when the writes pause, with nothing written, so it is
--- left out, with the one-row mark.
-CREATE OR REPLACE FUNCTION engram_table_counts() RETURNS TABLE (table_name text, n bigint) LANGUAGE plpgsql AS $$
-DECLARE t text;
-BEGIN
-  FOR t IN SELECT c.relname::text FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
-           WHERE ns.nspname = 'public' AND c.relkind IN ('r', 'p')
-             AND c.relname NOT IN ('term_stats', 'keyword_counted') ORDER BY c.relname
-  LOOP
-    table_name := t;
-    EXECUTE format('SELECT count(*) FROM %I', t) INTO n;
-    RETURN NEXT;
-  END LOOP;
-END
-$$;
 `
