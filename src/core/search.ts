@@ -303,9 +303,14 @@ export interface SearchPlan {
   nearest: number
   /**
    * The query's words that are the whole id of a person or agent (lowercased), looked up once
-   * by `planSearch` for the text embedded and the keyword terms; empty when neither needs them.
+   * by `planSearch` for the text embedded and the keyword terms.
    */
   actorWords: string[]
+  /**
+   * The ids of the tenant's actors that the query names (a word of the query is a word of the
+   * actor's id: `actor_terms`, schema/0010-actor-terms.ts), looked up once by `planSearch`.
+   */
+  namedActors: string[]
 }
 
 /**
@@ -418,11 +423,21 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   }
 
   const rrfK = `${p.add(s.rrfK)}::float8`
-  const actorMatch = `${p.add(s.actorMatch)}::float8`
   const period = namedPeriod(plan.text, plan.now)
   const periodFrom = p.add(period?.from ?? null)
   const periodTo = p.add(period?.to ?? null)
-  const dateMatch = `${p.add(s.dateMatch)}::float8`
+  const named = `${p.add(plan.namedActors)}::text[]`
+  // With no actor and no period named, the bonuses are left out of the statement.
+  const bonuses = plan.namedActors.length > 0 || period !== null
+  const actorMatch = bonuses ? `${p.add(s.actorMatch)}::float8` : ''
+  const dateMatch = bonuses ? `${p.add(s.dateMatch)}::float8` : ''
+  // A listed event's actor and time, for the bonuses, and the columns the hits need later.
+  const lookUp = (list: string) => `
+        SELECT e.actor_id = ANY(${named}) AS named,
+               coalesce(e.created_at >= ${periodFrom}::timestamptz AND e.created_at < ${periodTo}::timestamptz, false) AS dated,
+               e.kind, e.created_at, e.conversation_id, e.turn_index, e.actor_type, e.actor_id
+        FROM events e WHERE e.id = ${list}.event_id OFFSET 0
+      `
   const wv = `${p.add(vectorOn ? s.vector : 0)}::float8`
   const wk = `${p.add(keywordOn ? s.keyword : 0)}::float8`
   const fusion = `${p.add(o.fusion ?? s.fusion)}::text`
@@ -444,9 +459,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
 
   const sql = `WITH ${keyword},
     ${vector},
-    query_lexemes AS MATERIALIZED (
-      SELECT tsvector_to_array(to_tsvector('english', ${p.add(plan.text)})) AS lexemes
-    ), list_stats AS (
+    list_stats AS (
       -- Each list's mean and spread over its best zWindow events, and its floor (zListStats).
       ${zListStats([{ list: 'k', from: 'kw_ranked' }, { list: 'v', from: 'vec_ranked' }], zWindow)}
     ), zs AS (
@@ -467,7 +480,18 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
                      + ${wk} * coalesce(z.k_score / nullif(max(z.k_score) OVER (), 0), 0)) / greatest(${wv} + ${wk}, 1e-9)
              END::float8 AS fused
       FROM zs z
-    ), fused AS (
+    ), ${
+      !bonuses
+        ? `fused AS (
+      -- The query names no actor and no period: no event gets actorMatch or dateMatch, so the
+      -- fused order is final here and only the events that can be hits are looked up.
+      SELECT l.event_id, l.k_rank, l.k_score, l.k_z, l.v_rank, l.v_score, l.v_z, l.fused FROM lists l
+    ), top AS (
+      SELECT f.*, a.*
+      FROM (SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}) f
+      CROSS JOIN LATERAL (${lookUp('f')}) a
+`
+        : `fused AS (
       -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
       -- from the period its dates name ("on 3 June 2023") dateMatch more. Each event is looked
       -- up by key behind OFFSET 0 (joined freely, the planner hashes every event), once: the
@@ -477,15 +501,11 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
              (l.fused * (1 + CASE WHEN a.named THEN ${actorMatch} ELSE 0 END)
                       * (1 + CASE WHEN a.dated THEN ${dateMatch} ELSE 0 END))::float8 AS fused
       FROM lists l
-      CROSS JOIN LATERAL (
-        SELECT tsvector_to_array(to_tsvector('english', e.actor_id)) && (SELECT lexemes FROM query_lexemes) AS named,
-               coalesce(e.created_at >= ${periodFrom}::timestamptz AND e.created_at < ${periodTo}::timestamptz, false) AS dated,
-               e.kind, e.created_at, e.conversation_id, e.turn_index, e.actor_type, e.actor_id
-        FROM events e WHERE e.id = l.event_id OFFSET 0
-      ) a
+      CROSS JOIN LATERAL (${lookUp('l')}) a
     ), top AS (
       SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}
-    ), seen AS (
+`
+    }    ), seen AS (
       SELECT t.event_id, array_agg(DISTINCT dv.document_id) AS docs, max(lv.latest - dv.version) AS versions_since
       FROM top t
       JOIN edges ed ON ed.src IN (
@@ -805,17 +825,25 @@ export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Prom
 
 /**
  * The query's words that are the whole id of a person or agent of the tenant (`ACTOR_WORDS`),
- * and whether any other word of it would be left without them.
+ * whether any other word of it would be left without them, and the ids of the tenant's actors
+ * it names (a word of the query is a word of the id: `actor_terms`).
  */
-async function lookUpActorWords(ctx: EngineContext, text: string, tenantId: string): Promise<{ words: string[]; others: boolean }> {
-  const { rows } = await ctx.db.query<{ names: string[] | null; others: boolean }>(
+async function lookUpActors(
+  ctx: EngineContext,
+  text: string,
+  tenantId: string,
+): Promise<{ words: string[]; others: boolean; named: string[] }> {
+  const { rows } = await ctx.db.query<{ names: string[] | null; others: boolean; named: string[] | null }>(
     `WITH names AS (${ACTOR_WORDS})
      SELECT (SELECT array_agg(w) FROM names) AS names,
             EXISTS (SELECT 1 FROM unnest(to_tsvector('english', $1)) t
-                    WHERE t.lexeme NOT IN (SELECT n.lexeme FROM names, unnest(to_tsvector('english', names.w)) n)) AS others`,
+                    WHERE t.lexeme NOT IN (SELECT n.lexeme FROM names, unnest(to_tsvector('english', names.w)) n)) AS others,
+            (SELECT array_agg(DISTINCT a.actor_id ORDER BY a.actor_id) FROM actor_terms a
+             WHERE a.tenant_id = $2 AND a.lexeme = ANY(tsvector_to_array(to_tsvector('english', $1)))) AS named`,
     [text, tenantId],
+    { prepare: true },
   )
-  return { words: rows[0]?.names ?? [], others: rows[0]?.others ?? false }
+  return { words: rows[0]?.names ?? [], others: rows[0]?.others ?? false, named: rows[0]?.named ?? [] }
 }
 
 /**
@@ -858,8 +886,8 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   // The keyword terms need the actors' names, and so does the text embedded (it leaves them
   // out, unless actorNamesEmbedded or nothing but names and stop words would be left).
   const namesOut = embedder !== null && !scoring.actorNamesEmbedded
-  const actors = o.mode !== 'vector' || namesOut ? await lookUpActorWords(ctx, text, o.scope.tenantId) : null
-  const embedded = namesOut && actors && actors.words.length > 0 && actors.others ? withoutNames(text, new Set(actors.words)) : text
+  const actors = await lookUpActors(ctx, text, o.scope.tenantId)
+  const embedded = namesOut && actors.words.length > 0 && actors.others ? withoutNames(text, new Set(actors.words)) : text
   const vector = embedder
     ? { value: await embedQuery(embedder, embedded), model: embedder.id, dims: embedder.dims }
     : null
@@ -871,7 +899,8 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
     now: o.asOf === undefined ? ctx.now() : toDate(o.asOf),
     candidates: candidatesFor(o.limit),
     nearest: nearestFor(o.limit),
-    actorWords: actors?.words ?? [],
+    actorWords: actors.words,
+    namedActors: actors.named,
   }
 }
 

@@ -117,14 +117,24 @@ describe('forget', () => {
   it('forgetting a user scope leaves other users alone; a whole tenant takes its documents too', async () => {
     const { t, m, b } = await seeded()
     await using _ = t
+    // The words of the actors' ids that search reads (schema/0010-actor-terms.ts) follow the events.
+    const actorsKept = async () => ({
+      terms: (await t.db.query<{ actor_id: string }>('SELECT DISTINCT actor_id FROM actor_terms ORDER BY 1')).rows.map((r) => r.actor_id),
+      events: (await t.db.query<{ actor_id: string }>('SELECT DISTINCT actor_id FROM events ORDER BY 1')).rows.map((r) => r.actor_id),
+    })
+    const before = await actorsKept()
+    expect(before.terms).toEqual(before.events)
     const r = await m.forget({ scope: { tenantId: 'default', userId: 'ann' } })
     expect(r.counts).toMatchObject({ events: 4, versionsCleared: 1, documentsDeleted: 0 })
     expect((await m.events.list({ conversationId: 'c2' })).map((e) => e.id)).toEqual([b.userEventId, b.agentEventId])
+    const after = await actorsKept()
+    expect(after.terms).toEqual(after.events)
+    expect(after.terms.length).toBeLessThan(before.terms.length)
 
     const all = await m.forget({ scope: { tenantId: 'default' } })
     expect(all.counts).toMatchObject({ events: 2, versionsDeleted: 1, documentsDeleted: 1 })
     const counts = (await m.stats()).counts
-    expect(counts).toMatchObject({ events: 0, chunks: 0, edges: 0, documents: 0, doc_versions: 0, forget_log: 2 })
+    expect(counts).toMatchObject({ events: 0, chunks: 0, edges: 0, documents: 0, doc_versions: 0, actor_terms: 0, forget_log: 2 })
   })
 
   it('the forgetting switch does not outlive forget', async () => {

@@ -56,6 +56,8 @@ describe('foundation', () => {
     const countEveryWrite = keywordStats
       .slice(keywordStats.indexOf('CREATE FUNCTION engram_keyword_stats_add()'), keywordStats.indexOf('CREATE FUNCTION engram_chunks_text_guard()'))
       .replaceAll('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')
+    await pg.exec(`DROP TRIGGER events_actor_terms_add ON events; DROP TRIGGER events_actor_terms_remove ON events;
+                   DROP FUNCTION engram_actor_terms_add(); DROP FUNCTION engram_actor_terms_remove(); DROP TABLE actor_terms;`)
     await pg.exec(`SELECT engram_keyword_stats_apply(); ${countEveryWrite}
                    DROP FUNCTION engram_keyword_stats_apply(); DROP TABLE keyword_counted;
                    DROP INDEX chunks_by_stats_seq; ALTER TABLE chunks DROP COLUMN stats_seq; DROP SEQUENCE chunks_stats_seq;`)
@@ -71,6 +73,11 @@ describe('foundation', () => {
     expect(await filled()).toBe(2)
     // The memories' kept counts (schema version 8) are filled from the memories already there.
     expect(await expectKeptMemoryCounts(pg)).toBe(2)
+    // The words of the actors' ids (schema version 10), from the events already there.
+    expect((await pg.query(`SELECT actor_id, lexeme FROM actor_terms ORDER BY 1, 2`)).rows).toEqual(
+      (await pg.query(`SELECT DISTINCT actor_id, l AS lexeme FROM events, unnest(tsvector_to_array(to_tsvector('english', actor_id))) l ORDER BY 1, 2`)).rows,
+    )
+    expect((await pg.query(`SELECT DISTINCT actor_id FROM actor_terms ORDER BY 1`)).rows.length).toBeGreaterThan(2)
     // Ground truth stays append-only after the backfill.
     await expect(pg.query(`UPDATE edges SET document_id = NULL`)).rejects.toThrow(/append-only/)
     await pg.close()

@@ -1,6 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
-import { keywordBranches, MAX_PAIRED_TERMS, MAX_SEARCH_LIMIT, MIN_NEAREST, type SearchPlan, withLimit, withoutNames } from '../../src/core/search.ts'
+import type { EngineContext } from '../../src/core/engine.ts'
+import { withPreparedStatements } from '../../src/core/prepared.ts'
+import { DEFAULT_SCORING, resolveScoring } from '../../src/core/scoring.ts'
+import {
+  keywordBranches,
+  MAX_PAIRED_TERMS,
+  MAX_SEARCH_LIMIT,
+  MIN_NEAREST,
+  planSearch,
+  runSearchWithPool,
+  type SearchPlan,
+  withLimit,
+  withoutNames,
+} from '../../src/core/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'
 import { Z_WINDOW } from '../../src/core/scoring.ts'
@@ -299,6 +312,45 @@ describe('search', () => {
     expect(hits[0]?.explain.fused).toBeCloseTo((offFused.get(bo.eventId) ?? 0) * 1.3, 9)
     expect(hits[1]?.explain.fused).toBeCloseTo(offFused.get(ann.eventId) ?? 0, 9)
     expect(off.map((h) => h.explain.actorNamed)).toEqual(off.map((h) => h.eventId === bo.eventId))
+  })
+
+  it('looks up only the events that can be hits when the query names no actor and no period, ranking as the full look-up does', async () => {
+    const clock = testClock('2025-03-01T00:00:00Z')
+    const embedder = createHashEmbedder({ dims: 32 })
+    await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual' })
+    const actors = [
+      { type: 'human' as const, id: 'ann-smith' },
+      { type: 'agent' as const, id: 'helper' },
+      { type: 'tool' as const, id: 'run_tests' },
+    ]
+    const words = ['postgres', 'backup', 'deploy', 'release', 'index', 'vacuum', 'replica', 'schema']
+    for (let i = 0; i < 180; i++) {
+      const text = `${words[i % 8]} ${words[(i * 3 + 1) % 8]} ${words[(i * 5 + 2) % 8]} step ${i}`
+      await t.engine.record({ ...say(`c${i % 12}`, text), actor: actors[i % 3]!, createdAt: new Date(Date.parse('2025-01-01T00:00:00Z') + i * 3_600_000).toISOString() })
+    }
+    // The same word as an actor of another tenant: not an actor of this one.
+    await t.engine.record({ ...say('x1', 'postgres deploy'), scope: { tenantId: 'other', conversationId: 'x1' }, actor: { type: 'human', id: 'postgres' } })
+    await t.engine.indexNow()
+    const ctx = { db: withPreparedStatements(t.db), now: clock.now, embedder, scoring: resolveScoring(DEFAULT_SCORING, undefined), beforeRead: async () => {} }
+    const plan = (q: string) => planSearch(ctx as unknown as EngineContext, q, { limit: 10 })
+
+    for (const q of ['postgres backup deploy', 'release index', 'vacuum the replica schema', 'what happened to the deploy']) {
+      const fast = await plan(q)
+      expect(fast.namedActors, q).toEqual([])
+      const pruned = await runSearchWithPool(t.db, fast)
+      // Naming an actor no listed event has takes the statement that looks every event up.
+      const full = await runSearchWithPool(t.db, { ...fast, namedActors: ['nobody'] })
+      expect(pruned.poolSize, q).toBeGreaterThan(50)
+      expect(pruned, q).toEqual(full)
+      expect(pruned.hits.some((h) => h.explain.actorNamed), q).toBe(false)
+    }
+    // A word of an id names its actor: "smith" of "ann-smith".
+    const named = await plan('what did smith say about the postgres backup')
+    expect(named.namedActors).toEqual(['ann-smith'])
+    const { hits } = await runSearchWithPool(t.db, named)
+    expect(hits.length).toBe(10)
+    expect(hits.map((h) => h.explain.actorNamed)).toEqual(hits.map((h) => h.actor.id === 'ann-smith'))
+    expect(hits.filter((h) => h.actor.id === 'ann-smith').length).toBeGreaterThan(5)
   })
 
   it("leaves a word that is a person's or agent's id out of the keyword ranking; a tool's name stays a term", async () => {

@@ -8,6 +8,7 @@ import { edgesByDocument } from './0006-edges-by-document.ts'
 import { actorNames } from './0007-actor-names.ts'
 import { memoryStats } from './0008-memory-stats.ts'
 import { keywordPending } from './0009-keyword-pending.ts'
+import { actorTerms } from './0010-actor-terms.ts'
 
 export interface Migration {
   version: number
@@ -26,6 +27,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'actor-names', sql: actorNames },
   { version: 8, name: 'memory-stats', sql: memoryStats },
   { version: 9, name: 'keyword-pending', sql: keywordPending },
+  { version: 10, name: 'actor-terms', sql: actorTerms },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
