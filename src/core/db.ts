@@ -14,8 +14,8 @@ export interface QueryOptions {
   parsers?: Record<number, (text: string) => unknown>
   /**
    * A statement run often: inside a transaction on PGlite it is parsed once and kept prepared
-   * (src/core/prepared.ts). After five runs Postgres may give it a generic plan, unless the
-   * transaction sets `plan_cache_mode = force_custom_plan` as a search does.
+   * (src/core/prepared.ts). After five runs Postgres may give it a generic plan, unless
+   * `plan_cache_mode = force_custom_plan` is set, as a search does for its own statements.
    */
   prepare?: boolean
 }

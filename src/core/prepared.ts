@@ -10,8 +10,8 @@ import type { Db, QueryOptions, QueryResult, Queryable } from './db.ts'
  * under a name of its own; later calls bind and execute it in one trip. The write path's
  * fixed inserts and key lookups (`recordTurn`, `record`, the document observer) may then get
  * a generic plan after five runs (`plan_cache_mode` auto); a search sets
- * `plan_cache_mode = force_custom_plan` for its transaction, so it is still planned for its
- * own values every time. At most `MAX_PREPARED` statements are kept per database.
+ * `plan_cache_mode = force_custom_plan` for its own statements, so they are still planned for
+ * their own values every time. At most `MAX_PREPARED` statements are kept per database.
  *
  * Prepared statements outlive a rollback and belong to the connection; the engine owns it,
  * so nothing else may `DEALLOCATE` them. A database that is not a PGlite (a PGliteWorker, an

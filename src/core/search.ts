@@ -810,8 +810,10 @@ export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hit
 
 /**
  * `runSearchWithPool` inside the caller's transaction (`buildContext` reads all it needs in
- * one). Its settings are `SET LOCAL`: they hold for the rest of that transaction, so the
- * statements run after it there are planned for their own values as well.
+ * one). Its HNSW settings are `SET LOCAL`: they hold for the rest of that transaction. Custom
+ * plans hold for its own two statements only: the statements run after it in the transaction
+ * are planned as any other (Postgres' default), and those of `buildContext`, lookups by key
+ * and by conversation, keep a generic plan once it is as cheap.
  */
 export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
   // The statements below are kept prepared, but planned for this search's own values every
@@ -820,6 +822,7 @@ export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Prom
   const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
   const { sql, params } = searchStatement(planned)
   const { rows } = await tx.query<HitRow>(sql, params, { prepare: true })
+  await tx.exec('SET LOCAL plan_cache_mode TO DEFAULT')
   return { hits: rows.map(toHit), poolSize: Number(rows[0]?.pool_size ?? 0) }
 }
 

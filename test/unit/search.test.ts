@@ -10,6 +10,7 @@ import {
   MIN_NEAREST,
   planSearch,
   runSearchWithPool,
+  searchInTransaction,
   type SearchPlan,
   withLimit,
   withoutNames,
@@ -351,6 +352,29 @@ describe('search', () => {
     expect(hits.length).toBe(10)
     expect(hits.map((h) => h.explain.actorNamed)).toEqual(hits.map((h) => h.actor.id === 'ann-smith'))
     expect(hits.filter((h) => h.actor.id === 'ann-smith').length).toBeGreaterThan(5)
+  })
+
+  it("plans its own statements for each search's values, and leaves the rest of the transaction to Postgres' default", async () => {
+    const clock = testClock('2025-03-01T00:00:00Z')
+    const embedder = createHashEmbedder({ dims: 32 })
+    await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual' })
+    for (const text of ['postgres backup', 'deploy the release', 'vacuum the replica']) await t.engine.record(say('c1', text))
+    await t.engine.indexNow()
+    const db = withPreparedStatements(t.db)
+    const ctx = { db, now: clock.now, embedder, scoring: resolveScoring(DEFAULT_SCORING, undefined), beforeRead: async () => {} }
+    const plan = await planSearch(ctx as unknown as EngineContext, 'postgres backup', { limit: 10 })
+    for (let i = 0; i < 7; i++) {
+      const after = await db.transaction(async (tx) => {
+        expect((await searchInTransaction(tx, plan)).hits.length).toBeGreaterThan(0)
+        return (await tx.query<{ mode: string; ef: string }>(`SELECT current_setting('plan_cache_mode') AS mode, current_setting('hnsw.ef_search') AS ef`)).rows[0]
+      })
+      expect(after).toEqual({ mode: 'auto', ef: String(MIN_NEAREST) })
+    }
+    // Past the five runs after which Postgres may choose a generic plan, still none.
+    const { rows } = await t.db.query<{ generic: number; custom: number }>(
+      `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE statement LIKE '%kw_event AS%'`,
+    )
+    expect(rows).toEqual([{ generic: 0, custom: 7 }])
   })
 
   it("leaves a word that is a person's or agent's id out of the keyword ranking; a tool's name stays a term", async () => {
