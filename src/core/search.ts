@@ -427,8 +427,9 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const periodFrom = p.add(period?.from ?? null)
   const periodTo = p.add(period?.to ?? null)
   const named = `${p.add(plan.namedActors)}::text[]`
-  // With no actor and no period named, the bonuses are left out of the statement.
-  const bonuses = plan.namedActors.length > 0 || period !== null
+  // With no actor and no period named (or their bonuses weighed 0), the bonuses are left out
+  // of the statement: no fused score would change. Each hit still says what it names.
+  const bonuses = (plan.namedActors.length > 0 && s.actorMatch !== 0) || (period !== null && s.dateMatch !== 0)
   const actorMatch = bonuses ? `${p.add(s.actorMatch)}::float8` : ''
   const dateMatch = bonuses ? `${p.add(s.dateMatch)}::float8` : ''
   // A listed event's actor and time, for the bonuses, and the columns the hits need later.
@@ -483,8 +484,9 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     ), ${
       !bonuses
         ? `fused AS (
-      -- The query names no actor and no period: no event gets actorMatch or dateMatch, so the
-      -- fused order is final here and only the events that can be hits are looked up.
+      -- No event gets actorMatch or dateMatch (the query names no actor and no period, or
+      -- they weigh 0): the fused order is final here, and only the events that can be hits
+      -- are looked up.
       SELECT l.event_id, l.k_rank, l.k_score, l.k_z, l.v_rank, l.v_score, l.v_z, l.fused FROM lists l
     ), top AS (
       SELECT f.*, a.*
@@ -887,7 +889,8 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   await ctx.beforeRead()
   const embedder = o.mode === 'keyword' ? null : ctx.embedder
   // The keyword terms need the actors' names, and so does the text embedded (it leaves them
-  // out, unless actorNamesEmbedded or nothing but names and stop words would be left).
+  // out, unless actorNamesEmbedded or nothing but names and stop words would be left); the
+  // actor bonus needs the actors the query names.
   const namesOut = embedder !== null && !scoring.actorNamesEmbedded
   const actors = await lookUpActors(ctx, text, o.scope.tenantId)
   const embedded = namesOut && actors.words.length > 0 && actors.others ? withoutNames(text, new Set(actors.words)) : text

@@ -352,6 +352,13 @@ describe('search', () => {
     expect(hits.length).toBe(10)
     expect(hits.map((h) => h.explain.actorNamed)).toEqual(hits.map((h) => h.actor.id === 'ann-smith'))
     expect(hits.filter((h) => h.actor.id === 'ann-smith').length).toBeGreaterThan(5)
+    // With the bonus weighed 0 no fused score can change: the short statement, which still
+    // says whom each hit names.
+    const unweighed = await planSearch(ctx as unknown as EngineContext, 'what did smith say about the postgres backup', { limit: 10, weights: { actorMatch: 0 } })
+    const plain = await runSearchWithPool(t.db, unweighed)
+    expect(plain).toEqual(await runSearchWithPool(t.db, { ...unweighed, scoring: { ...unweighed.scoring, actorMatch: 1e-300 } }))
+    expect(plain.hits.some((h) => h.explain.actorNamed)).toBe(true)
+    expect(plain.hits.map((h) => h.explain.actorNamed)).toEqual(plain.hits.map((h) => h.actor.id === 'ann-smith'))
   })
 
   it("plans its own statements for each search's values, and leaves the rest of the transaction to Postgres' default", async () => {
