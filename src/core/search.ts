@@ -838,15 +838,18 @@ async function lookUpActors(
   text: string,
   tenantId: string,
 ): Promise<{ words: string[]; others: boolean; named: string[] }> {
-  const { rows } = await ctx.db.query<{ names: string[] | null; others: boolean; named: string[] | null }>(
+  // In a transaction of its own, where the statement is kept prepared (src/core/prepared.ts).
+  const { rows } = await ctx.db.transaction((tx) =>
+    tx.query<{ names: string[] | null; others: boolean; named: string[] | null }>(
     `WITH names AS (${ACTOR_WORDS})
      SELECT (SELECT array_agg(w) FROM names) AS names,
             EXISTS (SELECT 1 FROM unnest(to_tsvector('english', $1)) t
                     WHERE t.lexeme NOT IN (SELECT n.lexeme FROM names, unnest(to_tsvector('english', names.w)) n)) AS others,
             (SELECT array_agg(DISTINCT a.actor_id ORDER BY a.actor_id) FROM actor_terms a
              WHERE a.tenant_id = $2 AND a.lexeme = ANY(tsvector_to_array(to_tsvector('english', $1)))) AS named`,
-    [text, tenantId],
-    { prepare: true },
+      [text, tenantId],
+      { prepare: true },
+    ),
   )
   return { words: rows[0]?.names ?? [], others: rows[0]?.others ?? false, named: rows[0]?.named ?? [] }
 }

@@ -346,7 +346,7 @@ describe('buildContext: acceptance scenarios', () => {
     const embedder = createTestEmbedder()
     await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual' })
     // The engine over a Db that notes each call made on it once counting starts.
-    const calls = { outside: [] as string[], transactions: 0 }
+    const calls = { outside: [] as string[], transactions: [] as string[][] }
     let counting = false
     const inner = t.db as unknown as Db
     const db: Db = {
@@ -359,8 +359,21 @@ describe('buildContext: acceptance scenarios', () => {
         return inner.exec(sql)
       },
       transaction: (fn) => {
-        if (counting) calls.transactions++
-        return inner.transaction(fn)
+        if (!counting) return inner.transaction(fn)
+        const statements: string[] = []
+        calls.transactions.push(statements)
+        return inner.transaction((tx) =>
+          fn({
+            query: (sql, params, options) => {
+              statements.push(sql)
+              return tx.query(sql, params, options)
+            },
+            exec: (sql) => {
+              statements.push(sql)
+              return tx.exec(sql)
+            },
+          }),
+        )
       },
     }
     const engine = await createEngine({ db, now: clock.now, embedder, indexing: 'manual' })
@@ -371,11 +384,14 @@ describe('buildContext: acceptance scenarios', () => {
     const bundle = await engine.buildContext({ ...scope, query: 'invoice parsing currency', conversationId: 'new', maxTokens: 3000 })
     expect(bundle.provenance.searchPasses).toBe(2)
     expect(section(bundle, 'retrieved_evidence').items[0]?.explain?.vector).not.toBeNull()
-    // Planning reads, before the transaction, which query words are people's names (left out
-    // of the embedded text); the sections and both passes read in the one transaction.
-    expect(calls.transactions).toBe(1)
-    expect(calls.outside).toHaveLength(1)
-    expect(calls.outside[0]).toMatch(/^WITH names AS \(SELECT DISTINCT q\.w/)
+    // Planning reads, in a transaction of its own before the read, which query words are
+    // people's names (left out of the embedded text) and which actors the query names; the
+    // sections and both passes read in the one transaction after it.
+    expect(calls.outside).toEqual([])
+    expect(calls.transactions).toHaveLength(2)
+    expect(calls.transactions[0]).toHaveLength(1)
+    expect(calls.transactions[0]?.[0]).toMatch(/^WITH names AS \(SELECT DISTINCT q\.w/)
+    expect(calls.transactions[1]?.length).toBeGreaterThan(10)
     expect(embedder.calls).toBe(1)
 
     // Over PGlite itself, the sections' statements are kept prepared: parsed once, run again.
@@ -389,9 +405,11 @@ describe('buildContext: acceptance scenarios', () => {
     expect(runs('category, confidence FROM memories')).toEqual([2])
     expect(runs('array_agg(DISTINCT lexeme')).toEqual([2])
     expect(runs("WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE')")).toEqual([2])
-    // Every statement of the bundle, the search's two included, was parsed once for both calls.
+    expect(runs('WITH names AS')).toEqual([2])
+    // Every statement of the bundle, the names look-up and the search's two included, was
+    // parsed once for both calls.
     expect(rows.every((r) => r.runs === 2 || r.runs === 4)).toBe(true)
-    expect(rows.length).toBe(11)
+    expect(rows.length).toBe(12)
   })
 
   it('when the first search pass fills the evidence section, no second pass runs: the section holds the best hits search gives', async () => {
