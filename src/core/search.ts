@@ -430,8 +430,6 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   // With no actor and no period named (or their bonuses weighed 0), the bonuses are left out
   // of the statement: no fused score would change. Each hit still says what it names.
   const bonuses = (plan.namedActors.length > 0 && s.actorMatch !== 0) || (period !== null && s.dateMatch !== 0)
-  const actorMatch = bonuses ? `${p.add(s.actorMatch)}::float8` : ''
-  const dateMatch = bonuses ? `${p.add(s.dateMatch)}::float8` : ''
   // A listed event's actor and time, for the bonuses, and the columns the hits need later.
   const lookUp = (list: string) => `
         SELECT e.actor_id = ANY(${named}) AS named,
@@ -458,6 +456,34 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
     staleness: `${p.add(s.staleness)}::float8`,
   }
 
+  // The lists' events with their bonuses, and the best `top` of them with their events' columns.
+  // The lists' events with their bonuses, and the best `top` of them with their events' columns.
+  const fusedAndTop = bonuses
+    ? `fused AS (
+      -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
+      -- from the period its dates name ("on 3 June 2023") dateMatch more. Each event is looked
+      -- up by key behind OFFSET 0 (joined freely, the planner hashes every event), once: the
+      -- columns the hits need later come along.
+      SELECT l.event_id, l.k_rank, l.k_score, l.k_z, l.v_rank, l.v_score, l.v_z, a.named, a.dated, a.kind, a.created_at,
+             a.conversation_id, a.turn_index, a.actor_type, a.actor_id,
+             (l.fused * (1 + CASE WHEN a.named THEN ${p.add(s.actorMatch)}::float8 ELSE 0 END)
+                      * (1 + CASE WHEN a.dated THEN ${p.add(s.dateMatch)}::float8 ELSE 0 END))::float8 AS fused
+      FROM lists l
+      CROSS JOIN LATERAL (${lookUp('l')}) a
+    ), top AS (
+      SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}
+`
+    : `fused AS (
+      -- No event gets actorMatch or dateMatch (the query names no actor and no period, or
+      -- they weigh 0): the fused order is final here, and only the events that can be hits
+      -- are looked up.
+      SELECT l.event_id, l.k_rank, l.k_score, l.k_z, l.v_rank, l.v_score, l.v_z, l.fused FROM lists l
+    ), top AS (
+      SELECT f.*, a.*
+      FROM (SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}) f
+      CROSS JOIN LATERAL (${lookUp('f')}) a
+`
+
   const sql = `WITH ${keyword},
     ${vector},
     list_stats AS (
@@ -481,33 +507,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
                      + ${wk} * coalesce(z.k_score / nullif(max(z.k_score) OVER (), 0), 0)) / greatest(${wv} + ${wk}, 1e-9)
              END::float8 AS fused
       FROM zs z
-    ), ${
-      !bonuses
-        ? `fused AS (
-      -- No event gets actorMatch or dateMatch (the query names no actor and no period, or
-      -- they weigh 0): the fused order is final here, and only the events that can be hits
-      -- are looked up.
-      SELECT l.event_id, l.k_rank, l.k_score, l.k_z, l.v_rank, l.v_score, l.v_z, l.fused FROM lists l
-    ), top AS (
-      SELECT f.*, a.*
-      FROM (SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}) f
-      CROSS JOIN LATERAL (${lookUp('f')}) a
-`
-        : `fused AS (
-      -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
-      -- from the period its dates name ("on 3 June 2023") dateMatch more. Each event is looked
-      -- up by key behind OFFSET 0 (joined freely, the planner hashes every event), once: the
-      -- columns the hits need later come along.
-      SELECT l.event_id, l.k_rank, l.k_score, l.k_z, l.v_rank, l.v_score, l.v_z, a.named, a.dated, a.kind, a.created_at,
-             a.conversation_id, a.turn_index, a.actor_type, a.actor_id,
-             (l.fused * (1 + CASE WHEN a.named THEN ${actorMatch} ELSE 0 END)
-                      * (1 + CASE WHEN a.dated THEN ${dateMatch} ELSE 0 END))::float8 AS fused
-      FROM lists l
-      CROSS JOIN LATERAL (${lookUp('l')}) a
-    ), top AS (
-      SELECT * FROM fused ORDER BY fused DESC, event_id LIMIT ${top}
-`
-    }    ), seen AS (
+    ), ${fusedAndTop}    ), seen AS (
       SELECT t.event_id, array_agg(DISTINCT dv.document_id) AS docs, max(lv.latest - dv.version) AS versions_since
       FROM top t
       JOIN edges ed ON ed.src IN (
