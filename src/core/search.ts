@@ -457,7 +457,6 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   }
 
   // The lists' events with their bonuses, and the best `top` of them with their events' columns.
-  // The lists' events with their bonuses, and the best `top` of them with their events' columns.
   const fusedAndTop = bonuses
     ? `fused AS (
       -- An event whose actor the query names ("what did Ann say") gets actorMatch more, one
