@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
+import type { Db } from '../../src/core/db.ts'
+import type { Embedder } from '../../src/core/embedder.ts'
 import type { EngineContext } from '../../src/core/engine.ts'
 import { withPreparedStatements } from '../../src/core/prepared.ts'
-import { DEFAULT_SCORING, resolveScoring } from '../../src/core/scoring.ts'
+import { DEFAULT_SCORING, resolveScoring, Z_WINDOW } from '../../src/core/scoring.ts'
 import {
   keywordBranches,
   MAX_PAIRED_TERMS,
@@ -17,12 +19,17 @@ import {
 } from '../../src/core/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'
-import { Z_WINDOW } from '../../src/core/scoring.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
 import { say } from '../support/events.ts'
+
+/** What `planSearch` reads of an engine: `db` with its statements kept prepared, the default scoring. */
+function searchContext(db: Db, now: () => Date, embedder: Embedder): EngineContext {
+  const ctx = { db: withPreparedStatements(db), now, embedder, scoring: resolveScoring(DEFAULT_SCORING, undefined), beforeRead: async () => {} }
+  return ctx as unknown as EngineContext
+}
 
 describe('search', () => {
   it('finds events by keywords before anything is embedded, with the keyword part explained', async () => {
@@ -332,8 +339,8 @@ describe('search', () => {
     // The same word as an actor of another tenant: not an actor of this one.
     await t.engine.record({ ...say('x1', 'postgres deploy'), scope: { tenantId: 'other', conversationId: 'x1' }, actor: { type: 'human', id: 'postgres' } })
     await t.engine.indexNow()
-    const ctx = { db: withPreparedStatements(t.db), now: clock.now, embedder, scoring: resolveScoring(DEFAULT_SCORING, undefined), beforeRead: async () => {} }
-    const plan = (q: string) => planSearch(ctx as unknown as EngineContext, q, { limit: 10 })
+    const ctx = searchContext(t.db, clock.now, embedder)
+    const plan = (q: string) => planSearch(ctx, q, { limit: 10 })
 
     for (const q of ['postgres backup deploy', 'release index', 'vacuum the replica schema', 'what happened to the deploy']) {
       const fast = await plan(q)
@@ -354,7 +361,7 @@ describe('search', () => {
     expect(hits.filter((h) => h.actor.id === 'ann-smith').length).toBeGreaterThan(5)
     // With the bonus weighed 0 no fused score can change: the short statement, which still
     // says whom each hit names.
-    const unweighed = await planSearch(ctx as unknown as EngineContext, 'what did smith say about the postgres backup', { limit: 10, weights: { actorMatch: 0 } })
+    const unweighed = await planSearch(ctx, 'what did smith say about the postgres backup', { limit: 10, weights: { actorMatch: 0 } })
     const plain = await runSearchWithPool(t.db, unweighed)
     expect(plain).toEqual(await runSearchWithPool(t.db, { ...unweighed, scoring: { ...unweighed.scoring, actorMatch: 1e-300 } }))
     expect(plain.hits.some((h) => h.explain.actorNamed)).toBe(true)
@@ -367,9 +374,9 @@ describe('search', () => {
     await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual' })
     for (const text of ['postgres backup', 'deploy the release', 'vacuum the replica']) await t.engine.record(say('c1', text))
     await t.engine.indexNow()
-    const db = withPreparedStatements(t.db)
-    const ctx = { db, now: clock.now, embedder, scoring: resolveScoring(DEFAULT_SCORING, undefined), beforeRead: async () => {} }
-    const plan = await planSearch(ctx as unknown as EngineContext, 'postgres backup', { limit: 10 })
+    const ctx = searchContext(t.db, clock.now, embedder)
+    const db = ctx.db
+    const plan = await planSearch(ctx, 'postgres backup', { limit: 10 })
     for (let i = 0; i < 7; i++) {
       const after = await db.transaction(async (tx) => {
         expect((await searchInTransaction(tx, plan)).hits.length).toBeGreaterThan(0)

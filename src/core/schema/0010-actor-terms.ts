@@ -1,3 +1,8 @@
+/** Each lexeme of the id of every distinct actor (tenant and id) of `source`. */
+const actorLexemes = (source: string) => `SELECT a.tenant_id, a.actor_id, l.lexeme
+  FROM (SELECT DISTINCT tenant_id, actor_id FROM ${source}) a
+  CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', a.actor_id))) l(lexeme)`
+
 /**
  * The words of every actor's id, per tenant: `actor_terms` holds each lexeme of
  * `to_tsvector('english', actor_id)` for every actor with an event in the tenant. A search
@@ -22,9 +27,7 @@ CREATE INDEX actor_terms_by_lexeme ON actor_terms (tenant_id, lexeme);
 CREATE FUNCTION engram_actor_terms_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO actor_terms (tenant_id, actor_id, lexeme)
-  SELECT a.tenant_id, a.actor_id, l.lexeme
-  FROM (SELECT DISTINCT n.tenant_id, n.actor_id FROM added n) a
-  CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', a.actor_id))) l(lexeme)
+  ${actorLexemes('added')}
   WHERE NOT EXISTS (SELECT 1 FROM actor_terms t WHERE t.tenant_id = a.tenant_id AND t.actor_id = a.actor_id)
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -44,7 +47,5 @@ CREATE TRIGGER events_actor_terms_remove AFTER DELETE ON events
   REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION engram_actor_terms_remove();
 
 INSERT INTO actor_terms (tenant_id, actor_id, lexeme)
-SELECT a.tenant_id, a.actor_id, l.lexeme
-FROM (SELECT DISTINCT tenant_id, actor_id FROM events) a
-CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', a.actor_id))) l(lexeme);
+${actorLexemes('events')};
 `
