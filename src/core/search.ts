@@ -282,11 +282,27 @@ export interface KeywordStats {
    * The query's terms found in the pool, rarest first, with their document frequencies and
    * their weight in BM25 (1, or `actorNameTerm` for a word that is an actor's id).
    */
-  terms: { lexeme: string; df: number; weight: number }[]
+  terms: KeywordTerm[]
   /** Chunks in the tenant at the sensitivities the reader may see. */
   chunks: number
   /** Their average number of distinct terms. */
   avgLength: number
+  /** Chunks in the tenant at every sensitivity: what a walk of its chunks by time reads at most. */
+  tenantChunks: number
+}
+
+/** A term of the query in the keyword statistics. */
+export interface KeywordTerm {
+  lexeme: string
+  /** Chunks of the tenant at the sensitivities the reader may see that hold it. */
+  df: number
+  /**
+   * Chunks of the whole memory that hold it, which is what the GIN index finds for it (every
+   * tenant and sensitivity): `df` scaled by the memory's chunks over the reader's pool.
+   */
+  rows: number
+  /** Its weight in BM25. */
+  weight: number
 }
 
 export interface SearchPlan {
@@ -603,7 +619,7 @@ function keywordCtes(
   neighbours: (name: string, from: string) => string,
   spread: (from: string, nbs: string) => string,
 ): string {
-  const stats = plan.keyword ?? { terms: [], chunks: 0, avgLength: 1 }
+  const stats = plan.keyword ?? { terms: [], chunks: 0, avgLength: 1, tenantChunks: 0 }
   const s = plan.scoring
   const terms = stats.terms.slice(0, MAX_QUERY_TERMS)
   const ranked = `${neighbours('kw_nb', 'kw_event')}, kw_ranked AS (
@@ -618,9 +634,20 @@ function keywordCtes(
       SELECT c.source_id AS event_id, c.id AS chunk_id, NULL::float8 AS score FROM ${from} WHERE false AND ${pred}
     ), ${ranked}`
   }
-  const branch = (query: string, when?: string) => `(SELECT c.id, c.source_id, c.tsv FROM ${from}
-        WHERE c.tsv @@ ${p.add(query)}::tsquery AND ${pred}${when ? ` AND ${when}` : ''}
-        ORDER BY c.created_at DESC, c.id LIMIT ${candidates})`
+  const branch = ({ queries, most }: KeywordBranch, when?: string) => {
+    const matches = queries.map((q) => `c.tsv @@ ${p.add(q)}::tsquery`).join(' OR ')
+    const where = `(${matches}) AND ${pred}${when ? ` AND ${when}` : ''}`
+    const newest = `ORDER BY c.created_at DESC, c.id LIMIT ${candidates}`
+    // Behind OFFSET 0 the order cannot come from a walk of the tenant's chunks by time: the
+    // branch's matches are found first, then sorted (readsEveryMatch).
+    return readsEveryMatch(most, plan.candidates, stats.tenantChunks)
+      ? `(SELECT c.id, c.source_id, c.tsv FROM (SELECT c.id, c.source_id, c.tsv, c.created_at FROM ${from}
+          WHERE ${where} OFFSET 0) c
+        ${newest})`
+      : `(SELECT c.id, c.source_id, c.tsv FROM ${from}
+        WHERE ${where}
+        ${newest})`
+  }
   const { always, fallback } = keywordBranches(terms, plan.candidates)
   const alwaysRows = always.map((q) => branch(q)).join(' UNION ALL ')
   // The fallback's condition has no reference to its rows: an initplan that gates its scan,
@@ -668,12 +695,20 @@ function keywordCtes(
 /** The most terms in more chunks than a list ranks whose pairs bring candidates (the rarest of them). */
 export const MAX_PAIRED_TERMS = 8
 
+/** A branch of the keyword candidates: its tsqueries, and the most chunks of the memory they can match. */
+export interface KeywordBranch {
+  /** A chunk is the branch's when it matches any of them. */
+  queries: string[]
+  /** An upper bound from its terms' `rows`: what a bitmap scan of the GIN index reads at most. */
+  most: number
+}
+
 /** The tsqueries of the keyword candidates' branches (`keywordBranches`). */
 export interface KeywordBranches {
   /** Each brings its newest `candidates` chunks. */
-  always: string[]
+  always: KeywordBranch[]
   /** Brings its newest `candidates` chunks only when `always` brought fewer than that. */
-  fallback: string | null
+  fallback: KeywordBranch | null
 }
 
 /**
@@ -693,20 +728,48 @@ export interface KeywordBranches {
  * bitmap has no order): thousands of rows in a large memory. A chunk that holds every term
  * holds a rare one, or two common ones, so no branch of its own is needed unless all are
  * common.
+ *
+ * Each branch says how many chunks of the memory it can match at most: a term, its own `rows`;
+ * the pairs, the sum of the terms' other than the most common (a chunk that holds two of them
+ * holds one of those); all the terms together, the rarest's.
  */
-export function keywordBranches(terms: readonly { lexeme: string; df: number }[], candidates: number): KeywordBranches {
+export function keywordBranches(terms: readonly Omit<KeywordTerm, 'weight'>[], candidates: number): KeywordBranches {
   if (terms.length === 0) return { always: [], fallback: null }
+  const one = (t: Omit<KeywordTerm, 'weight'>): KeywordBranch => ({ queries: [tsqueryTerm(t.lexeme)], most: t.rows })
   const rare = terms.filter((t) => t.df <= candidates)
   const common = terms.filter((t) => t.df > candidates).slice(0, MAX_PAIRED_TERMS)
-  const always = rare.map((t) => tsqueryTerm(t.lexeme))
+  const always = rare.map(one)
   if (common.length > 1) {
-    const pairs = common.flatMap((a, i) => common.slice(i + 1).map((b) => `(${tsqueryTerm(a.lexeme)} & ${tsqueryTerm(b.lexeme)})`))
-    always.push(pairs.join(' | '))
+    // Every pair as one tsquery per term with the terms after it: each has a term every match
+    // holds, whose entries the GIN scan follows, where one OR of all the pairs has none and
+    // reads every entry of every term (the bitmaps are ORed instead).
+    const pairs = common.slice(0, -1).map((a, i) => {
+      const after = common.slice(i + 1).map((b) => tsqueryTerm(b.lexeme))
+      return `${tsqueryTerm(a.lexeme)} & ${after.length > 1 ? `(${after.join(' | ')})` : after[0]}`
+    })
+    const rows = common.map((t) => t.rows).sort((x, y) => x - y)
+    always.push({ queries: pairs, most: rows.slice(0, -1).reduce((sum, n) => sum + n, 0) })
   }
-  if (rare.length === 0 && terms.length > 2) always.push(terms.map((t) => tsqueryTerm(t.lexeme)).join(' & '))
+  if (rare.length === 0 && terms.length > 2) {
+    always.push({ queries: [terms.map((t) => tsqueryTerm(t.lexeme)).join(' & ')], most: Math.min(...terms.map((t) => t.rows)) })
+  }
   if (rare.length > 0) return { always, fallback: null }
-  const rarest = tsqueryTerm(terms[0]!.lexeme)
+  const rarest = one(terms[0]!)
   return terms.length === 1 ? { always: [rarest], fallback: null } : { always, fallback: rarest }
+}
+
+/**
+ * Whether a branch that matches at most `most` chunks finds its newest `candidates` faster by
+ * reading every chunk it matches (a bitmap scan of the GIN index, then a sort) than by walking
+ * the tenant's `tenantChunks` by time until enough match. The walk reads about `candidates`
+ * over the share of chunks that match, so the two meet near the square root of `candidates`
+ * times `tenantChunks` (4,472 chunks of 100,000 for 200 candidates). Under it, the branch is
+ * kept from the walk: the planner takes a term's share of a walk from its statistics and
+ * chose the walk for terms in 2% of the chunks, which read 9,000 rows where the bitmap read
+ * 2,200 (docs/BENCHMARKS.md, "Common terms' newest chunks").
+ */
+export function readsEveryMatch(most: number, candidates: number, tenantChunks: number): boolean {
+  return most <= Math.max(candidates, Math.sqrt(candidates * tenantChunks))
 }
 
 /**
@@ -721,14 +784,26 @@ const ACTOR_WORDS = `SELECT DISTINCT q.w
 /** Reads the keyword statistics for a query's terms: their document frequencies, the pool's size. */
 async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordStats> {
   const allowed = allowedSensitivities(plan.options.channel)
-  const { rows } = await db.query<{ lexeme: string | null; df: number; chunks: number; lexemes: number; actor: boolean }>(
+  const { rows } = await db.query<{
+    lexeme: string | null
+    df: number
+    chunks: number
+    lexemes: number
+    tenant_chunks: number
+    all_chunks: number
+    actor: boolean
+  }>(
     `WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector('english', $1)) t),
           -- Words of the query that are the whole id of a person or agent (plan.actorWords).
           actor_words AS (
             SELECT DISTINCT n.lexeme FROM unnest($4::text[]) a(w) CROSS JOIN LATERAL unnest(to_tsvector('english', a.w)) n
           ),
-          corpus AS (SELECT coalesce(sum(chunks), 0)::float8 AS chunks, coalesce(sum(lexemes), 0)::float8 AS lexemes
-                     FROM chunk_stats WHERE tenant_id = $2 AND sensitivity = ANY($3::text[])),
+          -- The reader's pool, the tenant and the whole memory (a row per tenant and sensitivity).
+          corpus AS (SELECT coalesce(sum(chunks) FILTER (WHERE tenant_id = $2 AND sensitivity = ANY($3::text[])), 0)::float8 AS chunks,
+                            coalesce(sum(lexemes) FILTER (WHERE tenant_id = $2 AND sensitivity = ANY($3::text[])), 0)::float8 AS lexemes,
+                            coalesce(sum(chunks) FILTER (WHERE tenant_id = $2), 0)::float8 AS tenant_chunks,
+                            coalesce(sum(chunks), 0)::float8 AS all_chunks
+                     FROM chunk_stats),
           -- The chunks whose terms term_stats has not counted yet (numbered past keyword_counted,
           -- fewer than KEYWORD_PENDING_BOUND after any write): what they hold of the query's terms.
           -- Once (MATERIALIZED), not once per term; only the query's lexemes are unnested.
@@ -745,22 +820,28 @@ async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordSta
             (coalesce((SELECT sum(s.df) FROM term_stats s
                        WHERE s.tenant_id = $2 AND s.lexeme = q.lexeme AND s.sensitivity = ANY($3::text[])), 0)
              + coalesce((SELECT p.df FROM pending p WHERE p.lexeme = q.lexeme), 0))::float8 AS df,
-            corpus.chunks, corpus.lexemes,
+            corpus.chunks, corpus.lexemes, corpus.tenant_chunks, corpus.all_chunks,
             coalesce(q.lexeme IN (SELECT lexeme FROM actor_words), false) AS actor
      FROM corpus LEFT JOIN q ON true`,
     [plan.text, plan.options.scope.tenantId, allowed, plan.actorWords],
     { prepare: true },
   )
   const chunks = Number(rows[0]?.chunks ?? 0)
+  const allChunks = Number(rows[0]?.all_chunks ?? 0)
   const found = rows.filter((r): r is typeof r & { lexeme: string } => r.lexeme !== null && Number(r.df) > 0)
   // A query made only of actors' names keeps them as terms: there is nothing else to match.
   const actorWeight = found.every((r) => r.actor) ? 1 : plan.scoring.actorNameTerm
   const terms = found
-    .map((r) => ({ lexeme: r.lexeme, df: Number(r.df), weight: r.actor ? actorWeight : 1 }))
+    .map((r) => ({ lexeme: r.lexeme, df: Number(r.df), rows: (Number(r.df) * allChunks) / Math.max(chunks, 1), weight: r.actor ? actorWeight : 1 }))
     .filter((t) => t.weight > 0)
     // Rarest first: when a long query is cut to MAX_QUERY_TERMS, the telling terms stay.
     .sort((x, y) => x.df - y.df || (x.lexeme < y.lexeme ? -1 : 1))
-  return { terms, chunks, avgLength: chunks > 0 ? Number(rows[0]?.lexemes ?? 0) / chunks : 1 }
+  return {
+    terms,
+    chunks,
+    avgLength: chunks > 0 ? Number(rows[0]?.lexemes ?? 0) / chunks : 1,
+    tenantChunks: Number(rows[0]?.tenant_chunks ?? 0),
+  }
 }
 
 function toHit(r: HitRow): SearchHit {

@@ -224,6 +224,19 @@ describe('keyword candidates', () => {
     expect(two.slice(1).every((h) => h.text.startsWith('alpha draft'))).toBe(true)
   })
 
+  it('finds old chunks holding any pair of three common terms, the pair of the two most common too', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
+    const { engine } = t
+    const pairs = []
+    for (const text of ['alpha beta kickoff', 'alpha delta kickoff', 'beta delta kickoff']) pairs.push((await engine.record(say('old', text))).eventId)
+    // More newer chunks of each term alone than a branch keeps, delta the most common.
+    for (const [word, n] of [['alpha', 205], ['beta', 210], ['delta', 215]] as const) {
+      for (let i = 0; i < n; i++) await engine.record(say(`${word}${i % 3}`, `${word} draft ${i}`))
+    }
+    const hits = await engine.search('alpha beta delta', { mode: 'keyword', limit: 3, weights: { neighbour: 0 } })
+    expect(hits.map((h) => h.eventId).sort()).toEqual([...pairs].sort())
+  })
+
   it('with only common terms and enough chunks holding two of them, a chunk holding one brings nothing', async () => {
     await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual' })
     const { engine } = t

@@ -8,6 +8,7 @@ import { DEFAULT_SCORING, resolveScoring, Z_WINDOW } from '../../src/core/scorin
 import {
   keywordBranches,
   MAX_PAIRED_TERMS,
+  readsEveryMatch,
   MAX_SEARCH_LIMIT,
   MIN_NEAREST,
   planSearch,
@@ -391,6 +392,50 @@ describe('search', () => {
     expect(rows).toEqual([{ generic: 0, custom: 7 }])
   })
 
+  it("finds a common term's newest chunks by reading every chunk of the memory that holds it when few enough do, as a walk by time finds them", async () => {
+    const clock = testClock('2025-03-01T00:00:00Z')
+    await using t = await openTestEngine({ now: clock.now, indexing: 'manual' })
+    const ctx = searchContext(t.db, clock.now, createHashEmbedder({ dims: 32 }))
+    /**
+     * 210 chunks holding "alpha", then 40 without it, a minute apart. The oldest ten hold it
+     * three times: BM25 ranks them first whenever they are candidates. Returns their ids.
+     */
+    const fill = async (tenantId: string) => {
+      const oldest: string[] = []
+      for (let i = 0; i < 250; i++) {
+        clock.advance(60_000)
+        const text = i < 10 ? `alpha alpha alpha ${i}` : i < 210 ? `alpha draft ${i}` : `other note ${i}`
+        const { eventId } = await t.engine.record({ ...say(`c${i % 3}`, text), scope: { tenantId, conversationId: `c${i % 3}` } })
+        if (i < 10) oldest.push(eventId)
+      }
+      return oldest
+    }
+    const search = async (limit: number) => {
+      const statements: string[] = []
+      const plan = await planSearch(ctx, 'alpha', { limit, mode: 'keyword', weights: { neighbour: 0 } })
+      const { hits } = await ctx.db.transaction((tx) =>
+        searchInTransaction({ query: (sql, params, o) => (statements.push(sql), tx.query(sql, params, o)), exec: (sql) => tx.exec(sql) }, plan),
+      )
+      const statement = statements.find((sql) => sql.includes('kw_event AS'))!
+      return { ids: hits.map((h) => h.eventId), readsEvery: /OFFSET 0\) c\s+ORDER BY c\.created_at DESC/.test(statement) }
+    }
+    const oldest = await fill('default')
+    // A top 10 ranks 200 candidates. 210 chunks hold the term, under √(200 × 250) ≈ 224: every
+    // one is read, then sorted, and the newest 200 kept.
+    const alone = await search(10)
+    expect(alone.readsEvery).toBe(true)
+    expect(alone.ids).toHaveLength(10)
+    expect(alone.ids.filter((id) => oldest.includes(id))).toEqual([])
+    // A top 70 ranks 210: the oldest ten come first.
+    expect((await search(70)).ids.slice(0, 10).sort()).toEqual([...oldest].sort())
+    // Another tenant's chunks are in the GIN index too: 420 of the memory's 500, scaled from
+    // this tenant's, over the bound now, and the tenant's chunks are walked by time instead.
+    await fill('other')
+    const shared = await search(10)
+    expect(shared.readsEvery).toBe(false)
+    expect(shared.ids).toEqual(alone.ids)
+  })
+
   it("leaves a word that is a person's or agent's id out of the keyword ranking; a tool's name stays a term", async () => {
     await using t = await openTestEngine({ now: testClock().now, indexing: 'manual' })
     const at = { createdAt: '2025-01-01T00:00:00Z' }
@@ -561,33 +606,59 @@ describe('withLimit', () => {
 })
 
 describe('keywordBranches', () => {
-  const t = (lexeme: string, df: number) => ({ lexeme, df })
-  const always = (...queries: string[]) => ({ always: queries, fallback: null })
+  const t = (lexeme: string, df: number, rows = df) => ({ lexeme, df, rows })
+  const branch = (most: number, ...queries: string[]) => ({ queries, most })
+  const always = (...branches: { queries: string[]; most: number }[]) => ({ always: branches, fallback: null })
 
   it('brings every chunk of a rare term, and pairs of common terms in one branch', () => {
     expect(keywordBranches([], 200)).toEqual(always())
-    expect(keywordBranches([t('flaki', 3), t('migrat', 200)], 200)).toEqual(always("'flaki'", "'migrat'"))
+    expect(keywordBranches([t('flaki', 3), t('migrat', 200)], 200)).toEqual(always(branch(3, "'flaki'"), branch(200, "'migrat'")))
     // One common term beside a rare one: nothing of its own.
-    expect(keywordBranches([t('flaki', 3), t('test', 201)], 200)).toEqual(always("'flaki'"))
-    expect(keywordBranches([t('flaki', 3), t('test', 900), t('run', 5000)], 200)).toEqual(always("'flaki'", "('test' & 'run')"))
+    expect(keywordBranches([t('flaki', 3), t('test', 201)], 200)).toEqual(always(branch(3, "'flaki'")))
+    expect(keywordBranches([t('flaki', 3), t('test', 900), t('run', 5000)], 200)).toEqual(
+      always(branch(3, "'flaki'"), branch(900, "'test' & 'run'")),
+    )
   })
 
   it('with only common terms: every pair and all of them together, the rarest alone as the fallback', () => {
-    expect(keywordBranches([t('test', 900)], 200)).toEqual(always("'test'"))
-    expect(keywordBranches([t('test', 900), t('run', 5000)], 200)).toEqual({ always: ["('test' & 'run')"], fallback: "'test'" })
-    expect(keywordBranches([t('a', 300), t('b', 400), t('c', 500)], 200)).toEqual({
-      always: ["('a' & 'b') | ('a' & 'c') | ('b' & 'c')", "'a' & 'b' & 'c'"],
-      fallback: "'a'",
+    expect(keywordBranches([t('test', 900)], 200)).toEqual(always(branch(900, "'test'")))
+    expect(keywordBranches([t('test', 900), t('run', 5000)], 200)).toEqual({
+      always: [branch(900, "'test' & 'run'")],
+      fallback: branch(900, "'test'"),
     })
+    // The pairs as one tsquery per term with the terms after it: (a & b) | (a & c) | (b & c).
+    expect(keywordBranches([t('a', 300), t('b', 400), t('c', 500)], 200)).toEqual({
+      always: [branch(700, "'a' & ('b' | 'c')", "'b' & 'c'"), branch(300, "'a' & 'b' & 'c'")],
+      fallback: branch(300, "'a'"),
+    })
+  })
+
+  it('bounds each branch by the rows of the whole memory that hold its terms', () => {
+    // Every pair's chunks hold a term other than the most common: at most the others' rows.
+    const { always: [pairs, all], fallback } = keywordBranches([t('a', 300, 3000), t('b', 400, 400), t('c', 500, 100_000)], 200)
+    expect(pairs?.most).toBe(3400)
+    expect(all?.most).toBe(400)
+    expect(fallback?.most).toBe(3000)
   })
 
   it(`pairs only the rarest ${MAX_PAIRED_TERMS} common terms, and quotes each lexeme`, () => {
     const many = Array.from({ length: 12 }, (_, i) => t(`w${i}`, 300 + i))
     const { always: [pairs, all], fallback } = keywordBranches(many, 200)
-    expect(fallback).toBe("'w0'")
-    expect(pairs?.split(' | ')).toHaveLength((MAX_PAIRED_TERMS * (MAX_PAIRED_TERMS - 1)) / 2)
-    expect(pairs).not.toContain(`'w${MAX_PAIRED_TERMS}'`)
-    expect(all?.split(' & ')).toHaveLength(12)
-    expect(keywordBranches([t("o'brien", 1)], 200)).toEqual(always("'o''brien'"))
+    expect(fallback?.queries).toEqual(["'w0'"])
+    expect(pairs?.queries).toHaveLength(MAX_PAIRED_TERMS - 1)
+    expect(pairs?.queries[0]?.split(' | ')).toHaveLength(MAX_PAIRED_TERMS - 1)
+    expect(pairs?.queries.join(' ')).not.toContain(`'w${MAX_PAIRED_TERMS}'`)
+    expect(all?.queries[0]?.split(' & ')).toHaveLength(12)
+    expect(keywordBranches([t("o'brien", 1)], 200)).toEqual(always(branch(1, "'o''brien'")))
+  })
+})
+
+describe('readsEveryMatch', () => {
+  it('reads every match of a branch up to the square root of candidates times the chunks walked', () => {
+    expect(readsEveryMatch(4472, 200, 100_000)).toBe(true)
+    expect(readsEveryMatch(4473, 200, 100_000)).toBe(false)
+    // Never fewer than the candidates themselves, however small the tenant.
+    expect(readsEveryMatch(200, 200, 10)).toBe(true)
+    expect(readsEveryMatch(201, 200, 10)).toBe(false)
   })
 })
