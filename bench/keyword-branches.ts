@@ -103,7 +103,8 @@ for (const query of makeQueries(50, 1234)) {
     totals.taken += reads ? ms[1]! : ms[0]!
     totals.best += Math.min(ms[0]!, ms[1]!)
     const label = branch.queries.join(' OR ')
-    print(`| ${query} | ${kind}: ${label.length > 50 ? `${label.slice(0, 47)}…` : label} | ${matches} | ${Math.round(branch.most)} | ${reads ? 'every match' : 'planner'} | ${ms[0]!.toFixed(2)} | ${ms[1]!.toFixed(2)} | ${pairs} |`)
+    const shown = (label.length > 50 ? `${label.slice(0, 47)}…` : label).replace(/\|/g, '\\|')
+    print(`| ${query} | ${kind}: ${shown} | ${matches} | ${Math.round(branch.most)} | ${reads ? 'every match' : 'planner'} | ${ms[0]!.toFixed(2)} | ${ms[1]!.toFixed(2)} | ${pairs} |`)
   }
 }
 print('')
