@@ -23,7 +23,7 @@ export const MAX_CANDIDATES = 2000
 /**
  * The fewest chunks the vector list takes from the HNSW scan (`nearestFor`): fewer than the
  * keyword list's 200. The scan's time grows with its depth, and LoCoMo recall@10 is the same
- * at 150 as at 200 (docs/BENCHMARKS.md, "The vector list's depth").
+ * at 150 as at 200 (docs/benchmarks-history.md, "The vector list's depth").
  */
 export const MIN_NEAREST = 150
 /** The most query terms the keyword list looks up (the rarest are kept). */

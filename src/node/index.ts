@@ -14,7 +14,7 @@ export interface OpenMemoryOptions {
    * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
    * cache it has grown to: 64 MiB, raised (up to 512, half the size of its tables and
    * indexes) by the statistics refresh, from the next open. Postgres clears the whole cache at
-   * every start, so a larger one opens more slowly (docs/BENCHMARKS.md, "The page cache").
+   * every start, so a larger one opens more slowly (docs/benchmarks-history.md, "The page cache").
    */
   cacheMB?: number
   now?: () => Date
