@@ -781,7 +781,7 @@ const ACTOR_WORDS = `SELECT DISTINCT q.w
   WHERE q.w <> '' AND EXISTS (
     SELECT 1 FROM events e WHERE e.tenant_id = $2 AND lower(e.actor_id) = q.w AND e.actor_type <> 'tool')`
 
-/** Reads the keyword statistics for a query's terms: their document frequencies, the pool's size. */
+/** Reads the keyword statistics for a query's terms: their document frequencies, the sizes of the pool, the tenant and the memory. */
 async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordStats> {
   const allowed = allowedSensitivities(plan.options.channel)
   const { rows } = await db.query<{
