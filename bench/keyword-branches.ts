@@ -13,7 +13,7 @@
  *   SIZE=10000 node bench/run.mjs bench/keyword-branches.ts
  */
 import { BENCH_SCOPE, makeQueries } from './lib/data.ts'
-import { buildDataset, type SuiteOutput } from './lib/node-suite.ts'
+import { buildBenchMemory } from './lib/node-suite.ts'
 import { percentile } from './lib/metrics.ts'
 import { type KeywordBranch, keywordBranches, MAX_PAIRED_TERMS, readsEveryMatch } from '../src/core/search.ts'
 import { allowedSensitivities } from '../src/core/privacy.ts'
@@ -24,21 +24,7 @@ const CACHE_MB = process.env.CACHE_MB === undefined ? undefined : Number(process
 const CANDIDATES = 200
 const print = (line: string) => process.stdout.write(`${line}\n`)
 
-const data = await buildDataset(
-  {
-    size: SIZE,
-    ops: 0,
-    warmup: 0,
-    embedPasses: 0,
-    embedSentences: 0,
-    bulkRuns: 0,
-    naiveRows: 0,
-    wants: () => true,
-    log: (line) => process.stderr.write(`${line}\n`),
-    ...(CACHE_MB === undefined ? {} : { cacheMB: CACHE_MB }),
-  },
-  { metrics: {}, skipped: {} } satisfies SuiteOutput,
-)
+const data = await buildBenchMemory(SIZE, CACHE_MB, (line) => process.stderr.write(`${line}\n`))
 const { pg } = data
 
 const allowed = allowedSensitivities('private')

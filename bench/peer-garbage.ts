@@ -14,28 +14,13 @@
 import { PerformanceObserver } from 'node:perf_hooks'
 import { BENCH_SCOPE, makeQueries } from './lib/data.ts'
 import { latency } from './lib/metrics.ts'
-import { buildDataset, buildOrama, searchOrama, type SuiteOutput } from './lib/node-suite.ts'
+import { buildBenchMemory, buildOrama, searchOrama } from './lib/node-suite.ts'
 
 const SIZE = Number(process.env.SIZE ?? 100_000)
 const ROUNDS = Number(process.env.ROUNDS ?? 4)
 const CACHE_MB = process.env.CACHE_MB === undefined ? undefined : Number(process.env.CACHE_MB)
 
-const out: SuiteOutput = { metrics: {}, skipped: {} }
-const data = await buildDataset(
-  {
-    size: SIZE,
-    ops: 0,
-    warmup: 0,
-    embedPasses: 0,
-    embedSentences: 0,
-    bulkRuns: 0,
-    naiveRows: 0,
-    wants: () => true,
-    log: (line) => process.stdout.write(`${line}\n`),
-    ...(CACHE_MB === undefined ? {} : { cacheMB: CACHE_MB }),
-  },
-  out,
-)
+const data = await buildBenchMemory(SIZE, CACHE_MB, (line) => process.stdout.write(`${line}\n`))
 const { db: orama } = await buildOrama(data)
 const queries = makeQueries(50, 1234)
 

@@ -111,6 +111,16 @@ export async function buildDataset(options: SuiteOptions, out: SuiteOutput): Pro
   return { pg, engine, db, conversations: shape.conversations, chunkIds, texts, vectors }
 }
 
+/**
+ * The bench's memory of `size` events built as `buildDataset` builds it, for a script that
+ * measures one thing over it (`bench/peer-garbage.ts`, `bench/keyword-branches.ts`): nothing
+ * else is timed, and its progress goes to `log`.
+ */
+export function buildBenchMemory(size: number, cacheMB: number | undefined, log: (line: string) => void): Promise<Dataset> {
+  const options: SuiteOptions = { size, ops: 0, warmup: 0, embedPasses: 0, embedSentences: 0, bulkRuns: 0, naiveRows: 0, wants: () => true, log }
+  return buildDataset(cacheMB === undefined ? options : { ...options, cacheMB }, { metrics: {}, skipped: {} })
+}
+
 const oramaSchema = { id: 'string', text: 'string', embedding: `vector[${DIMS}]` } as const
 
 // Orama's search parameter types are too deep for the compiler with a vector schema.
