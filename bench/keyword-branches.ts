@@ -15,7 +15,7 @@
 import { BENCH_SCOPE, makeQueries } from './lib/data.ts'
 import { buildBenchMemory } from './lib/node-suite.ts'
 import { percentile } from './lib/metrics.ts'
-import { type KeywordBranch, keywordBranches, MAX_PAIRED_TERMS, readsEveryMatch } from '../src/core/search.ts'
+import { type KeywordBranch, keywordBranches, MAX_PAIRED_TERMS, newestMatches, readsEveryMatch } from '../src/core/search.ts'
 import { allowedSensitivities } from '../src/core/privacy.ts'
 
 const SIZE = Number(process.env.SIZE ?? 100_000)
@@ -32,10 +32,9 @@ const scope = `c.tenant_id = 'default' AND c.user_id = '${BENCH_SCOPE.userId}' A
   AND c.sensitivity = ANY('{${allowed.join(',')}}'::text[])`
 const literal = (query: string) => `'${query.replace(/'/g, "''")}'::tsquery`
 const where = (queries: readonly string[]) => `(${queries.map((q) => `c.tsv @@ ${literal(q)}`).join(' OR ')}) AND ${scope}`
-const planned = (queries: readonly string[]) =>
-  `SELECT c.id FROM chunks c WHERE ${where(queries)} ORDER BY c.created_at DESC, c.id LIMIT ${CANDIDATES}`
-const everyMatch = (queries: readonly string[]) =>
-  `SELECT id FROM (SELECT c.id, c.created_at FROM chunks c WHERE ${where(queries)} OFFSET 0) c ORDER BY created_at DESC, id LIMIT ${CANDIDATES}`
+// The branch's statement exactly as search writes it, both ways.
+const planned = (queries: readonly string[]) => newestMatches('chunks c', where(queries), String(CANDIDATES), false)
+const everyMatch = (queries: readonly string[]) => newestMatches('chunks c', where(queries), String(CANDIDATES), true)
 
 /** Median ms of each statement, run alternately; and whether they return the same ids. */
 async function compare(statements: readonly string[]): Promise<{ ms: number[]; same: boolean }> {

@@ -637,16 +637,7 @@ function keywordCtes(
   const branch = ({ queries, most }: KeywordBranch, when?: string) => {
     const matches = queries.map((q) => `c.tsv @@ ${p.add(q)}::tsquery`).join(' OR ')
     const where = `(${matches}) AND ${pred}${when ? ` AND ${when}` : ''}`
-    const newest = `ORDER BY c.created_at DESC, c.id LIMIT ${candidates}`
-    // Behind OFFSET 0 the order cannot come from a walk of the tenant's chunks by time: the
-    // branch's matches are found first, then sorted (readsEveryMatch).
-    return readsEveryMatch(most, plan.candidates, stats.tenantChunks)
-      ? `(SELECT c.id, c.source_id, c.tsv FROM (SELECT c.id, c.source_id, c.tsv, c.created_at FROM ${from}
-          WHERE ${where} OFFSET 0) c
-        ${newest})`
-      : `(SELECT c.id, c.source_id, c.tsv FROM ${from}
-        WHERE ${where}
-        ${newest})`
+    return `(${newestMatches(from, where, candidates, readsEveryMatch(most, plan.candidates, stats.tenantChunks))})`
   }
   const { always, fallback } = keywordBranches(terms, plan.candidates)
   const alwaysRows = always.map((q) => branch(q)).join(' UNION ALL ')
@@ -770,6 +761,23 @@ export function keywordBranches(terms: readonly Omit<KeywordTerm, 'weight'>[], c
  */
 export function readsEveryMatch(most: number, candidates: number, tenantChunks: number): boolean {
   return most <= Math.max(candidates, Math.sqrt(candidates * tenantChunks))
+}
+
+/**
+ * A keyword branch's newest `limit` chunks (id, source_id, tsv) of `from` (aliased `c`) that
+ * match `where`. With `everyMatch` they are behind OFFSET 0, so the order cannot come from a
+ * walk of the tenant's chunks by time: the matches are found first, then sorted
+ * (`readsEveryMatch`); without it the planner chooses.
+ */
+export function newestMatches(from: string, where: string, limit: string, everyMatch: boolean): string {
+  const newest = `ORDER BY c.created_at DESC, c.id LIMIT ${limit}`
+  return everyMatch
+    ? `SELECT c.id, c.source_id, c.tsv FROM (SELECT c.id, c.source_id, c.tsv, c.created_at FROM ${from}
+          WHERE ${where} OFFSET 0) c
+        ${newest}`
+    : `SELECT c.id, c.source_id, c.tsv FROM ${from}
+        WHERE ${where}
+        ${newest}`
 }
 
 /**
