@@ -34,9 +34,9 @@ const literal = (query: string) => `'${query.replace(/'/g, "''")}'::tsquery`
 const where = (queries: readonly string[]) => `(${queries.map((q) => `c.tsv @@ ${literal(q)}`).join(' OR ')}) AND ${scope}`
 // The branch's statement as search writes it, both ways; only the ids come back (in search its
 // rows stay inside the statement).
-const ids = (sql: string) => `SELECT id FROM (${sql}) b`
-const planned = (queries: readonly string[]) => ids(newestMatches('chunks c', where(queries), String(CANDIDATES), false))
-const everyMatch = (queries: readonly string[]) => ids(newestMatches('chunks c', where(queries), String(CANDIDATES), true))
+const idsOf = (sql: string) => `SELECT id FROM (${sql}) b`
+const planned = (queries: readonly string[]) => idsOf(newestMatches('chunks c', where(queries), String(CANDIDATES), false))
+const everyMatch = (queries: readonly string[]) => idsOf(newestMatches('chunks c', where(queries), String(CANDIDATES), true))
 
 /** Median ms of each statement, run alternately; and whether they return the same ids. */
 async function compare(statements: readonly string[]): Promise<{ ms: number[]; same: boolean }> {
