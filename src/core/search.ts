@@ -374,38 +374,40 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const reach = `${p.add(s.neighbourReach)}::int`
 
   // Spreads a per-event score to the `neighbourReach` events before and after it in its
-  // conversation (by time, then insertion order), `neighbour` to the power of the step,
-  // keeping only neighbours the reader may see.
+  // conversation (by time, then insertion order), `neighbour` to the power of the step. Each
+  // neighbour comes with the columns the filters read (a chunk holds its event's scope, kind,
+  // sensitivity and time), so `spread` keeps those the reader may see without a look-up.
+  const nbColumns =
+    o.filters === undefined
+      ? 'x.id, x.tenant_id, x.user_id, x.agent_id, x.conversation_id, x.sensitivity, x.kind, x.created_at'
+      : 'x.*'
   const neighbours = (name: string, from: string) => `${name} AS MATERIALIZED (
-      SELECT nb.id, power(${neighbour}, nb.step) * f.score AS score
+      SELECT nb.*, power(${neighbour}, nb.step) * f.score AS score
       FROM (SELECT * FROM ${from} ORDER BY score DESC, event_id LIMIT ${depth}) f
       CROSS JOIN LATERAL (
         SELECT e0.tenant_id, e0.conversation_id, e0.created_at, e0.seq FROM events e0 WHERE e0.id = f.event_id OFFSET 0
       ) e0
       CROSS JOIN LATERAL (
-        (SELECT x.id, row_number() OVER (ORDER BY x.created_at DESC, x.seq DESC) AS step FROM events x
+        (SELECT ${nbColumns}, row_number() OVER (ORDER BY x.created_at DESC, x.seq DESC) AS step FROM events x
          WHERE x.tenant_id = e0.tenant_id AND x.conversation_id = e0.conversation_id
            AND (x.created_at, x.seq) < (e0.created_at, e0.seq)
          ORDER BY x.created_at DESC, x.seq DESC LIMIT ${reach})
         UNION ALL
-        (SELECT x.id, row_number() OVER (ORDER BY x.created_at, x.seq) AS step FROM events x
+        (SELECT ${nbColumns}, row_number() OVER (ORDER BY x.created_at, x.seq) AS step FROM events x
          WHERE x.tenant_id = e0.tenant_id AND x.conversation_id = e0.conversation_id
            AND (x.created_at, x.seq) > (e0.created_at, e0.seq)
          ORDER BY x.created_at, x.seq LIMIT ${reach})
       ) nb
       WHERE ${neighbour} > 0
     )`
-  // A neighbour counts when its first chunk (and, with the filter DSL in use, its event)
-  // passes the filters. Each is fetched by key behind OFFSET 0, with the filters applied after:
-  // given them, the planner may walk a scope index per neighbour instead (seconds without
-  // statistics), or join every event at once.
+  // A neighbour counts when it passes the filters, read from its own row (named `c` as a
+  // chunk is, and `e` as well for the filter DSL). One without a chunk is never a hit (`best`).
   const spread = (list: string, nbs: string) => `
       SELECT event_id, score FROM ${list}
       UNION ALL
-      SELECT c.source_id, n.score
-      FROM ${nbs} n
-      CROSS JOIN LATERAL (SELECT * FROM chunks c WHERE c.source_id = n.id AND c.ord = 0 OFFSET 0) c
-      ${o.filters === undefined ? '' : 'CROSS JOIN LATERAL (SELECT * FROM events e WHERE e.id = c.source_id OFFSET 0) e'}
+      SELECT c.id, c.score
+      FROM ${nbs} c
+      ${o.filters === undefined ? '' : 'CROSS JOIN LATERAL (SELECT c.*) e'}
       WHERE ${pred}`
 
   const keyword = keywordOn ? keywordCtes(plan, p, pred, from, candidates, neighbours, spread) : `kw_event AS (SELECT NULL::text AS event_id, NULL::text AS chunk_id, NULL::float8 AS score WHERE false),
@@ -580,6 +582,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
              (${weights.search} * s.fused + ${weights.recency} * s.recency + ${weights.importance} * s.importance
               + ${weights.familiarity} * s.familiarity - ${weights.staleness} * s.staleness)::float8 AS final
       FROM scored s
+      WHERE s.chunk_id IS NOT NULL
       ORDER BY final DESC, s.event_id
       LIMIT ${limit}
     )

@@ -195,6 +195,41 @@ describe('search', () => {
     expect((await search(3)).length).toBe(4)
   })
 
+  it('passes no share to a neighbour the reader may not see or the filters leave out, and never returns one without a chunk', async () => {
+    await using t = await openTestEngine({ now: testClock().now, embedder: createTestEmbedder({ dims: 64 }), indexing: 'manual' })
+    const { engine, db } = t
+    const q = await engine.record(say('c1', 'Did you ever visit the lighthouse museum?', { tags: ['trip'] }))
+    const secret = await engine.record(say('c1', 'Yes, with my sister.', { sensitivity: 'high', tags: ['trip'] }))
+    const decided = await engine.record({
+      kind: 'decision',
+      scope: { conversationId: 'c1', userId: 'ann' },
+      actor: { type: 'agent', id: 'coder' },
+      content: { decision: 'book the tickets for Sunday' },
+    })
+    const search = async (options: Parameters<typeof engine.search>[1]) =>
+      (await engine.search('lighthouse museum visit', { mode: 'keyword', ...options })).map((h) => h.eventId).sort()
+    expect(await search({})).toEqual([q.eventId, secret.eventId, decided.eventId].sort())
+    expect(await search({ channel: 'public' })).toEqual([q.eventId, decided.eventId].sort())
+    expect(await search({ kinds: ['message'] })).toEqual([q.eventId, secret.eventId].sort())
+    expect(await search({ filters: { field: 'tags', operator: 'contains', value: 'trip' } })).toEqual(
+      [q.eventId, secret.eventId].sort(),
+    )
+    expect(await search({ filters: { field: 'kind', operator: 'eq', value: 'decision' } })).toEqual([])
+
+    // An event whose chunks are gone (none was ever cut from it) next to the best match of a
+    // second conversation: its share ranks it, but the hits are the events that have a chunk,
+    // as many as asked for.
+    const q2 = await engine.record(say('c2', 'The lighthouse museum visit was lovely.'))
+    await db.query(
+      `INSERT INTO events (id, kind, tenant_id, user_id, conversation_id, actor_type, actor_id, content, created_at)
+       VALUES ('evt_00000000000000000000000000', 'message', 'default', 'ann', 'c2', 'human', 'ann', '{"text": ""}', $1)`,
+      [new Date(Date.parse(q2.createdAt) + 1000)],
+    )
+    const hits = await engine.search('lighthouse museum visit', { mode: 'keyword', limit: 4 })
+    expect(hits.map((h) => h.eventId).sort()).toEqual([q.eventId, secret.eventId, decided.eventId, q2.eventId].sort())
+    expect(hits.every((h) => h.text.length > 0)).toBe(true)
+  })
+
   it('fuses by z-scores: each list standardised over its events, a missing event counting as the lowest', async () => {
     await using t = await openTestEngine({ now: testClock().now, embedder: createTestEmbedder({ dims: 64 }), indexing: 'manual' })
     const texts = [
