@@ -932,12 +932,14 @@ async function lookUpActors(
   // In a transaction of its own, where the statement is kept prepared (src/core/prepared.ts).
   const { rows } = await ctx.db.transaction((tx) =>
     tx.query<{ names: string[] | null; others: boolean; named: string[] | null }>(
-      `WITH names AS (${ACTOR_WORDS})
+      `WITH names AS (${ACTOR_WORDS}),
+            -- The query's lexemes, once.
+            q AS MATERIALIZED (SELECT tsvector_to_array(to_tsvector('english', $1)) AS lexemes)
        SELECT (SELECT array_agg(w) FROM names) AS names,
-              EXISTS (SELECT 1 FROM unnest(to_tsvector('english', $1)) t
+              EXISTS (SELECT 1 FROM q, unnest(q.lexemes) t(lexeme)
                       WHERE t.lexeme NOT IN (SELECT n.lexeme FROM names, unnest(to_tsvector('english', names.w)) n)) AS others,
-              (SELECT array_agg(DISTINCT a.actor_id ORDER BY a.actor_id) FROM actor_terms a
-               WHERE a.tenant_id = $2 AND a.lexeme = ANY(tsvector_to_array(to_tsvector('english', $1)))) AS named`,
+              (SELECT array_agg(DISTINCT a.actor_id ORDER BY a.actor_id) FROM q, actor_terms a
+               WHERE a.tenant_id = $2 AND a.lexeme = ANY(q.lexemes)) AS named`,
       [text, tenantId],
       { prepare: true },
     ),
