@@ -216,9 +216,9 @@ describe('search', () => {
     )
     expect(await search({ filters: { field: 'kind', operator: 'eq', value: 'decision' } })).toEqual([])
 
-    // An event whose chunks are gone (none was ever cut from it) next to the best match of a
-    // second conversation: its share ranks it, but the hits are the events that have a chunk,
-    // as many as asked for.
+    // An event with no chunk (none was cut from it) next to the best match of a second
+    // conversation: its share ranks it, but the hits are the events that have a chunk, as many
+    // as asked for.
     const q2 = await engine.record(say('c2', 'The lighthouse museum visit was lovely.'))
     await db.query(
       `INSERT INTO events (id, kind, tenant_id, user_id, conversation_id, actor_type, actor_id, content, created_at)
