@@ -8,8 +8,6 @@ import {
   buildVectorIndexes,
   bulkWorthIt,
   dropVectorIndexes,
-  INDEXED_CHUNKS_SQL,
-  INDEXED_MEMORIES_SQL,
   MISSING_VECTORS_SQL,
 } from './search.ts'
 import { parseInput, z } from './validate.ts'
@@ -124,6 +122,40 @@ const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chun
 
 /** Active memories without a vector of the current model (`$1`), as a predicate over `m`. */
 const WAITING_MEMORY = `m.status = 'active' AND (m.vector IS NULL OR m.embed_model IS DISTINCT FROM $1::text)`
+
+/**
+ * The next batch to embed for model `$1`, at most `$2` rows: memories first, then chunks
+ * without a vector or with another model's, oldest first. Another model's chunks are read as
+ * one walk of `chunks_embed_model` on each side of `$1` (and one over those with no model
+ * name), each in the index's order (model, then time) and stopping at `$2` rows. Read as one
+ * range ordered by time alone, every waiting chunk was read and sorted for each batch (34 ms a
+ * batch with 10,000 waiting), so the batches of a switch to a new model cost in all about the
+ * square of the number of chunks.
+ */
+export const PENDING_BATCH_SQL = `SELECT kind, id, text, hash FROM (
+    (SELECT 'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at
+     FROM memories m
+     WHERE ${WAITING_MEMORY}
+     ORDER BY m.created_at, m.id LIMIT $2)
+    UNION ALL
+    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
+     FROM chunks c WHERE c.embedding IS NULL
+     ORDER BY c.created_at, c.id LIMIT $2)
+    UNION ALL
+    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
+     FROM chunks c WHERE c.embedding IS NOT NULL AND c.embed_model < $1::text
+     ORDER BY c.embed_model, c.created_at, c.id LIMIT $2)
+    UNION ALL
+    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
+     FROM chunks c WHERE c.embedding IS NOT NULL AND c.embed_model > $1::text
+     ORDER BY c.embed_model, c.created_at, c.id LIMIT $2)
+    UNION ALL
+    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
+     FROM chunks c WHERE c.embedding IS NOT NULL AND c.embed_model IS NULL
+     ORDER BY c.created_at, c.id LIMIT $2)
+  ) pending
+  ORDER BY rank, created_at, id
+  LIMIT $2`
 
 /** A database failure in background work, with the code a call would have thrown and what was being done. */
 export function backgroundError(cause: unknown, what: string): MemoryError {
@@ -248,25 +280,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   async function indexBatch(embedder: Embedder): Promise<number> {
     const model = embedder.id
     // Memories first: they are few, and recall and dedup lean on their vectors.
-    const { rows } = await db.query<PendingRow>(
-      `SELECT kind, id, text, hash FROM (
-         (SELECT 'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at
-          FROM memories m
-          WHERE ${WAITING_MEMORY}
-          ORDER BY m.created_at, m.id LIMIT $2)
-         UNION ALL
-         (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
-          FROM chunks c WHERE c.embedding IS NULL
-          ORDER BY c.created_at, c.id LIMIT $2)
-         UNION ALL
-         (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
-          FROM chunks c WHERE ${otherModel('c')}
-          ORDER BY c.created_at, c.id LIMIT $2)
-       ) pending
-       ORDER BY rank, created_at, id
-       LIMIT $2`,
-      [model, batchSize],
-    )
+    const { rows } = await db.query<PendingRow>(PENDING_BATCH_SQL, [model, batchSize])
     if (rows.length === 0) return 0
     // One model call at a time, each after a pause in the writes (`quiet`): a call takes the
     // CPU for as long as it runs.
@@ -314,14 +328,17 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
 
   /**
    * After a full first batch: for chunks and for memories each, when `bulkWorthIt` (many
-   * wait, no fewer than are already indexed), the table's HNSW index is dropped now and built
-   * once at the end of the run.
+   * wait, no fewer than already hold a vector of this model), the table's HNSW index is
+   * dropped now and built once at the end of the run. Another model's vectors are not
+   * counted: every one of them waits to be replaced, so a memory opened with a new model
+   * builds its index once instead of inserting each new vector into the old graph.
    */
   async function startBulk(model: string): Promise<string[]> {
     const { rows } = await db.query<{ chunks: number; chunks_indexed: number; memories: number; memories_indexed: number }>(
-      `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks, ${INDEXED_CHUNKS_SQL}::int AS chunks_indexed,
+      `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks,
+              (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL AND embed_model = $1::text)::int AS chunks_indexed,
               (SELECT count(*) FROM memories m WHERE ${WAITING_MEMORY})::int AS memories,
-              ${INDEXED_MEMORIES_SQL}::int AS memories_indexed`,
+              (SELECT count(*) FROM memories WHERE vector IS NOT NULL AND embed_model = $1::text)::int AS memories_indexed`,
       [model],
     )
     const r = rows[0]

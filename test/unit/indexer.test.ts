@@ -3,7 +3,7 @@ import type { Queryable } from '../../src/core/db.ts'
 import type { Embedder } from '../../src/core/embedder.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { MemoryError } from '../../src/core/errors.ts'
-import type { EngineErrorEvent, IndexStatus } from '../../src/core/indexer.ts'
+import { type EngineErrorEvent, type IndexStatus, PENDING_BATCH_SQL } from '../../src/core/indexer.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { createTransformersEmbedder, type TransformersEmbedder } from '../../src/embed/transformers-embedder.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../../src/embed/vectors.ts'
@@ -180,6 +180,30 @@ describe('background indexing', () => {
     expect(status).toMatchObject({ pending: 0, done: 50 })
     expect(await chunkModels(t.db)).toEqual([['hash/384', 50]])
     expect(after - before).toBe(0)
+  })
+
+  it('picking the next batch reads about one batch of chunks, however many wait for the new model', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    for (let i = 0; i < 150; i++) await t.engine.record(message(`note number ${i} about the release`))
+    await t.engine.indexNow()
+    const chunkRowsRead = async () => {
+      await t.db.query('SELECT pg_stat_force_next_flush()')
+      const { rows } = await t.db.query<{ n: number }>(
+        `SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_user_tables WHERE relname = 'chunks'`,
+      )
+      return rows[0]?.n ?? 0
+    }
+    // All 150 chunks hold hash/384 vectors: a memory opened with hash/256 re-embeds every one.
+    const before = await chunkRowsRead()
+    const { rows } = await t.db.query<{ kind: string; id: string }>(PENDING_BATCH_SQL, ['hash/256', 32])
+    const read = (await chunkRowsRead()) - before
+    expect(rows).toHaveLength(32)
+    expect(new Set(rows.map((r) => r.id)).size).toBe(32)
+    expect(rows.every((r) => r.kind === 'chunk')).toBe(true)
+    // One ordered walk of chunks_embed_model stops after the batch; sorting every waiting
+    // chunk by time read all 150 for each batch.
+    expect(read).toBeGreaterThan(0)
+    expect(read).toBeLessThanOrEqual(40)
   })
 
   it('a query issued while a long indexing run is under way completes before the run ends', async () => {

@@ -137,6 +137,31 @@ describe('bulk vector index builds', () => {
     await expectOwnNeighbour(t.engine, t.db)
   })
 
+  it(`re-embedding ≥ ${BULK_VECTOR_ROWS} chunks for a new model builds the index once, as a first fill does`, async () => {
+    const at: { db?: Queryable } = {}
+    const watch = watching(at)
+    await using t = await openTestEngine({ embedder: watch.embedder, indexing: 'manual' })
+    at.db = t.db
+    await seedChunks(t.db, BULK_VECTOR_ROWS + 100)
+    await t.engine.indexNow()
+    // Every vector is now another model's: all of them wait, and the index holds only theirs.
+    await t.db.exec(`UPDATE chunks SET embed_model = 'older/384'`)
+    const before = await indexOid(t.db)
+    watch.seen.length = 0
+
+    const status = await t.engine.indexNow()
+    expect(status.pending).toBe(0)
+    expect(watch.seen[0]).toBe(true)
+    expect(watch.seen.length).toBeGreaterThan(1)
+    expect(watch.seen.slice(1).every((present) => !present)).toBe(true)
+    const after = await indexOid(t.db)
+    expect(after).not.toBeNull()
+    expect(after).not.toBe(before)
+    const { rows } = await t.db.query<{ model: string; n: number }>(`SELECT embed_model AS model, count(*)::int AS n FROM chunks GROUP BY 1`)
+    expect(rows).toEqual([{ model: 'hash/384', n: BULK_VECTOR_ROWS + 100 }])
+    await expectOwnNeighbour(t.engine, t.db)
+  })
+
   it('a small fill, or one smaller than what is already indexed, inserts into the index as it goes', async () => {
     const at: { db?: Queryable } = {}
     const watch = watching(at)
