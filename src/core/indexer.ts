@@ -205,6 +205,8 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   let vectorOptions: QueryOptions | undefined
   let stopped = false
   let dirty = false
+  /** Rows the last batch stored (`indexBatch`). */
+  let written = 0
   let timer: ReturnType<typeof setTimeout> | undefined
   /** When the last write came (`performance.now()`). */
   let lastWrite = -Infinity
@@ -260,25 +262,35 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
        FROM waiting w`,
       [model],
     )
+    return withState({ pending: Number(rows[0]?.pending ?? 0), done: Number(rows[0]?.done ?? 0) }, running)
+  }
+
+  /** A status of these counts, with the model, the embedder's state and the last error now. */
+  function withState(counts: { pending: number; done: number }, running: boolean): IndexStatus {
     return {
-      pending: Number(rows[0]?.pending ?? 0),
-      done: Number(rows[0]?.done ?? 0),
-      model,
+      ...counts,
+      model: ctx.embedder?.id ?? null,
       embedder: embedderState,
       running,
       ...(lastError ? { lastError: { code: lastError.code, message: lastError.message } } : {}),
     }
   }
 
-  async function publish(running: boolean): Promise<void> {
-    if (progressListeners.size === 0) return
+  /** Tells the progress listeners the status, counted; returns it (undefined: no listener). */
+  async function publish(running: boolean): Promise<IndexStatus | undefined> {
+    if (progressListeners.size === 0) return undefined
     const s = await status(running)
     for (const listener of progressListeners) callListener(listener, s)
+    return s
   }
 
-  /** Embeds and stores one batch; returns how many rows it took (0: nothing left). */
+  /**
+   * Embeds and stores one batch; returns how many rows it took (0: nothing left), and sets
+   * `written` to how many of them it stored (a memory edited meanwhile keeps its edit's vector).
+   */
   async function indexBatch(embedder: Embedder): Promise<number> {
     const model = embedder.id
+    written = 0
     // Memories first: they are few, and recall and dedup lean on their vectors.
     const { rows } = await db.query<PendingRow>(PENDING_BATCH_SQL, [model, batchSize])
     if (rows.length === 0) return 0
@@ -303,24 +315,27 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     if (stopped) return 0
     vectorOptions ??= vectorQueryOptions(await lookupVectorOid(db))
     const opts = vectorOptions
-    await db.transaction(async (tx) => {
+    const stored = await db.transaction(async (tx) => {
+      let n = 0
       for (const [i, row] of rows.entries()) {
         // A memory edited meanwhile keeps the vector its edit gave it (the hash tells).
-        if (row.kind === 'memory') {
-          await tx.query(
-            `UPDATE memories SET vector = $1::vector, embed_model = $2 WHERE id = $3 AND hash = $4`,
-            [vectors[i], model, row.id, row.hash],
-            opts,
-          )
-        } else {
-          await tx.query(`UPDATE chunks SET embedding = $1::vector, embed_model = $2 WHERE id = $3`, [
-            vectors[i],
-            model,
-            row.id,
-          ], opts)
-        }
+        const result =
+          row.kind === 'memory'
+            ? await tx.query(
+                `UPDATE memories SET vector = $1::vector, embed_model = $2 WHERE id = $3 AND hash = $4`,
+                [vectors[i], model, row.id, row.hash],
+                opts,
+              )
+            : await tx.query(`UPDATE chunks SET embedding = $1::vector, embed_model = $2 WHERE id = $3`, [
+                vectors[i],
+                model,
+                row.id,
+              ], opts)
+        n += result.affectedRows ?? 0
       }
+      return n
     })
+    written = stored
     // New vectors change what the planner should expect of the vector filters.
     ctx.changed(rows.length)
     return rows.length
@@ -387,7 +402,10 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     try {
       await quiet()
       if (stopped) return undefined
-      await publish(true)
+      // What waits and what is done, as last told: after a batch with no write meanwhile, the
+      // batch's stored rows move from one to the other without counting again (a count reads
+      // every waiting row, so during a switch to a new model, every chunk, for every batch).
+      let told = await publish(true)
       for (;;) {
         dirty = false
         const n = await indexBatch(embedder)
@@ -400,9 +418,15 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
           return definitions.length > 0 ? await rebuild(definitions) : undefined
         }
         if (progressListeners.size > 0) {
-          const s = await status(true)
+          const s =
+            told && !dirty
+              ? withState({ pending: told.pending - written, done: told.done + written }, true)
+              : await status(true)
+          told = s
           // The last batch is announced by the end of the run (running: false).
           if (s.pending > 0 || dirty) for (const listener of progressListeners) callListener(listener, s)
+        } else {
+          told = undefined
         }
         await macrotask()
         await quiet()

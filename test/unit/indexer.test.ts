@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Queryable } from '../../src/core/db.ts'
 import type { Embedder } from '../../src/core/embedder.ts'
-import { createEngine } from '../../src/core/engine.ts'
+import { createEngine, type Engine } from '../../src/core/engine.ts'
 import { MemoryError } from '../../src/core/errors.ts'
 import { type EngineErrorEvent, type IndexStatus, PENDING_BATCH_SQL } from '../../src/core/indexer.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
@@ -153,6 +153,45 @@ describe('background indexing', () => {
       [6, true],
       [0, false],
     ])
+  })
+
+  it('progress moves each batch from pending to done without counting again, unless a write came in', async () => {
+    const inner = createHashEmbedder()
+    const at: { engine?: Engine } = {}
+    let calls = 0
+    const writing: Embedder = {
+      id: inner.id,
+      dims: inner.dims,
+      async embed(texts) {
+        // A write lands while the second batch is being embedded.
+        if (++calls === 2) await at.engine?.record(message('a note written during the run'))
+        return inner.embed(texts)
+      },
+    }
+    await using t = await openTestEngine({ embedder: writing, indexing: 'manual' })
+    at.engine = t.engine
+    for (let i = 0; i < 100; i++) await t.engine.record(message(`note number ${i} about the release`))
+    const query = t.db.query.bind(t.db)
+    let counted = 0
+    t.db.query = ((sql: string, ...rest: unknown[]) => {
+      if (sql.includes('WITH waiting AS')) counted++
+      return (query as (...a: unknown[]) => unknown)(sql, ...rest)
+    }) as typeof t.db.query
+    const progress: IndexStatus[] = []
+    const stop = t.engine.onIndexProgress((s) => progress.push(s))
+    expect(await t.engine.indexNow()).toMatchObject({ pending: 0, done: 101 })
+    stop()
+    // 100 wait; 32 stored; 32 more and one written meanwhile (counted again: 37); 32 more.
+    expect(progress.map((p) => [p.pending, p.done, p.running])).toEqual([
+      [100, 0, true],
+      [68, 32, true],
+      [37, 64, true],
+      [5, 96, true],
+      [0, 101, false],
+    ])
+    // Counted when the run started, after the batch with the write and when it ended; then
+    // twice by indexNow (nothing left?, its answer). Counting after every batch made it 8.
+    expect(counted).toBe(5)
   })
 
   it('finding and counting the rows that wait reads indexes, never every chunk', async () => {
