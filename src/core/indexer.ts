@@ -120,22 +120,45 @@ export const otherModel = (c = 'chunks') =>
 /** Chunks waiting for a vector of model `$1`: none yet, or another model's. */
 const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chunks WHERE ${otherModel()}))`
 
-/** Active memories without a vector of the current model (`$1`), as a predicate over `m`. */
-const WAITING_MEMORY = `m.status = 'active' AND (m.vector IS NULL OR m.embed_model IS DISTINCT FROM $1::text)`
+/**
+ * Active memories with another model's vector than `$1` (every vector when `$1` is null), as
+ * a predicate over `m` that `memories_embed_model` answers.
+ */
+const OTHER_MODEL_MEMORY = `m.status = 'active' AND m.vector IS NOT NULL
+  AND (($1::text IS NULL AND m.embed_model IS NOT NULL) OR m.embed_model < $1::text OR m.embed_model > $1::text
+       OR ($1::text IS NOT NULL AND m.embed_model IS NULL))`
 
 /**
- * The next batch to embed for model `$1`, at most `$2` rows: memories first, then chunks
- * without a vector or with another model's, oldest first. Another model's chunks are read as
- * one walk of `chunks_embed_model` on each side of `$1` (and one over those with no model
- * name), each in the index's order (model, then time) and stopping at `$2` rows. Read as one
- * range ordered by time alone, every waiting chunk was read and sorted for each batch (34 ms a
- * batch with 10,000 waiting), so the batches of a switch to a new model cost in all about the
- * square of the number of chunks.
+ * Active memories without a vector of the current model (`$1`): none yet (`memories_unembedded`)
+ * or another model's (`memories_embed_model`), counted through the two indexes.
+ */
+const WAITING_MEMORIES_SQL = `((SELECT count(*) FROM memories m WHERE m.status = 'active' AND m.vector IS NULL)
+  + (SELECT count(*) FROM memories m WHERE ${OTHER_MODEL_MEMORY}))`
+
+/**
+ * The next batch to embed for model `$1`, at most `$2` rows: memories first, then chunks,
+ * each without a vector or with another model's, oldest first. Another model's rows are read
+ * as one walk of `memories_embed_model` or `chunks_embed_model` on each side of `$1` (and one
+ * over those with no model name), each in the index's order (model, then time) and stopping at
+ * `$2` rows. Read as one range ordered by time alone, every waiting chunk was read and sorted
+ * for each batch (34 ms a batch with 10,000 waiting), so the batches of a switch to a new
+ * model cost in all about the square of the number of chunks.
  */
 export const PENDING_BATCH_SQL = `SELECT kind, id, text, hash FROM (
     (SELECT 'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at
-     FROM memories m
-     WHERE ${WAITING_MEMORY}
+     FROM memories m WHERE m.status = 'active' AND m.vector IS NULL
+     ORDER BY m.created_at, m.id LIMIT $2)
+    UNION ALL
+    (SELECT 'memory', 0, m.id, m.content, m.hash, m.created_at
+     FROM memories m WHERE m.status = 'active' AND m.vector IS NOT NULL AND m.embed_model < $1::text
+     ORDER BY m.embed_model, m.created_at, m.id LIMIT $2)
+    UNION ALL
+    (SELECT 'memory', 0, m.id, m.content, m.hash, m.created_at
+     FROM memories m WHERE m.status = 'active' AND m.vector IS NOT NULL AND m.embed_model > $1::text
+     ORDER BY m.embed_model, m.created_at, m.id LIMIT $2)
+    UNION ALL
+    (SELECT 'memory', 0, m.id, m.content, m.hash, m.created_at
+     FROM memories m WHERE m.status = 'active' AND m.vector IS NOT NULL AND m.embed_model IS NULL
      ORDER BY m.created_at, m.id LIMIT $2)
     UNION ALL
     (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
@@ -258,7 +281,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
             + (SELECT count(*) FROM memories
                WHERE status = 'active' AND vector IS NOT NULL AND embed_model = $1::text) AS done,
               w.chunks
-            + (SELECT count(*) FROM memories m WHERE ${WAITING_MEMORY}) AS pending
+            + ${WAITING_MEMORIES_SQL} AS pending
        FROM waiting w`,
       [model],
     )
@@ -352,7 +375,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     const { rows } = await db.query<{ chunks: number; chunks_indexed: number; memories: number; memories_indexed: number }>(
       `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks,
               (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL AND embed_model = $1::text)::int AS chunks_indexed,
-              (SELECT count(*) FROM memories m WHERE ${WAITING_MEMORY})::int AS memories,
+              ${WAITING_MEMORIES_SQL}::int AS memories,
               (SELECT count(*) FROM memories WHERE vector IS NOT NULL AND embed_model = $1::text)::int AS memories_indexed`,
       [model],
     )

@@ -245,6 +245,42 @@ describe('background indexing', () => {
     expect(read).toBeLessThanOrEqual(40)
   })
 
+  it('picking the next batch reads only the memories that wait, however many do not', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    const texts = Array.from({ length: 200 }, (_, i) => `deploy note ${i} about service s${i % 17}`)
+    const vectors = await createHashEmbedder().embed(texts)
+    await t.db.query(
+      `INSERT INTO memories (id, user_id, scope, category, source, confidence, content, hash, vector, embed_model, created_at, updated_at)
+       SELECT 'mem_' || k, 'u1', 'user', 'fact', 'explicit', 1, x.t, md5(x.t), x.v::vector, 'hash/384', now(), now()
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY x(t, v, k)`,
+      [texts, vectors.map((v) => `[${[...v].join(',')}]`)],
+    )
+    // Six wait: three with another model's vector, three with none.
+    await t.db.exec(`UPDATE memories SET embed_model = 'older/384' WHERE id IN ('mem_1', 'mem_2', 'mem_3')`)
+    await t.db.exec(`UPDATE memories SET vector = NULL, embed_model = NULL WHERE id IN ('mem_4', 'mem_5', 'mem_6')`)
+    await t.db.exec('ANALYZE memories')
+    const memoryRowsRead = async () => {
+      await t.db.query('SELECT pg_stat_force_next_flush()')
+      const { rows } = await t.db.query<{ n: number }>(
+        `SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_user_tables WHERE relname = 'memories'`,
+      )
+      return rows[0]?.n ?? 0
+    }
+    const before = await memoryRowsRead()
+    const { rows } = await t.db.query<{ kind: string; id: string }>(PENDING_BATCH_SQL, ['hash/384', 32])
+    const read = (await memoryRowsRead()) - before
+    expect(rows.map((r) => `${r.kind} ${r.id}`).sort()).toEqual(
+      ['mem_1', 'mem_2', 'mem_3', 'mem_4', 'mem_5', 'mem_6'].map((id) => `memory ${id}`),
+    )
+    // The memories' two indexes give the six; a scan read all 200 for every batch.
+    expect(read).toBeLessThanOrEqual(12)
+    expect((await t.engine.indexNow()).pending).toBe(0)
+    const { rows: models } = await t.db.query<{ model: string; n: number }>(
+      `SELECT embed_model AS model, count(*)::int AS n FROM memories WHERE vector IS NOT NULL GROUP BY 1`,
+    )
+    expect(models).toEqual([{ model: 'hash/384', n: 200 }])
+  })
+
   it('a query issued while a long indexing run is under way completes before the run ends', async () => {
     const inner = createHashEmbedder()
     const log: string[] = []

@@ -9,6 +9,7 @@ import { actorNames } from './0007-actor-names.ts'
 import { memoryStats } from './0008-memory-stats.ts'
 import { keywordPending } from './0009-keyword-pending.ts'
 import { actorTerms } from './0010-actor-terms.ts'
+import { memoriesWaiting } from './0011-memories-waiting.ts'
 
 export interface Migration {
   version: number
@@ -28,6 +29,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, name: 'memory-stats', sql: memoryStats },
   { version: 9, name: 'keyword-pending', sql: keywordPending },
   { version: 10, name: 'actor-terms', sql: actorTerms },
+  { version: 11, name: 'memories-waiting', sql: memoriesWaiting },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
