@@ -17,6 +17,16 @@ function message(text: string) {
   return { kind: 'message', scope, actor: human, content: { text } } as const
 }
 
+/** Rows of `table` read so far by scans and index fetches, from Postgres' statistics. */
+async function rowsRead(db: Queryable, table: string): Promise<number> {
+  await db.query('SELECT pg_stat_force_next_flush()')
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_user_tables WHERE relname = $1`,
+    [table],
+  )
+  return rows[0]?.n ?? 0
+}
+
 function deferred<T>() {
   let resolve!: (value: T) => void
   let reject!: (error: unknown) => void
@@ -225,17 +235,10 @@ describe('background indexing', () => {
     await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
     for (let i = 0; i < 150; i++) await t.engine.record(message(`note number ${i} about the release`))
     await t.engine.indexNow()
-    const chunkRowsRead = async () => {
-      await t.db.query('SELECT pg_stat_force_next_flush()')
-      const { rows } = await t.db.query<{ n: number }>(
-        `SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_user_tables WHERE relname = 'chunks'`,
-      )
-      return rows[0]?.n ?? 0
-    }
     // All 150 chunks hold hash/384 vectors: a memory opened with hash/256 re-embeds every one.
-    const before = await chunkRowsRead()
+    const before = await rowsRead(t.db, 'chunks')
     const { rows } = await t.db.query<{ kind: string; id: string }>(PENDING_BATCH_SQL, ['hash/256', 32])
-    const read = (await chunkRowsRead()) - before
+    const read = (await rowsRead(t.db, 'chunks')) - before
     expect(rows).toHaveLength(32)
     expect(new Set(rows.map((r) => r.id)).size).toBe(32)
     expect(rows.every((r) => r.kind === 'chunk')).toBe(true)
@@ -259,16 +262,9 @@ describe('background indexing', () => {
     await t.db.exec(`UPDATE memories SET embed_model = 'older/384' WHERE id IN ('mem_1', 'mem_2', 'mem_3')`)
     await t.db.exec(`UPDATE memories SET vector = NULL, embed_model = NULL WHERE id IN ('mem_4', 'mem_5', 'mem_6')`)
     await t.db.exec('ANALYZE memories')
-    const memoryRowsRead = async () => {
-      await t.db.query('SELECT pg_stat_force_next_flush()')
-      const { rows } = await t.db.query<{ n: number }>(
-        `SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS n FROM pg_stat_user_tables WHERE relname = 'memories'`,
-      )
-      return rows[0]?.n ?? 0
-    }
-    const before = await memoryRowsRead()
+    const before = await rowsRead(t.db, 'memories')
     const { rows } = await t.db.query<{ kind: string; id: string }>(PENDING_BATCH_SQL, ['hash/384', 32])
-    const read = (await memoryRowsRead()) - before
+    const read = (await rowsRead(t.db, 'memories')) - before
     expect(rows.map((r) => `${r.kind} ${r.id}`).sort()).toEqual(
       ['mem_1', 'mem_2', 'mem_3', 'mem_4', 'mem_5', 'mem_6'].map((id) => `memory ${id}`),
     )
