@@ -136,6 +136,22 @@ const WAITING_MEMORIES_SQL = `((SELECT count(*) FROM memories m WHERE m.status =
   + (SELECT count(*) FROM memories m WHERE ${OTHER_MODEL_MEMORY}))`
 
 /**
+ * The rows of `from` (aliased `t`) that wait for a vector of model `$1`, as four walks of its
+ * two partial indexes, each in the index's order and of at most `$2` rows: no vector yet
+ * (`vector` IS NULL), then another model's below `$1`, above it, and with no model name.
+ */
+function waitingWalks(columns: string, from: string, vector: string, t: string): string {
+  const walk = (where: string, order: string) =>
+    `(SELECT ${columns} FROM ${from} WHERE ${where} ORDER BY ${order} LIMIT $2)`
+  return [
+    walk(`${vector} IS NULL`, `${t}.created_at, ${t}.id`),
+    walk(`${vector} IS NOT NULL AND ${t}.embed_model < $1::text`, `${t}.embed_model, ${t}.created_at, ${t}.id`),
+    walk(`${vector} IS NOT NULL AND ${t}.embed_model > $1::text`, `${t}.embed_model, ${t}.created_at, ${t}.id`),
+    walk(`${vector} IS NOT NULL AND ${t}.embed_model IS NULL`, `${t}.created_at, ${t}.id`),
+  ].join('\n    UNION ALL\n    ')
+}
+
+/**
  * The next batch to embed for model `$1`, at most `$2` rows: memories first, then chunks,
  * each without a vector or with another model's, oldest first. Another model's rows are read
  * as one walk of `memories_embed_model` or `chunks_embed_model` on each side of `$1` (and one
@@ -145,37 +161,9 @@ const WAITING_MEMORIES_SQL = `((SELECT count(*) FROM memories m WHERE m.status =
  * model cost in all about the square of the number of chunks.
  */
 export const PENDING_BATCH_SQL = `SELECT kind, id, text, hash FROM (
-    (SELECT 'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at
-     FROM memories m WHERE m.status = 'active' AND m.vector IS NULL
-     ORDER BY m.created_at, m.id LIMIT $2)
+    ${waitingWalks(`'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at`, 'memories m', "m.status = 'active' AND m.vector", 'm')}
     UNION ALL
-    (SELECT 'memory', 0, m.id, m.content, m.hash, m.created_at
-     FROM memories m WHERE m.status = 'active' AND m.vector IS NOT NULL AND m.embed_model < $1::text
-     ORDER BY m.embed_model, m.created_at, m.id LIMIT $2)
-    UNION ALL
-    (SELECT 'memory', 0, m.id, m.content, m.hash, m.created_at
-     FROM memories m WHERE m.status = 'active' AND m.vector IS NOT NULL AND m.embed_model > $1::text
-     ORDER BY m.embed_model, m.created_at, m.id LIMIT $2)
-    UNION ALL
-    (SELECT 'memory', 0, m.id, m.content, m.hash, m.created_at
-     FROM memories m WHERE m.status = 'active' AND m.vector IS NOT NULL AND m.embed_model IS NULL
-     ORDER BY m.created_at, m.id LIMIT $2)
-    UNION ALL
-    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
-     FROM chunks c WHERE c.embedding IS NULL
-     ORDER BY c.created_at, c.id LIMIT $2)
-    UNION ALL
-    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
-     FROM chunks c WHERE c.embedding IS NOT NULL AND c.embed_model < $1::text
-     ORDER BY c.embed_model, c.created_at, c.id LIMIT $2)
-    UNION ALL
-    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
-     FROM chunks c WHERE c.embedding IS NOT NULL AND c.embed_model > $1::text
-     ORDER BY c.embed_model, c.created_at, c.id LIMIT $2)
-    UNION ALL
-    (SELECT 'chunk', 1, c.id, c.text, NULL, c.created_at
-     FROM chunks c WHERE c.embedding IS NOT NULL AND c.embed_model IS NULL
-     ORDER BY c.created_at, c.id LIMIT $2)
+    ${waitingWalks(`'chunk' AS kind, 1 AS rank, c.id, c.text, NULL AS hash, c.created_at`, 'chunks c', 'c.embedding', 'c')}
   ) pending
   ORDER BY rank, created_at, id
   LIMIT $2`
@@ -228,8 +216,6 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   let vectorOptions: QueryOptions | undefined
   let stopped = false
   let dirty = false
-  /** Rows the last batch stored (`indexBatch`). */
-  let written = 0
   let timer: ReturnType<typeof setTimeout> | undefined
   /** When the last write came (`performance.now()`). */
   let lastWrite = -Infinity
@@ -308,15 +294,15 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   }
 
   /**
-   * Embeds and stores one batch; returns how many rows it took (0: nothing left), and sets
-   * `written` to how many of them it stored (a memory edited meanwhile keeps its edit's vector).
+   * Embeds and stores one batch; returns how many rows it took (0: nothing left) and how many
+   * of them it stored (a memory edited meanwhile keeps its edit's vector).
    */
-  async function indexBatch(embedder: Embedder): Promise<number> {
+  async function indexBatch(embedder: Embedder): Promise<{ taken: number; stored: number }> {
     const model = embedder.id
-    written = 0
+    const none = { taken: 0, stored: 0 }
     // Memories first: they are few, and recall and dedup lean on their vectors.
     const { rows } = await db.query<PendingRow>(PENDING_BATCH_SQL, [model, batchSize])
-    if (rows.length === 0) return 0
+    if (rows.length === 0) return none
     // One model call at a time, each after a pause in the writes (`quiet`): a call takes the
     // CPU for as long as it runs.
     const step = Math.max(1, Math.floor(embedder.batchSize ?? rows.length))
@@ -324,7 +310,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     for (let i = 0; i < rows.length; i += step) {
       if (i > 0) {
         await quiet()
-        if (stopped) return 0
+        if (stopped) return none
       }
       vectors.push(...(await embedder.embed(rows.slice(i, i + step).map((r) => r.text))))
     }
@@ -335,7 +321,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
           `for ${rows.length} texts; expected ${embedder.dims} dimensions each.`,
       )
     }
-    if (stopped) return 0
+    if (stopped) return none
     vectorOptions ??= vectorQueryOptions(await lookupVectorOid(db))
     const opts = vectorOptions
     const stored = await db.transaction(async (tx) => {
@@ -358,10 +344,9 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       }
       return n
     })
-    written = stored
     // New vectors change what the planner should expect of the vector filters.
     ctx.changed(rows.length)
-    return rows.length
+    return { taken: rows.length, stored }
   }
 
   /**
@@ -431,7 +416,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       let told = await publish(true)
       for (;;) {
         dirty = false
-        const n = await indexBatch(embedder)
+        const { taken: n, stored } = await indexBatch(embedder)
         if (stopped) return undefined
         if (dropped === undefined && n > 0) dropped = n === batchSize ? await startBulk(embedder.id) : []
         if (n > 0 && lastError && embedderState === 'ready') lastError = undefined
@@ -443,7 +428,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
         if (progressListeners.size > 0) {
           const s =
             told && !dirty
-              ? withState({ pending: told.pending - written, done: told.done + written }, true)
+              ? withState({ pending: told.pending - stored, done: told.done + stored }, true)
               : await status(true)
           told = s
           // The last batch is announced by the end of the run (running: false).
