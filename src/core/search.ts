@@ -898,24 +898,29 @@ export async function runSearch(db: Db, plan: SearchPlan): Promise<SearchHit[]> 
 
 /** `runSearch`, also saying how many events were ranked before the cut. */
 export async function runSearchWithPool(db: Db, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
-  return db.transaction((tx) => searchInTransaction(tx, plan))
+  // The transaction ends with the search: its settings need no reset.
+  return db.transaction((tx) => searchInTransaction(tx, plan, false))
 }
 
 /**
  * `runSearchWithPool` inside the caller's transaction (`buildContext` reads all it needs in
  * one). Its HNSW settings are `SET LOCAL`: they hold for the rest of that transaction. Custom
- * plans hold for its own two statements only: the statements run after it in the transaction
- * are planned as any other (Postgres' default), and those of `buildContext`, lookups by key
- * and by conversation, keep a generic plan once it is as cheap.
+ * plans hold for its own two statements only when `statementsFollow`: the statements run
+ * after it in the transaction are planned as any other (Postgres' default), and those of
+ * `buildContext`, lookups by key and by conversation, keep a generic plan once it is as cheap.
  */
-export async function searchInTransaction(tx: Queryable, plan: SearchPlan): Promise<{ hits: SearchHit[]; poolSize: number }> {
+export async function searchInTransaction(
+  tx: Queryable,
+  plan: SearchPlan,
+  statementsFollow = true,
+): Promise<{ hits: SearchHit[]; poolSize: number }> {
   // The statements below are kept prepared, but planned for this search's own values every
   // time: the best plan for a search depends on them.
   await tx.exec(`SET LOCAL plan_cache_mode = force_custom_plan${plan.vector ? `; ${vectorScanSettings(plan.nearest)}` : ''}`)
   const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
   const { sql, params } = searchStatement(planned)
   const { rows } = await tx.query<HitRow>(sql, params, { prepare: true })
-  await tx.exec('SET LOCAL plan_cache_mode TO DEFAULT')
+  if (statementsFollow) await tx.exec('SET LOCAL plan_cache_mode TO DEFAULT')
   return { hits: rows.map(toHit), poolSize: Number(rows[0]?.pool_size ?? 0) }
 }
 
