@@ -437,9 +437,11 @@ export function createPortable(
               const map = relationIds
               tableRows = tableRows.map((r) => ({ ...r, rel: map.get(Number(r.rel)) ?? r.rel }))
             }
-            // Relation ids are local serials: relations are matched by name and get this memory's ids.
+            // Relation ids are local serials: in a merge, relations are matched by name and get
+            // this memory's ids. A replace keeps the file's (the table is empty), so the memory it
+            // restores exports the same file.
             const columns = (manifest.tables[table]?.columns ?? [])
-              .filter((c) => table !== 'relations' || c !== 'id')
+              .filter((c) => table !== 'relations' || c !== 'id' || mode === 'replace')
               .map(quoteIdent)
               .join(', ')
             let inserted = 0

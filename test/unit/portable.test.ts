@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Engine } from '../../src/core/engine.ts'
 import { MemoryError } from '../../src/core/errors.ts'
+import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 
 const T0 = Date.parse('2026-03-01T09:00:00Z')
@@ -73,6 +74,31 @@ describe('one-file export and import', () => {
     expect(report.inserted.events).toBe(before.counts.events)
     expect(await snapshot(target.engine)).toEqual(before)
     expect(await target.engine.events.list({ conversationId: 'other' })).toEqual([])
+  })
+
+  it('serializes deterministically: the same memory gives the same bytes, and so does the memory its file restores', async () => {
+    const now = () => new Date(T0 + 3_600_000)
+    const embedder = createHashEmbedder({ dims: 32 })
+    await using source = await openTestEngine({ now, embedder, indexing: 'manual' })
+    await populate(source.engine)
+    await source.engine.indexNow()
+    const bytes = async (engine: Engine, options?: Parameters<Engine['exportFile']>[0]) =>
+      Buffer.from(await (await engine.exportFile(options)).arrayBuffer())
+    const first = await bytes(source.engine)
+    expect(await bytes(source.engine)).toEqual(first)
+    const withoutVectors = await bytes(source.engine, { includeVectors: false })
+    expect(withoutVectors.length).toBeLessThan(first.length)
+
+    // A snapshot taken of the restored memory is the snapshot it was restored from.
+    await using target = await openTestEngine({ now, embedder, indexing: 'manual' })
+    await target.engine.recordTurn({ conversationId: 'other', user: 'to be replaced', agent: 'gone' })
+    await target.engine.importFile(new Blob([first]), { mode: 'replace' })
+    expect(await bytes(target.engine)).toEqual(first)
+    expect(await bytes(target.engine, { includeVectors: false })).toEqual(withoutVectors)
+
+    // Anything written afterwards shows in the bytes.
+    await target.engine.remember({ content: 'The user deploys on Fridays', category: 'fact', userId: 'u1' })
+    expect(await bytes(target.engine)).not.toEqual(first)
   })
 
   it('merge adds what is missing and is idempotent', async () => {
