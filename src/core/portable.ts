@@ -87,6 +87,8 @@ interface Catalog {
   /** Exported tables in an order where every foreign key points backwards. */
   tables: string[]
   columns: Map<string, ColumnInfo[]>
+  /** Each table's primary key, in the key's order: the order its rows are exported in. */
+  keys: Map<string, string[]>
 }
 
 const exportOptionsSchema = z
@@ -122,6 +124,18 @@ async function readCatalog(db: Queryable): Promise<Catalog> {
        JOIN pg_namespace n ON n.oid = cl.relnamespace
       WHERE k.contype = 'f' AND n.nspname = 'public' AND cl.relname <> pl.relname`,
   )
+  const { rows: keyColumns } = await db.query<{ table: string; column: string }>(
+    `SELECT c.relname AS table, a.attname AS column
+       FROM pg_index i
+       JOIN pg_class c ON c.oid = i.indrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, pos)
+       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+      WHERE i.indisprimary AND n.nspname = 'public'
+      ORDER BY c.relname, k.pos`,
+  )
+  const keys = new Map<string, string[]>()
+  for (const k of keyColumns) keys.set(k.table, [...(keys.get(k.table) ?? []), k.column])
   const byTable = new Map<string, ColumnInfo[]>()
   for (const c of columns) {
     if (NOT_EXPORTED.has(c.table)) continue
@@ -137,7 +151,7 @@ async function readCatalog(db: Queryable): Promise<Catalog> {
     if (next < 0) throw new MemoryError('INTERNAL', 'Foreign keys between exported tables form a cycle.')
     ordered.push(...pending.splice(next, 1))
   }
-  return { tables: ordered, columns: byTable }
+  return { tables: ordered, columns: byTable, keys }
 }
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
@@ -347,8 +361,11 @@ export function createPortable(
         for (const table of catalog.tables) {
           const columns = exportedColumns(catalog, table, includeVectors)
           const list = columns.map((c) => quoteIdent(c.column)).join(', ')
+          // By primary key, so the same rows give the same lines however they were written; a
+          // table without one (none today) by every column.
+          const key = (catalog.keys.get(table) ?? columns.map((c) => c.column)).map(quoteIdent).join(', ')
           const { rows } = await tx.query<{ row: string }>(
-            `SELECT to_jsonb(x)::text AS row FROM (SELECT ${list} FROM ${quoteIdent(table)} ORDER BY 1) x`,
+            `SELECT to_jsonb(x)::text AS row FROM (SELECT ${list} FROM ${quoteIdent(table)} ORDER BY ${key}) x`,
           )
           const prefix = `{"t":${JSON.stringify(table)},"r":`
           const lines = rows.map((r) => `${prefix}${r.row}}`)

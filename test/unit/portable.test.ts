@@ -101,6 +101,25 @@ describe('one-file export and import', () => {
     expect(await bytes(target.engine)).not.toEqual(first)
   })
 
+  it("orders each table's rows by its primary key, however they were written", async () => {
+    const now = () => new Date(T0)
+    const nodeLines = async (engine: Engine) => {
+      const bytes = new Uint8Array(await (await engine.exportFile()).arrayBuffer())
+      const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
+      return text.split('\n').filter((line) => line.startsWith('{"t":"nodes"'))
+    }
+    const node = (tenantId: string, v: number) => ({ id: 'file:src/app.ts', type: 'file', payload: { v }, tenantId })
+    // The same three revisions, tenant b's first in one memory and last in the other.
+    await using one = await openTestEngine({ now })
+    for (const input of [node('b', 1), node('a', 1), node('a', 2)]) await one.engine.graph.putNode(input)
+    await using other = await openTestEngine({ now })
+    for (const input of [node('a', 1), node('a', 2), node('b', 1)]) await other.engine.graph.putNode(input)
+    const lines = await nodeLines(one.engine)
+    expect(lines).toHaveLength(3)
+    expect(await nodeLines(other.engine)).toEqual(lines)
+    expect(lines.map((l) => (JSON.parse(l) as { r: { tenant_id: string; rev: number } }).r).map((r) => `${r.tenant_id}${r.rev}`)).toEqual(['a1', 'a2', 'b1'])
+  })
+
   it('merge adds what is missing and is idempotent', async () => {
     await using source = await openTestEngine()
     await populate(source.engine)
