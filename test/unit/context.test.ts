@@ -490,6 +490,38 @@ describe('buildContext: acceptance scenarios', () => {
 })
 
 describe('buildContext: budget and determinism', () => {
+  it('a tool output cut to its excerpt is an omission naming the artifact that holds it whole; a turn cut to fit its section ends with a marker', async () => {
+    const clock = testClock()
+    await using t = await openTestEngine({ now: clock.now, indexing: 'manual' })
+    const output = `${Array.from({ length: 3000 }, (_, n) => `zanzibar frame ${n} at parser.ts:${n}`).join('\n')}\n`
+    const big = await t.engine.record({
+      kind: 'tool_result',
+      scope: { ...scope, conversationId: 'c1' },
+      actor: { type: 'tool', id: 'run_tests' },
+      content: { tool: 'run_tests', output },
+    })
+    expect(big.artifactId).toMatch(/^art_/)
+    clock.advance(1000)
+    const turn = await t.engine.recordTurn({
+      conversationId: 'c2',
+      scope,
+      user: 'why does the quokka importer stall?',
+      agent: `The quokka importer stalls because ${'each batch waits for the previous lock and '.repeat(120)}so it never finishes.`,
+    })
+    const bundle = await t.engine.buildContext({ ...scope, query: 'zanzibar frame quokka importer', conversationId: 'new', maxTokens: 1200 })
+    expect(bundle.omissions).toContainEqual({ id: big.eventId, reason: 'truncated_tool_output', detail: big.artifactId })
+    const evidence = section(bundle, 'retrieved_evidence')
+    const cut = evidence.items.find((item) => item.text.includes('quokka importer stalls'))
+    expect(cut?.text.endsWith(' …[truncated]')).toBe(true)
+    expect(cut?.tokens).toBeLessThanOrEqual(evidence.capTokens)
+    expect(bundle.omissions.filter((o) => o.reason === 'truncated_to_fit').map((o) => o.id)).toContain(turn.userEventId)
+    // With room for the whole turn, nothing is cut.
+    const roomy = await t.engine.buildContext({ ...scope, query: 'quokka importer', conversationId: 'new', maxTokens: 8000 })
+    const whole = section(roomy, 'retrieved_evidence').items.find((item) => item.text.includes('quokka importer stalls'))
+    expect(whole?.text.endsWith('so it never finishes.')).toBe(true)
+    expect(roomy.omissions.some((o) => o.reason === 'truncated_to_fit')).toBe(false)
+  })
+
   it('never exceeds maxTokens under the token counter in use', async () => {
     const clock = testClock()
     await using t = await openTestEngine({ now: clock.now, workspace: { mode: 'local', root: '/repo' } })

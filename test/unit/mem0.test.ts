@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { type LLM, openAICompatibleLLM, parseModelJson } from '../../src/core/llm.ts'
-import { FACT_EXTRACTION_PROMPT, Memory } from '../../src/core/mem0.ts'
+import { FACT_EXTRACTION_PROMPT, Memory, UPDATE_DECISION_PROMPT } from '../../src/core/mem0.ts'
 import { memoryHash } from '../../src/core/memories.ts'
 import { steppingClock } from '../support/clock.ts'
 import { atSimilarity, createTestEmbedder, type TestEmbedderOptions } from '../support/embedder.ts'
@@ -350,6 +350,22 @@ describe('mem0-compatible Memory: update decisions by the model', () => {
     await using mem = await open({ llm })
     await mem.add('I have a cat', { userId: 'u', prompt: 'Extract only facts about pets.' })
     expect(llm.calls[0]?.system).toBe('Extract only facts about pets.')
+  })
+
+  it('custom prompts given to the constructor replace the extraction and the update-decision prompts', async () => {
+    const llm = scriptedLLM({ facts: { dog: ['User has a dog'] } })
+    await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: steppingClock() })
+    const prompts = { factExtraction: 'Extract only facts about pets.', updateDecision: 'Decide, keeping every pet.' }
+    const custom = new Memory(memory, { llm, prompts })
+    const added = await custom.add('I have a dog', { userId: 'u' })
+    expect(added.results.map((r) => r.memory)).toEqual(['User has a dog'])
+    expect(llm.calls.map((c) => c.system)).toEqual([prompts.factExtraction, prompts.updateDecision])
+    // A per-call prompt still wins over the constructor's for extraction; the defaults apply without either.
+    await custom.add('I have a dog', { userId: 'v', prompt: 'Only dogs.' })
+    expect(llm.calls[2]?.system).toBe('Only dogs.')
+    const plain = new Memory(memory, { llm })
+    await plain.add('I have a dog', { userId: 'w' })
+    expect(llm.calls.slice(-2).map((c) => c.system)).toEqual([FACT_EXTRACTION_PROMPT, UPDATE_DECISION_PROMPT])
   })
 
   it('infer: false stores the message as it is even with a model', async () => {

@@ -342,6 +342,22 @@ describe('search', () => {
     expect(hits[0]?.explain.importance).toBe(0.5)
   })
 
+  it('ranks a decision above a task update above a message with the same words at the same time', async () => {
+    await using memory = await openTestMemory({ now: testClock('2025-03-01T00:00:00Z').now })
+    const at = { createdAt: '2025-02-01T00:00:00Z' }
+    const message = await memory.record(say('c1', 'use postgres for storage', at))
+    const task = await memory.record({ ...say('c2', 'use postgres for storage', at), kind: 'task_update' })
+    const decision = await memory.record({ ...say('c3', 'use postgres for storage', at), kind: 'decision', actor: { type: 'agent', id: 'coder' } })
+    const hits = await memory.search('postgres storage', { weights: { neighbour: 0 } })
+    expect(hits.map((h) => h.eventId)).toEqual([decision.eventId, task.eventId, message.eventId])
+    expect(hits.map((h) => h.explain.importance)).toEqual([1, 0.75, 0.5])
+    expect(hits[0]!.explain.final - hits[2]!.explain.final).toBeCloseTo(DEFAULT_SCORING.importance * 0.5, 9)
+    // Importance weighed 0: the three tie, and ties go by id.
+    const flat = await memory.search('postgres storage', { weights: { neighbour: 0, importance: 0 } })
+    expect(new Set(flat.map((h) => h.explain.final)).size).toBe(1)
+    expect(flat.map((h) => h.eventId)).toEqual([message.eventId, task.eventId, decision.eventId].sort())
+  })
+
   it('ranks the turns of the person a question names above the same words from someone else', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     const at = { createdAt: '2025-01-01T00:00:00Z' }

@@ -9,6 +9,7 @@ import {
   TOOL_SCHEMAS,
 } from '../../src/core/tools.ts'
 import { z } from '../../src/core/validate.ts'
+import { testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestMemory } from '../support/memory.ts'
 
@@ -138,6 +139,29 @@ describe('agent tools', () => {
     expect((await memory.memories.list({ userId: 'bob' })).map((m) => m.content)).toEqual([
       'Bob wants implicit return types',
     ])
+  })
+
+  it('manage_memory lists the most recalled memories first, then the newest', async () => {
+    const clock = testClock('2025-03-01T00:00:00Z')
+    await using memory = await openTestMemory({ now: clock.now, embedder: createTestEmbedder() })
+    const bob = { userId: 'bob' }
+    const save = async (content: string) => {
+      clock.advance(60_000)
+      return ((await memory.callTool('save_memory', { content, category: 'preference' }, bob)) as { id: string }).id
+    }
+    const tabs = await save('Bob indents with tabs')
+    const quotes = await save('Bob writes single quotes in TypeScript')
+    const semis = await save('Bob leaves out semicolons')
+    const tests = await save('Bob runs the tests before every commit')
+    // Each recall counts a use of every memory it returns.
+    for (const query of ['single quotes', 'single quotes', 'tabs']) {
+      clock.advance(60_000)
+      const recalled = (await memory.callTool('recall_memories', { query, limit: 1 }, bob)) as { memories: { id: string }[] }
+      expect(recalled.memories).toHaveLength(1)
+    }
+    const listed = (await memory.callTool('manage_memory', { action: 'list' }, bob)) as { memories: { id: string }[] }
+    // Quotes twice, tabs once, then the unused ones newest first.
+    expect(listed.memories.map((m) => m.id)).toEqual([quotes, tabs, tests, semis])
   })
 
   it('refuses unknown tools and invalid arguments with INVALID_INPUT before doing anything', async () => {

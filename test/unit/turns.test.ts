@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { testClock } from '../support/clock.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
@@ -103,6 +104,51 @@ describe('recordTurn', () => {
     expect((await t('c1')).turnIndex).toBe(1)
     expect((await t('c2')).turnIndex).toBe(0)
     expect((await t('c1')).turnIndex).toBe(2)
+  })
+
+  it('twelve agents writing and reading at once lose nothing, number their turns in order and see only their own', async () => {
+    const clock = testClock()
+    await using t = await openTestEngine({ now: clock.now, embedder: createHashEmbedder({ dims: 32 }), indexingPause: { quietMs: 0 } })
+    const agents = Array.from({ length: 12 }, (_, n) => `agent${n}`)
+    const turns = 4
+    const readsSeen: string[][] = []
+    await Promise.all(
+      agents.map(async (agentId, n) => {
+        const scope = { tenantId: 'team', userId: 'ann', agentId }
+        for (let k = 0; k < turns; k++) {
+          const turn = await t.engine.recordTurn({
+            conversationId: `conv-${agentId}`,
+            scope,
+            user: `step ${k} for ${agentId}: wire the kestrel${n} parser`,
+            agent: `done step ${k} of the kestrel${n} parser`,
+            procedures: [{ tool: 'write_file', args: { path: `src/k${n}.ts` }, document: { path: `/repo/src/k${n}.ts`, content: `v${k}`, effect: 'write' } }],
+          })
+          expect(turn.turnIndex).toBe(k)
+          const hits = await t.engine.search(`kestrel${n} parser`, { scope, limit: 20 })
+          readsSeen.push(hits.map((h) => h.conversationId))
+          await t.engine.buildContext({ ...scope, query: `kestrel${n}`, conversationId: `conv-${agentId}`, maxTokens: 1500 })
+        }
+      }),
+    )
+    // Every read saw its own agent's conversation only, and at least the turn just written.
+    for (const [i, seen] of readsSeen.entries()) {
+      expect(seen.length, `read ${i}`).toBeGreaterThan(0)
+      expect(new Set(seen).size, `read ${i}`).toBe(1)
+    }
+    // A turn with a document procedure is two events (the request and the reply) and edges.
+    const stats = await t.engine.stats()
+    expect(stats.counts.events).toBe(agents.length * turns * 2)
+    for (const [n, agentId] of agents.entries()) {
+      const events = await t.engine.events.list({ tenantId: 'team', conversationId: `conv-${agentId}`, limit: 100 })
+      expect(events).toHaveLength(turns * 2)
+      expect(events.every((e) => e.scope.agentId === agentId)).toBe(true)
+      expect(events.map((e) => e.turnIndex).sort()).toEqual([0, 0, 1, 1, 2, 2, 3, 3])
+      const { versions } = await t.engine.documents.history(`/repo/src/k${n}.ts`, { tenantId: 'team' })
+      expect(versions.map((v) => v.version).sort()).toEqual([1, 2, 3, 4])
+    }
+    const status = await t.engine.indexNow()
+    expect(status.pending).toBe(0)
+    expect(status.done).toBe(stats.counts.chunks)
   })
 
   it('stores a turn\'s events in its order, each with its chunks, scope, tags and artifact', async () => {
