@@ -95,6 +95,15 @@ const asOf = z.coerce.date().optional()
 const readOptions = z.strictObject({ tenantId: tenant, asOf })
 export type GraphReadOptions = z.input<typeof readOptions>
 
+const nodesOptions = z.strictObject({
+  tenantId: tenant,
+  asOf,
+  type: z.string().min(1).max(200).optional(),
+  scope: z.string().min(1).max(200).optional(),
+  limit: z.number().int().min(1).max(100_000).default(1000),
+})
+export type NodesOptions = z.input<typeof nodesOptions>
+
 const neighborsOptions = z.strictObject({
   tenantId: tenant,
   asOf,
@@ -107,6 +116,14 @@ export type NeighborsOptions = z.input<typeof neighborsOptions>
 const relationName = z
   .string()
   .regex(RELATION_NAME, 'letters, digits, _ . : - (max 64), starting with a letter or _')
+
+const graphWriteInput = z.strictObject({
+  /** Defined when they are not yet, so that the edges may use them. */
+  relations: z.array(z.strictObject({ name: relationName, description: z.string().max(500).optional() })).max(1000).default([]),
+  nodes: z.array(z.unknown()).default([]),
+  edges: z.array(z.unknown()).default([]),
+})
+export type GraphWriteInput = z.input<typeof graphWriteInput>
 
 /** Resolves relation names to their interned ids; an unknown name is a hard error. */
 export async function relationIds(q: Queryable, names: readonly string[]): Promise<Map<string, number>> {
@@ -294,12 +311,13 @@ function toNode(row: NodeRow): NodeRecord {
 export function entityGraphApi(ctx: EngineContext) {
   const { db, telemetry } = ctx
 
-  async function putNodes(
-    inputs: NodeInput[],
-  ): Promise<{ id: string; rev: number; action: 'created' | 'updated' | 'unchanged' }[]> {
+  type NodeWrite = { id: string; rev: number; action: 'created' | 'updated' | 'unchanged' }
+  type ParsedNode = z.output<typeof nodeInput>
+
+  /** Validated nodes, and one of each (tenant, id): the same id twice with two types is a CONFLICT. */
+  function nodeBatch(inputs: NodeInput[]): { nodes: ParsedNode[]; batch: ParsedNode[] } {
     const nodes = parseInput(z.array(nodeInput).max(100_000), inputs, 'nodes')
-    if (nodes.length === 0) return []
-    const seen = new Map<string, (typeof nodes)[number]>()
+    const seen = new Map<string, ParsedNode>()
     for (const n of nodes) {
       const key = JSON.stringify([n.tenantId, n.id])
       const prev = seen.get(key)
@@ -314,54 +332,64 @@ export function entityGraphApi(ctx: EngineContext) {
       }
       seen.set(key, n)
     }
-    const batch = [...seen.values()]
-    const at = ctx.now()
-    const result = await db.transaction(async (tx) => {
-      const args = [
-        batch.map((n) => n.tenantId),
-        batch.map((n) => n.id),
-        batch.map((n) => n.type),
-        batch.map((n) => JSON.stringify(redactUnknown(n.payload).value)),
-        batch.map((n) => n.scope ?? null),
-        batch.map((n) => n.runId ?? null),
-        batch.map((n) => n.taskId ?? null),
-      ]
-      const input = `unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::text[])
-                       AS i(tenant_id, id, type, payload, scope, run_id, task_id)`
-      const latest = `SELECT DISTINCT ON (n.tenant_id, n.id) n.*
-                      FROM nodes n
-                      WHERE n.id = ANY($2::text[])
-                      ORDER BY n.tenant_id, n.id, n.rev DESC`
-      const clash = await tx.query<{ id: string; old_type: string; new_type: string }>(
-        `SELECT i.id, l.type AS old_type, i.type AS new_type
-         FROM ${input} JOIN (${latest}) l ON l.tenant_id = i.tenant_id AND l.id = i.id
-         WHERE NOT l.tombstone AND l.type <> i.type
-         ORDER BY i.id LIMIT 1`,
-        args,
+    return { nodes, batch: [...seen.values()] }
+  }
+
+  /** Writes `batch` in `tx`: a new revision of each node that is new, removed or changed. */
+  async function writeNodes(tx: Queryable, batch: ParsedNode[], at: Date) {
+    const args = [
+      batch.map((n) => n.tenantId),
+      batch.map((n) => n.id),
+      batch.map((n) => n.type),
+      batch.map((n) => JSON.stringify(redactUnknown(n.payload).value)),
+      batch.map((n) => n.scope ?? null),
+      batch.map((n) => n.runId ?? null),
+      batch.map((n) => n.taskId ?? null),
+    ]
+    const input = `unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::text[])
+                     AS i(tenant_id, id, type, payload, scope, run_id, task_id)`
+    const latest = `SELECT DISTINCT ON (n.tenant_id, n.id) n.*
+                    FROM nodes n
+                    WHERE n.id = ANY($2::text[])
+                    ORDER BY n.tenant_id, n.id, n.rev DESC`
+    const clash = await tx.query<{ id: string; old_type: string; new_type: string }>(
+      `SELECT i.id, l.type AS old_type, i.type AS new_type
+       FROM ${input} JOIN (${latest}) l ON l.tenant_id = i.tenant_id AND l.id = i.id
+       WHERE NOT l.tombstone AND l.type <> i.type
+       ORDER BY i.id LIMIT 1`,
+      args,
+    )
+    const c = clash.rows[0]
+    if (c) {
+      throw new MemoryError(
+        'CONFLICT',
+        `Node id "${c.id}" already names a "${c.old_type}", not a "${c.new_type}"`,
+        { details: { id: c.id, existingType: c.old_type, type: c.new_type } },
       )
-      const c = clash.rows[0]
-      if (c) {
-        throw new MemoryError(
-          'CONFLICT',
-          `Node id "${c.id}" already names a "${c.old_type}", not a "${c.new_type}"`,
-          { details: { id: c.id, existingType: c.old_type, type: c.new_type } },
-        )
-      }
-      const { rows } = await tx.query<{ id: string; tenant_id: string; rev: number; prev: number | null }>(
-        `INSERT INTO nodes (id, rev, tenant_id, type, payload, scope, run_id, task_id, tombstone, created_at)
-         SELECT i.id, coalesce(l.rev, 0) + 1, i.tenant_id, i.type, i.payload, i.scope, i.run_id, i.task_id, false, $8
-         FROM ${input} LEFT JOIN (${latest}) l ON l.tenant_id = i.tenant_id AND l.id = i.id
-         WHERE l.id IS NULL OR l.tombstone OR l.payload <> i.payload OR l.scope IS DISTINCT FROM i.scope
-         RETURNING id, tenant_id, rev, nullif(rev - 1, 0) AS prev`,
-        [...args, at],
-      )
-      const { rows: unchanged } = await tx.query<{ id: string; tenant_id: string; rev: number }>(
-        `SELECT DISTINCT ON (tenant_id, id) tenant_id, id, rev FROM nodes
-         WHERE id = ANY($1::text[]) ORDER BY tenant_id, id, rev DESC`,
-        [args[1]],
-      )
-      return { written: rows, unchanged }
-    })
+    }
+    const { rows } = await tx.query<{ id: string; tenant_id: string; rev: number; prev: number | null }>(
+      `INSERT INTO nodes (id, rev, tenant_id, type, payload, scope, run_id, task_id, tombstone, created_at)
+       SELECT i.id, coalesce(l.rev, 0) + 1, i.tenant_id, i.type, i.payload, i.scope, i.run_id, i.task_id, false, $8
+       FROM ${input} LEFT JOIN (${latest}) l ON l.tenant_id = i.tenant_id AND l.id = i.id
+       WHERE l.id IS NULL OR l.tombstone OR l.payload <> i.payload OR l.scope IS DISTINCT FROM i.scope
+       RETURNING id, tenant_id, rev, nullif(rev - 1, 0) AS prev`,
+      [...args, at],
+    )
+    const { rows: unchanged } = await tx.query<{ id: string; tenant_id: string; rev: number }>(
+      `SELECT DISTINCT ON (tenant_id, id) tenant_id, id, rev FROM nodes
+       WHERE id = ANY($1::text[]) ORDER BY tenant_id, id, rev DESC`,
+      [args[1]],
+    )
+    return { written: rows, unchanged }
+  }
+
+  /** Reports a node write to telemetry; returns each input's result, in order. */
+  function nodeResults(
+    nodes: ParsedNode[],
+    batch: ParsedNode[],
+    result: Awaited<ReturnType<typeof writeNodes>>,
+    at: Date,
+  ): NodeWrite[] {
     const written = new Map(result.written.map((r) => [JSON.stringify([r.tenant_id, r.id]), r]))
     const unchanged = new Map(result.unchanged.map((r) => [JSON.stringify([r.tenant_id, r.id]), r]))
     if (telemetry.listeners.size > 0) {
@@ -388,50 +416,102 @@ export function entityGraphApi(ctx: EngineContext) {
     })
   }
 
+  async function removeNodes(ids: string[], options: RemoveOptions = {}): Promise<{ removed: string[]; edges: number }> {
+    const nodeIds = [...new Set(parseInput(z.array(entityId).max(100_000), ids, 'node ids'))]
+    const o = parseInput(removeOptions, options, 'remove options')
+    if (nodeIds.length === 0) return { removed: [], edges: 0 }
+    const at = ctx.now()
+    const out = await db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ id: string }>(
+        `INSERT INTO nodes (id, rev, tenant_id, type, payload, scope, run_id, task_id, tombstone, created_at)
+         SELECT id, rev + 1, tenant_id, type, payload, scope, $3, $4, true, $5
+         FROM (SELECT DISTINCT ON (id) * FROM nodes WHERE tenant_id = $1 AND id = ANY($2::text[]) ORDER BY id, rev DESC) l
+         WHERE NOT l.tombstone
+         RETURNING id`,
+        [o.tenantId, nodeIds, o.runId ?? null, o.taskId ?? null, at],
+      )
+      const removed = rows.map((r) => r.id).sort()
+      if (removed.length === 0) return { removed, edges: 0 }
+      const edges = await tx.query(
+        `UPDATE edges SET tombstoned_at = $3
+         WHERE tenant_id = $1 AND (src = ANY($2::text[]) OR dst = ANY($2::text[])) AND tombstoned_at IS NULL`,
+        [o.tenantId, removed, at],
+      )
+      return { removed, edges: edges.affectedRows ?? 0 }
+    })
+    for (const id of out.removed) {
+      telemetry.emit({
+        op: 'delete',
+        memoryId: id,
+        entityType: 'node',
+        scope: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
+        at,
+      })
+    }
+    return out
+  }
+
+  async function putNodes(inputs: NodeInput[]): Promise<NodeWrite[]> {
+    const { nodes, batch } = nodeBatch(inputs)
+    if (nodes.length === 0) return []
+    const at = ctx.now()
+    const result = await db.transaction((tx) => writeNodes(tx, batch, at))
+    return nodeResults(nodes, batch, result, at)
+  }
+
+  /** Writes `edges` in `tx`, and finds the ids they point at that name nothing live. */
+  async function writeEdgesChecked(tx: Queryable, edges: ParsedEdge[], at: Date) {
+    const out = await writeEdges(tx, edges, at)
+    const byTenant = new Map<string, string[]>()
+    for (const e of out.written) {
+      if (e.action === 'unchanged') continue
+      const ids = byTenant.get(e.tenantId) ?? []
+      ids.push(e.src, e.dst)
+      byTenant.set(e.tenantId, ids)
+    }
+    const missing: string[] = []
+    for (const [t, ids] of byTenant) missing.push(...(await missingReferences(tx, t, ids)))
+    return { ...out, missing }
+  }
+
+  /** Reports an edge write to telemetry, with a warning for the ids that name nothing. */
+  function reportEdges(edges: ParsedEdge[], written: (ParsedEdge & EdgeWriteResult)[], missing: string[], at: Date): void {
+    if (telemetry.listeners.size === 0) return
+    for (const e of written) {
+      if (e.action === 'unchanged') continue
+      telemetry.emit({
+        op: e.action === 'overwritten' ? 'overwrite' : 'write',
+        memoryId: e.id,
+        entityType: 'edge',
+        scope: null,
+        runId: e.runId ?? null,
+        taskId: e.taskId ?? null,
+        at,
+        detail: { src: e.src, rel: e.rel, dst: e.dst },
+      })
+    }
+    if (missing.length > 0) {
+      telemetry.emit({
+        op: 'warning',
+        memoryId: null,
+        entityType: 'edge',
+        scope: null,
+        runId: edges[0]?.runId ?? null,
+        taskId: edges[0]?.taskId ?? null,
+        at,
+        detail: { warning: 'missing_reference', count: missing.length, ids: missing.slice(0, 20) },
+      })
+    }
+  }
+
   async function putEdges(inputs: EdgeInput[]): Promise<EdgeWriteResult[]> {
     const edges = parseInput(z.array(edgeInput).max(200_000), inputs, 'edges')
     if (edges.length === 0) return []
     const at = ctx.now()
-    const { results, written, missing } = await db.transaction(async (tx) => {
-      const out = await writeEdges(tx, edges, at)
-      const byTenant = new Map<string, string[]>()
-      for (const e of out.written) {
-        if (e.action === 'unchanged') continue
-        const ids = byTenant.get(e.tenantId) ?? []
-        ids.push(e.src, e.dst)
-        byTenant.set(e.tenantId, ids)
-      }
-      const missing: string[] = []
-      for (const [t, ids] of byTenant) missing.push(...(await missingReferences(tx, t, ids)))
-      return { ...out, missing }
-    })
-    if (telemetry.listeners.size > 0) {
-      for (const e of written) {
-        if (e.action === 'unchanged') continue
-        telemetry.emit({
-          op: e.action === 'overwritten' ? 'overwrite' : 'write',
-          memoryId: e.id,
-          entityType: 'edge',
-          scope: null,
-          runId: e.runId ?? null,
-          taskId: e.taskId ?? null,
-          at,
-          detail: { src: e.src, rel: e.rel, dst: e.dst },
-        })
-      }
-      if (missing.length > 0) {
-        telemetry.emit({
-          op: 'warning',
-          memoryId: null,
-          entityType: 'edge',
-          scope: null,
-          runId: edges[0]?.runId ?? null,
-          taskId: edges[0]?.taskId ?? null,
-          at,
-          detail: { warning: 'missing_reference', count: missing.length, ids: missing.slice(0, 20) },
-        })
-      }
-    }
+    const { results, written, missing } = await db.transaction((tx) => writeEdgesChecked(tx, edges, at))
+    reportEdges(edges, written, missing, at)
     return results
   }
 
@@ -478,41 +558,50 @@ export function entityGraphApi(ctx: EngineContext) {
       return row && !row.tombstone ? toNode(row) : null
     },
 
+    /**
+     * The tenant's live nodes as they are now, or were at `asOf`: of one `type` and one
+     * `scope` when given (as their latest revision says), by id, at most `limit`.
+     *
+     * @example
+     * const people = await memory.graph.nodes({ type: 'person', scope: 'team:core' })
+     */
+    async nodes(options: NodesOptions = {}): Promise<NodeRecord[]> {
+      const o = parseInput(nodesOptions, options, 'nodes options')
+      const { rows } = await db.query<NodeRow>(
+        `SELECT * FROM (
+           SELECT DISTINCT ON (n.id) n.* FROM nodes n
+           WHERE n.tenant_id = $1 AND ($2::text IS NULL OR n.type = $2) AND ($3::timestamptz IS NULL OR n.created_at <= $3)
+           ORDER BY n.id, n.rev DESC
+         ) n
+         WHERE NOT n.tombstone AND ($4::text IS NULL OR n.scope = $4)
+         ORDER BY n.id
+         LIMIT $5`,
+        [o.tenantId, o.type ?? null, o.asOf ?? null, o.scope ?? null, o.limit],
+      )
+      telemetry.emit({
+        op: 'query',
+        memoryId: null,
+        entityType: 'node',
+        scope: o.scope ?? null,
+        runId: null,
+        taskId: null,
+        detail: { results: rows.length },
+      })
+      return rows.map(toNode)
+    },
+
     /** Removes a node (a tombstone revision) and tombstones its live edges. */
     async removeNode(id: string, options: RemoveOptions = {}): Promise<{ removed: boolean; edges: number }> {
       const nodeId = parseInput(entityId, id, 'node id')
-      const o = parseInput(removeOptions, options, 'remove options')
-      const at = ctx.now()
-      const out = await db.transaction(async (tx) => {
-        const { rows } = await tx.query<{ rev: number }>(
-          `INSERT INTO nodes (id, rev, tenant_id, type, payload, scope, run_id, task_id, tombstone, created_at)
-           SELECT id, rev + 1, tenant_id, type, payload, scope, $3, $4, true, $5
-           FROM (SELECT * FROM nodes WHERE tenant_id = $1 AND id = $2 ORDER BY rev DESC LIMIT 1) l
-           WHERE NOT l.tombstone
-           RETURNING rev`,
-          [o.tenantId, nodeId, o.runId ?? null, o.taskId ?? null, at],
-        )
-        if (rows.length === 0) return { removed: false, edges: 0 }
-        const edges = await tx.query(
-          `UPDATE edges SET tombstoned_at = $3
-           WHERE tenant_id = $1 AND (src = $2 OR dst = $2) AND tombstoned_at IS NULL`,
-          [o.tenantId, nodeId, at],
-        )
-        return { removed: true, edges: edges.affectedRows ?? 0 }
-      })
-      if (out.removed) {
-        telemetry.emit({
-          op: 'delete',
-          memoryId: nodeId,
-          entityType: 'node',
-          scope: null,
-          runId: o.runId ?? null,
-          taskId: o.taskId ?? null,
-          at,
-        })
-      }
-      return out
+      const out = await removeNodes([nodeId], options)
+      return { removed: out.removed.length > 0, edges: out.edges }
     },
+
+    /**
+     * `removeNode` for many nodes in one transaction: the ids of those that were live, and
+     * how many live edges to or from them were tombstoned.
+     */
+    removeNodes,
 
     /**
      * Links two ids under a known relation. Re-putting the same link with another payload
@@ -536,6 +625,39 @@ export function entityGraphApi(ctx: EngineContext) {
 
     /** `putEdge` for many edges in one transaction. */
     putEdges,
+
+    /**
+     * Relations, nodes and edges written in one transaction: all of them, or none when any is
+     * refused. A relation is defined when it is not yet (as `defineRelation`), so the edges
+     * may use it; nodes and edges are written as `putNodes` and `putEdges` write them.
+     *
+     * @example
+     * await memory.graph.putGraph({
+     *   relations: [{ name: 'works_at' }],
+     *   nodes: [{ id: 'person:alice', type: 'person' }, { id: 'org:acme', type: 'organization' }],
+     *   edges: [{ src: 'person:alice', rel: 'works_at', dst: 'org:acme' }],
+     * })
+     */
+    async putGraph(input: GraphWriteInput): Promise<{ nodes: NodeWrite[]; edges: EdgeWriteResult[] }> {
+      const o = parseInput(graphWriteInput, input, 'graph write')
+      const { nodes, batch } = nodeBatch(o.nodes as NodeInput[])
+      const edges = parseInput(z.array(edgeInput).max(200_000), o.edges, 'edges')
+      const at = ctx.now()
+      const written = await db.transaction(async (tx) => {
+        if (o.relations.length > 0) {
+          await tx.query(
+            `INSERT INTO relations (name, description, builtin, created_at)
+             SELECT r.name, r.description, false, $3 FROM unnest($1::text[], $2::text[]) AS r(name, description)
+             ON CONFLICT (name) DO NOTHING`,
+            [o.relations.map((r) => r.name), o.relations.map((r) => r.description ?? null), at],
+          )
+        }
+        const n = batch.length > 0 ? await writeNodes(tx, batch, at) : { written: [], unchanged: [] }
+        return { n, e: await writeEdgesChecked(tx, edges, at) }
+      })
+      reportEdges(edges, written.e.written, written.e.missing, at)
+      return { nodes: nodeResults(nodes, batch, written.n, at), edges: written.e.results }
+    },
 
     /** Tombstones the live (src, rel, dst) link; false when there was none. */
     async removeEdge(

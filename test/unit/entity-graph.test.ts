@@ -181,6 +181,89 @@ describe('entity graph', () => {
     expect((await g.putNode({ id: 'x', type: 'symbol' })).rev).toBe(3)
   })
 
+  it('putGraph writes relations, nodes and edges in one transaction: all of them, or nothing when one is refused', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    const written = await g.putGraph({
+      relations: [{ name: 'works_at', description: 'person → organization' }],
+      nodes: [
+        { id: 'person:alice', type: 'person', payload: { name: 'Alice' } },
+        { id: 'org:acme', type: 'organization' },
+      ],
+      edges: [{ src: 'person:alice', rel: 'works_at', dst: 'org:acme', payload: { since: 2020 } }],
+    })
+    expect(written.nodes.map((n) => n.action)).toEqual(['created', 'created'])
+    expect(written.edges.map((e) => e.action)).toEqual(['created'])
+    expect((await g.relations()).find((r) => r.name === 'works_at')?.description).toBe('person → organization')
+    expect((await g.neighbors('person:alice')).map((n) => [n.rel, n.neighbor, n.payload])).toEqual([['works_at', 'org:acme', { since: 2020 }]])
+    // The same again changes nothing.
+    const again = await g.putGraph({ relations: [{ name: 'works_at' }], nodes: [{ id: 'org:acme', type: 'organization' }], edges: [] })
+    expect(again.nodes.map((n) => n.action)).toEqual(['unchanged'])
+
+    // A node that clashes with an existing one's type refuses the whole write: no new
+    // relation, node or edge.
+    const before = await memory.stats()
+    const refused = await errorOf(
+      g.putGraph({
+        relations: [{ name: 'founded' }],
+        nodes: [{ id: 'person:bob', type: 'person' }, { id: 'org:acme', type: 'person' }],
+        edges: [{ src: 'person:bob', rel: 'founded', dst: 'org:acme' }],
+      }),
+    )
+    expect(refused.code).toBe('CONFLICT')
+    expect((await g.relations()).some((r) => r.name === 'founded')).toBe(false)
+    expect(await g.getNode('person:bob')).toBeNull()
+    expect((await memory.stats()).counts).toEqual(before.counts)
+    expect((await errorOf(g.putGraph({ relations: [{ name: 'not a name' }] }))).code).toBe('INVALID_INPUT')
+  })
+
+  it('removeNodes removes many nodes and tombstones their live edges in one go', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    await g.putGraph({
+      relations: [{ name: 'knows' }],
+      nodes: ['a', 'b', 'c', 'd'].map((x) => ({ id: `person:${x}`, type: 'person' })),
+      edges: [
+        { src: 'person:a', rel: 'knows', dst: 'person:b' },
+        { src: 'person:c', rel: 'knows', dst: 'person:a' },
+        { src: 'person:c', rel: 'knows', dst: 'person:d' },
+      ],
+    })
+    const out = await g.removeNodes(['person:b', 'person:a', 'person:a', 'person:none'])
+    expect(out).toEqual({ removed: ['person:a', 'person:b'], edges: 2 })
+    expect((await g.nodes()).map((n) => n.id)).toEqual(['person:c', 'person:d'])
+    expect((await g.neighbors('person:c')).map((n) => n.neighbor)).toEqual(['person:d'])
+    // Again: nothing is live any more.
+    expect(await g.removeNodes(['person:a'])).toEqual({ removed: [], edges: 0 })
+    expect(await g.removeNode('person:c')).toEqual({ removed: true, edges: 1 })
+  })
+
+  it("nodes lists a tenant's live nodes by type and scope, as they are now or were", async () => {
+    const clock = steppingClock()
+    await using memory = await openTestMemory({ now: clock })
+    const g = memory.graph
+    await g.putNodes([
+      { id: 'person:ann', type: 'person', scope: 'team:a' },
+      { id: 'person:bo', type: 'person', scope: 'team:b' },
+      { id: 'org:acme', type: 'organization', scope: 'team:a' },
+      { id: 'person:cy', type: 'person', scope: 'team:a', tenantId: 'other' },
+    ])
+    // The time of that first write, by the memory's clock.
+    const cut = (await g.getNode('person:ann'))!.updatedAt
+    await g.putNode({ id: 'person:bo', type: 'person', scope: 'team:a' })
+    await g.removeNode('person:ann')
+    const ids = (list: { id: string }[]) => list.map((n) => n.id)
+    expect(ids(await g.nodes())).toEqual(['org:acme', 'person:bo'])
+    expect(ids(await g.nodes({ type: 'person' }))).toEqual(['person:bo'])
+    expect(ids(await g.nodes({ scope: 'team:a' }))).toEqual(['org:acme', 'person:bo'])
+    expect(ids(await g.nodes({ scope: 'team:b' }))).toEqual([])
+    expect(ids(await g.nodes({ type: 'person', asOf: cut }))).toEqual(['person:ann', 'person:bo'])
+    expect(ids(await g.nodes({ type: 'person', scope: 'team:b', asOf: cut }))).toEqual(['person:bo'])
+    expect(ids(await g.nodes({ tenantId: 'other' }))).toEqual(['person:cy'])
+    expect(ids(await g.nodes({ limit: 1 }))).toEqual(['org:acme'])
+    expect((await errorOf(g.nodes({ limit: 0 }))).code).toBe('INVALID_INPUT')
+  })
+
   it('links to ids that point at nothing are kept but reported through telemetry', async () => {
     await using memory = await openTestMemory()
     const events: TelemetryEvent[] = []
