@@ -1,3 +1,4 @@
+import type { EdgeWriteResult, GraphWriteInput, Neighbor, NeighborsOptions, NodeRecord, NodesOptions, RemoveOptions } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
 import { redact } from './redact.ts'
@@ -42,6 +43,19 @@ Use only IDs from the list. Several operations are allowed (for example UPDATE o
 
 Answer with JSON only: {"operations": [ ... ]}.`
 
+/** The entity types graph memory keeps; any other the model names is kept as a `concept`. */
+export const GRAPH_ENTITY_TYPES = ['person', 'organization', 'concept', 'location', 'event', 'technology', 'product'] as const
+
+/**
+ * Asks the model for the entities of a conversation and how they relate; answers
+ * `{ "entities": [{ name, type, description }], "relations": [{ source, relation, target }] }`.
+ */
+export const GRAPH_EXTRACTION_PROMPT = `You build a small knowledge graph from a conversation so an assistant can remember who and what relate to whom.
+Return JSON: {"entities": [{"name": "...", "type": "...", "description": "..."}], "relations": [{"source": "...", "relation": "...", "target": "..."}]}.
+- entities: the people, organizations, concepts, locations, events, technologies and products the conversation states something about. "name" as it is usually written, in title case; "type" one of person, organization, concept, location, event, technology, product; "description" a few words, or leave it out. The user is "User" unless they give their name.
+- relations: how two of those entities relate, as a short snake_case verb phrase (works_at, lives_in, uses, knows, likes, founded). "source" and "target" are names from "entities".
+- Only what the conversation states. With nothing to record: {"entities": [], "relations": []}.`
+
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant'
   content: string
@@ -70,6 +84,13 @@ export interface Mem0Event {
   /** For an UPDATE that superseded a near duplicate: the memory it replaced. */
   previous_id?: string
   metadata?: Record<string, unknown>
+}
+
+/** A link of graph memory: `source` —`relationship`→ `destination`, by entity name. */
+export interface Mem0Relation {
+  source: string
+  relationship: string
+  destination: string
 }
 
 export interface Mem0History {
@@ -104,13 +125,30 @@ export interface MemoryEngine {
     forgetAll(input: ForgetAllInput): Promise<{ deleted: number }>
     reset(input: { confirm: true }): Promise<{ memories: number }>
   }
+  /** The entity graph, for graph memory (`MemoryOptions.graph`). */
+  graph?: MemoryGraph
+}
+
+/** The part of the entity graph that graph memory uses. */
+export interface MemoryGraph {
+  putGraph(input: GraphWriteInput): Promise<{ nodes: unknown[]; edges: EdgeWriteResult[] }>
+  nodes(options?: NodesOptions): Promise<NodeRecord[]>
+  neighbors(id: string, options?: NeighborsOptions): Promise<Neighbor[]>
+  removeNodes(ids: string[], options?: RemoveOptions): Promise<{ removed: string[]; edges: number }>
 }
 
 export interface MemoryOptions {
   /** Turns on fact extraction and ADD / UPDATE / DELETE decisions. Without it, `add` stores user messages. */
   llm?: LLM
-  prompts?: { factExtraction?: string; updateDecision?: string }
+  prompts?: { factExtraction?: string; updateDecision?: string; graphExtraction?: string }
   tenantId?: string
+  /**
+   * Graph memory: with an `llm`, `add` also extracts the entities of the conversation and how
+   * they relate into the engine's entity graph (one graph per scope), and `search` answers
+   * with the links of the entities the query names and the memories of the entities they
+   * link to. Needs an engine with a `graph`.
+   */
+  graph?: boolean
 }
 
 const scopeFields = {
@@ -176,6 +214,43 @@ function toItem(m: MemoryRecord, score?: number): Mem0Item {
   }
 }
 
+/** Graph memory's entity nodes are of this type; the entity's own type is in the payload. */
+const ENTITY_NODE = 'mem0.entity'
+/** Graph memory's relations are named `mem0.<relation>`, apart from any other of the engine's. */
+const RELATION_PREFIX = 'mem0.'
+
+/** The scope of a graph memory's nodes: one graph per userId / agentId / runId combination. */
+function graphScope(s: Mem0Scope): string {
+  const parts = [
+    ...(s.userId === undefined ? [] : [`user=${s.userId}`]),
+    ...(s.agentId === undefined ? [] : [`agent=${s.agentId}`]),
+    ...(s.runId === undefined ? [] : [`run=${s.runId}`]),
+  ]
+  return `mem0 ${parts.join(' ')}`.slice(0, 200)
+}
+
+/** An entity's name as kept: trimmed, single spaces, at most 200 characters; '' when none. */
+function entityName(value: unknown): string {
+  return typeof value === 'string' ? value.replace(/\s+/g, ' ').trim().slice(0, 200) : ''
+}
+
+/** A relation as a snake_case name the entity graph accepts ("works at" → works_at); '' when none. */
+function relationName(value: unknown): string {
+  if (typeof value !== 'string') return ''
+  const name = value
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 64 - RELATION_PREFIX.length)
+  return /^[0-9]/.test(name) ? `_${name}`.slice(0, 64 - RELATION_PREFIX.length) : name
+}
+
+/** Whether `name` appears in `text` as whole words, any case. */
+function names(text: string, name: string): boolean {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  return new RegExp(`(?<![\\p{L}\\p{N}])${escaped}(?![\\p{L}\\p{N}])`, 'iu').test(text)
+}
+
 /** Flattens a conversation to `role: content` lines for the model. */
 export function conversationText(messages: string | ChatMessage[]): string {
   if (typeof messages === 'string') return messages
@@ -200,20 +275,92 @@ export class Memory {
   readonly #tenant: { tenantId?: string }
 
   constructor(engine: MemoryEngine, options: MemoryOptions = {}) {
+    if (options.graph === true && engine.graph === undefined) {
+      throw new MemoryError('INVALID_INPUT', 'Graph memory needs an engine with an entity graph (engine.graph).')
+    }
     this.#engine = engine
     this.#options = options
     this.#tenant = options.tenantId === undefined ? {} : { tenantId: options.tenantId }
   }
 
   /** Stores what is worth remembering from `messages`; returns what happened to which memory. */
-  async add(messages: string | ChatMessage[], options: Mem0AddOptions): Promise<{ results: Mem0Event[] }> {
+  async add(
+    messages: string | ChatMessage[],
+    options: Mem0AddOptions,
+  ): Promise<{ results: Mem0Event[]; relations?: Mem0Relation[] }> {
     const o = parseInput(addOptions, options ?? {}, 'add options')
     requireScope(o)
     const input = parseInput(messagesSchema, messages, 'messages')
     const list: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : input
     const llm = this.#options.llm
-    if (!llm || o.infer === false) return { results: await this.#storeRaw(list, o) }
-    return { results: await this.#infer(llm, list, o) }
+    const results = !llm || o.infer === false ? await this.#storeRaw(list, o) : await this.#infer(llm, list, o)
+    if (!llm || this.#options.graph !== true) return { results }
+    return { results, relations: await this.#addToGraph(llm, list, scopeOf(o)) }
+  }
+
+  /**
+   * Graph memory: the entities of the conversation and how they relate, upserted into the
+   * scope's graph in one transaction; returns the links written. Best effort, as mem0's: a
+   * model that fails or answers nothing readable leaves the graph as it was and returns none.
+   * A relation between names the model did not list as entities is left out.
+   */
+  async #addToGraph(llm: LLM, said: ChatMessage[], scope: Mem0Scope): Promise<Mem0Relation[]> {
+    const graph = this.#engine.graph as MemoryGraph
+    const messages = said.map((m) => ({ ...m, content: redact(m.content).text }))
+    let parsed: unknown
+    try {
+      parsed = parseModelJson(
+        await llm.generate(this.#options.prompts?.graphExtraction ?? GRAPH_EXTRACTION_PROMPT, conversationText(messages), {
+          json: true,
+        }),
+      )
+    } catch {
+      return []
+    }
+    const record = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}
+    const entities = new Map<string, { name: string; type: string; description?: string }>()
+    for (const raw of Array.isArray(record.entities) ? record.entities : []) {
+      if (typeof raw !== 'object' || raw === null) continue
+      const e = raw as { name?: unknown; type?: unknown; description?: unknown }
+      const name = entityName(e.name)
+      if (name === '') continue
+      const given = typeof e.type === 'string' ? e.type.trim().toLowerCase() : ''
+      const type = (GRAPH_ENTITY_TYPES as readonly string[]).includes(given) ? given : 'concept'
+      const description = typeof e.description === 'string' ? e.description.trim().slice(0, 500) : ''
+      entities.set(name.toLowerCase(), { name, type, ...(description === '' ? {} : { description }) })
+    }
+    const relations = new Map<string, Mem0Relation>()
+    for (const raw of Array.isArray(record.relations) ? record.relations : []) {
+      if (typeof raw !== 'object' || raw === null) continue
+      const r = raw as { source?: unknown; relation?: unknown; relationship?: unknown; target?: unknown; destination?: unknown }
+      const source = entities.get(entityName(r.source).toLowerCase())
+      const target = entities.get(entityName(r.target ?? r.destination).toLowerCase())
+      const relationship = relationName(r.relation ?? r.relationship)
+      if (!source || !target || relationship === '') continue
+      const link = { source: source.name, relationship, destination: target.name }
+      relations.set(JSON.stringify([link.source.toLowerCase(), relationship, link.destination.toLowerCase()]), link)
+    }
+    if (entities.size === 0) return []
+    const key = graphScope(scope)
+    const id = (name: string) => `${key}/${name.toLowerCase()}`
+    const links = [...relations.values()]
+    try {
+      await graph.putGraph({
+        relations: [...new Set(links.map((l) => l.relationship))].map((r) => ({ name: `${RELATION_PREFIX}${r}` })),
+        nodes: [...entities.values()].map((e) => ({
+          id: id(e.name),
+          type: ENTITY_NODE,
+          payload: { name: e.name, entityType: e.type, ...(e.description === undefined ? {} : { description: e.description }) },
+          scope: key,
+          ...this.#tenant,
+        })),
+        edges: links.map((l) => ({ src: id(l.source), rel: `${RELATION_PREFIX}${l.relationship}`, dst: id(l.destination), ...this.#tenant })),
+      })
+    } catch {
+      // The graph is an extra: the memories above are stored either way.
+      return []
+    }
+    return links
   }
 
   async #storeRaw(messages: ChatMessage[], o: z.output<typeof addOptions>): Promise<Mem0Event[]> {
@@ -359,16 +506,39 @@ export class Memory {
   }
 
   /** Memories most relevant to `query` in the scope, best first, each with its `score`. */
-  async search(query: string, options: Mem0SearchOptions): Promise<{ results: Mem0Item[] }> {
+  async search(query: string, options: Mem0SearchOptions): Promise<{ results: Mem0Item[]; relations?: Mem0Relation[] }> {
     const o = parseInput(searchOptions, options ?? {}, 'search options')
     requireScope(o)
-    const hits = await this.#engine.memories.search(query, {
-      ...scopeOf(o),
-      ...this.#tenant,
-      limit: o.limit,
-      ...(o.filters === undefined ? {} : { filters: o.filters }),
-    })
-    return { results: hits.map((h) => toItem(h, h.scores.fused)) }
+    const scope = { ...scopeOf(o), ...this.#tenant, ...(o.filters === undefined ? {} : { filters: o.filters }) }
+    const hits = await this.#engine.memories.search(query, { ...scope, limit: o.limit })
+    const results = hits.map((h) => toItem(h, h.scores.fused))
+    if (this.#options.graph !== true) return { results }
+    // Graph memory: the links of the entities the query names, then (up to `limit` more) the
+    // memories of the entities at their other ends that the search above did not return.
+    const graph = this.#engine.graph as MemoryGraph
+    const key = graphScope(scopeOf(o))
+    const entities = await graph.nodes({ type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 100_000 })
+    const nameOf = new Map(entities.map((n) => [n.id, entityName(n.payload.name)]))
+    const named = entities.filter((n) => names(query, nameOf.get(n.id) ?? ''))
+    const relations = new Map<string, Mem0Relation>()
+    const linked = new Set<string>()
+    for (const n of named) {
+      for (const link of await graph.neighbors(n.id, { direction: 'both', ...this.#tenant })) {
+        const source = nameOf.get(link.src)
+        const destination = nameOf.get(link.dst)
+        if (!link.rel.startsWith(RELATION_PREFIX) || !source || !destination) continue
+        relations.set(link.edgeId, { source, relationship: link.rel.slice(RELATION_PREFIX.length), destination })
+        const other = nameOf.get(link.neighbor) as string
+        if (!named.some((m) => m.id === link.neighbor)) linked.add(other)
+      }
+    }
+    if (linked.size === 0) return { results, relations: [...relations.values()] }
+    const seen = new Set(results.map((r) => r.id))
+    const related = await this.#engine.memories.search([...linked].join(' '), { ...scope, limit: o.limit })
+    return {
+      results: [...results, ...related.filter((h) => !seen.has(h.id)).map((h) => toItem(h, h.scores.fused))],
+      relations: [...relations.values()],
+    }
   }
 
   /** One memory, or null when there is none (or it was deleted). */
@@ -404,6 +574,17 @@ export class Memory {
     const s = parseInput(z.strictObject(scopeFields), scope ?? {}, 'scope')
     requireScope(s)
     await this.#engine.memories.forgetAll({ ...scopeOf(s), ...this.#tenant, confirm: true })
+    if (this.#options.graph === true) await this.#removeGraph(graphScope(scopeOf(s)))
+  }
+
+  /** Removes graph memory's entities (and their links) of one scope, or of every scope. */
+  async #removeGraph(scope?: string): Promise<void> {
+    const graph = this.#engine.graph as MemoryGraph
+    const nodes = await graph.nodes({ type: ENTITY_NODE, ...(scope === undefined ? {} : { scope }), ...this.#tenant, limit: 100_000 })
+    await graph.removeNodes(
+      nodes.map((n) => n.id),
+      this.#tenant,
+    )
   }
 
   /** What happened to a memory, oldest first. */
@@ -423,8 +604,9 @@ export class Memory {
     }))
   }
 
-  /** Erases all memories and their history. */
+  /** Erases all memories and their history, and graph memory's entities. */
   async reset(): Promise<void> {
     await this.#engine.memories.reset({ confirm: true })
+    if (this.#options.graph === true) await this.#removeGraph()
   }
 }

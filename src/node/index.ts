@@ -128,7 +128,15 @@ export { type RedactionCount, type RedactionFinding, type RedactionResult, redac
 export type { Channel, Sensitivity } from '../core/scope.ts'
 export type { FilterExpression } from '../core/filters.ts'
 export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
-export { FACT_EXTRACTION_PROMPT, Memory, type MemoryOptions, UPDATE_DECISION_PROMPT } from '../core/mem0.ts'
+export {
+  FACT_EXTRACTION_PROMPT,
+  GRAPH_ENTITY_TYPES,
+  GRAPH_EXTRACTION_PROMPT,
+  type Mem0Relation,
+  Memory,
+  type MemoryOptions,
+  UPDATE_DECISION_PROMPT,
+} from '../core/mem0.ts'
 export type { TelemetryEvent } from '../core/telemetry.ts'
 export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools.ts'
 export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from '../core/search.ts'

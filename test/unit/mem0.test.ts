@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { type LLM, openAICompatibleLLM, parseModelJson } from '../../src/core/llm.ts'
-import { FACT_EXTRACTION_PROMPT, Memory, UPDATE_DECISION_PROMPT } from '../../src/core/mem0.ts'
+import { FACT_EXTRACTION_PROMPT, GRAPH_EXTRACTION_PROMPT, Memory, UPDATE_DECISION_PROMPT } from '../../src/core/mem0.ts'
 import { memoryHash } from '../../src/core/memories.ts'
 import { steppingClock } from '../support/clock.ts'
 import { atSimilarity, createTestEmbedder, type TestEmbedderOptions } from '../support/embedder.ts'
@@ -530,6 +530,128 @@ describe('mem0-compatible Memory: failures', () => {
       user.includes('Bad fact') ? 'I refuse' : generate(system, user, o)
     await using mem = await open({ llm })
     expect((await mem.add('two facts', { userId: 'u' })).results.map((r) => r.memory)).toEqual(['Good fact'])
+  })
+})
+
+describe('mem0-compatible Memory: graph memory', () => {
+  const ALICE = 'Alice works at Google as a software engineer'
+  const GOOGLE = 'Google is headquartered in Mountain View'
+  /** The scripted model, which also answers the graph extraction from `graph` (by substring of the conversation). */
+  function graphLLM(graph: Record<string, unknown>): LLM & { calls: { system: string; user: string }[] } {
+    const inner = scriptedLLM({ facts: { [ALICE]: [ALICE], [GOOGLE]: [GOOGLE], 'I like tea': ['User likes tea'] } })
+    return {
+      calls: inner.calls,
+      async generate(system, user, options) {
+        if (system !== GRAPH_EXTRACTION_PROMPT) return inner.generate(system, user, options)
+        inner.calls.push({ system, user })
+        const hit = Object.entries(graph).find(([key]) => user.includes(key))
+        return typeof hit?.[1] === 'string' ? hit[1] : JSON.stringify(hit?.[1] ?? { entities: [], relations: [] })
+      },
+    }
+  }
+  const script = {
+    [ALICE]: {
+      entities: [
+        { name: 'Alice', type: 'person', description: 'a software engineer' },
+        { name: 'google', type: 'Organization' },
+        { name: 'Software Engineering', type: 'craft' },
+      ],
+      relations: [
+        { source: 'Alice', relation: 'works at', target: 'Google' },
+        { source: 'Alice', relation: 'knows', target: 'Bob' },
+      ],
+    },
+    [GOOGLE]: {
+      entities: [
+        { name: 'Google', type: 'organization' },
+        { name: 'Mountain View', type: 'location' },
+      ],
+      relations: [{ source: 'Google', relation: 'located_in', target: 'Mountain View' }],
+    },
+    'I like tea': 'not json at all',
+  }
+  async function openGraph() {
+    const memory = await openTestMemory({ embedder: createTestEmbedder(), now: steppingClock() })
+    const llm = graphLLM(script)
+    const mem = new Memory(memory, { llm, graph: true })
+    return Object.assign(mem, { engine: memory, llm, [Symbol.asyncDispose]: () => memory.close() })
+  }
+  const entities = async (mem: Awaited<ReturnType<typeof openGraph>>, scope?: string) =>
+    (await mem.engine.graph.nodes({ type: 'mem0.entity', ...(scope === undefined ? {} : { scope }) })).map((n) => [
+      n.payload.name,
+      n.payload.entityType,
+    ])
+
+  it('entity extraction: after a conversation about Alice at Google the graph holds Alice (person) and Google (organization)', async () => {
+    await using mem = await openGraph()
+    const added = await mem.add(ALICE, { userId: 'u1' })
+    expect(added.results.map((r) => r.event)).toEqual(['ADD'])
+    expect(mem.llm.calls.map((c) => c.system)).toContain(GRAPH_EXTRACTION_PROMPT)
+    // Names as the model wrote them; a type outside the list is a concept.
+    expect(await entities(mem, 'mem0 user=u1')).toEqual([
+      ['Alice', 'person'],
+      ['google', 'organization'],
+      ['Software Engineering', 'concept'],
+    ])
+    // The same entity said again is the same node.
+    await mem.add(GOOGLE, { userId: 'u1' })
+    expect((await entities(mem, 'mem0 user=u1')).map(([name]) => name)).toEqual(['Alice', 'Google', 'Mountain View', 'Software Engineering'])
+  })
+
+  it('relationship extraction: the graph holds Alice —works_at→ Google', async () => {
+    await using mem = await openGraph()
+    const added = await mem.add(ALICE, { userId: 'u1' })
+    // "works at" as a relation name; Bob was never listed as an entity, so that link is left out.
+    expect(added.relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'google' }])
+    const links = await mem.engine.graph.neighbors('mem0 user=u1/alice')
+    expect(links.map((l) => [l.rel, l.neighbor, l.neighborType])).toEqual([['mem0.works_at', 'mem0 user=u1/google', 'mem0.entity']])
+  })
+
+  it('graph-enhanced search: a query naming an entity also returns its links and the memories of the entities it links to', async () => {
+    await using mem = await openGraph()
+    await mem.add(ALICE, { userId: 'u1' })
+    await mem.add(GOOGLE, { userId: 'u1' })
+    await mem.add('I like tea', { userId: 'u1' })
+    const found = await mem.search('What does Alice do?', { userId: 'u1', limit: 1 })
+    expect(found.results.map((r) => r.memory)).toEqual([ALICE, GOOGLE])
+    expect(found.relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'Google' }])
+    // Naming Google: both its links.
+    const google = await mem.search('where is google based', { userId: 'u1', limit: 5 })
+    expect(google.relations).toEqual(
+      expect.arrayContaining([
+        { source: 'Alice', relationship: 'works_at', destination: 'Google' },
+        { source: 'Google', relationship: 'located_in', destination: 'Mountain View' },
+      ]),
+    )
+    expect(google.relations).toHaveLength(2)
+    // Another scope has a graph of its own; without graph memory, search is the plain one.
+    expect((await mem.search('What does Alice do?', { userId: 'u2', limit: 1 })).relations).toEqual([])
+    const plain = new Memory(mem.engine, { llm: mem.llm })
+    const without = await plain.search('What does Alice do?', { userId: 'u1', limit: 1 })
+    expect(without.results.map((r) => r.memory)).toEqual([ALICE])
+    expect(without.relations).toBeUndefined()
+  })
+
+  it('a model answer the graph step cannot read leaves the graph as it was and still stores the memories', async () => {
+    await using mem = await openGraph()
+    const added = await mem.add('I like tea', { userId: 'u1' })
+    expect(added.results.map((r) => r.memory)).toEqual(['User likes tea'])
+    expect(added.relations).toEqual([])
+    expect(await entities(mem)).toEqual([])
+  })
+
+  it("deleteAll removes the scope's entities and links, reset every scope's; graph memory needs an engine with a graph", async () => {
+    await using mem = await openGraph()
+    await mem.add(ALICE, { userId: 'u1' })
+    await mem.add(GOOGLE, { userId: 'u2' })
+    await mem.deleteAll({ userId: 'u1' })
+    expect(await entities(mem, 'mem0 user=u1')).toEqual([])
+    expect((await entities(mem, 'mem0 user=u2')).map(([name]) => name)).toEqual(['Google', 'Mountain View'])
+    expect(await mem.engine.graph.neighbors('mem0 user=u1/alice')).toEqual([])
+    await mem.reset()
+    expect(await entities(mem)).toEqual([])
+    const { graph: _, ...withoutGraph } = mem.engine
+    expect(() => new Memory(withoutGraph as never, { llm: mem.llm, graph: true })).toThrow(/entity graph/)
   })
 })
 
