@@ -467,12 +467,22 @@ export function createContext(ctx: EngineContext) {
     }))
   }
 
+  /**
+   * The standing memories of `categories`: by confidence, which a memory's contexts scale by
+   * `0.5 + priority` (the highest of its contexts'; 0.5, so once, for none), then by use.
+   */
   async function curated(db: Queryable, i: Input, categories: readonly string[], now: Date): Promise<Candidate[]> {
-    const { rows } = await db.query<{ id: string; content: string; category: string; confidence: number }>(
-      `SELECT id, content, category, confidence FROM memories
-       WHERE tenant_id = $1 AND status = 'active' AND category = ANY($2::text[]) AND created_at <= $3
-         AND (scope = 'global' OR user_id IS NOT DISTINCT FROM $4)
-       ORDER BY confidence DESC, use_count DESC, updated_at DESC, id
+    const { rows } = await db.query<{ id: string; content: string; category: string; weight: number }>(
+      `SELECT m.id, m.content, m.category,
+              (m.confidence * (0.5 + coalesce((
+                 SELECT max(c.priority) FROM edges e
+                 JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
+                 JOIN memory_contexts c ON c.id = e.dst
+                 WHERE e.src = m.id AND e.tombstoned_at IS NULL), 0.5)))::float8 AS weight
+       FROM memories m
+       WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = ANY($2::text[]) AND m.created_at <= $3
+         AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
+       ORDER BY weight DESC, m.use_count DESC, m.updated_at DESC, m.id
        LIMIT 500`,
       [i.tenantId, categories, now, i.userId ?? null],
       PREPARED,
@@ -481,7 +491,7 @@ export function createContext(ctx: EngineContext) {
       id: r.id,
       kind: `memory:${r.category}`,
       text: `- ${r.content}`,
-      score: 0.9 * r.confidence - n / (10 * (rows.length + 1)),
+      score: 0.9 * r.weight - n / (10 * (rows.length + 1)),
       source: { memoryId: r.id, category: r.category },
     }))
   }

@@ -130,6 +130,31 @@ const metadataSchema = z.record(z.string(), z.unknown())
 const memoryIdSchema = z.string().min(1).max(200)
 const filterSchema = z.unknown().optional()
 
+const contextInput = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  description: z.string().trim().max(1000).optional(),
+  /** 0–1; memories in a context of higher priority are surfaced first. Default 0.5. */
+  priority: z.number().min(0).max(1).optional(),
+  tenantId: idField.default('default'),
+  userId: idField.optional(),
+})
+export type MemoryContextInput = z.input<typeof contextInput>
+const contextsOptions = z.strictObject({ tenantId: idField.default('default'), userId: idField.optional() })
+export type MemoryContextsOptions = z.input<typeof contextsOptions>
+
+/** A group of related memories (`remember({ context })`), with what it is and how much it weighs. */
+export interface MemoryContextRecord {
+  id: string
+  name: string
+  description: string | null
+  priority: number
+  tenantId: string
+  userId: string | null
+  /** Active memories filed under it. */
+  memories: number
+  createdAt: Date
+}
+
 const rememberInput = z
   .strictObject({
     content: z.string().trim().min(1).max(MAX_CONTENT),
@@ -566,6 +591,36 @@ function redactionList(redactions: readonly RedactionCount[]): JsonObject[] {
  * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
  * delete, history, forgetAll, search, reset). Rows are mutable; every change is logged.
  */
+interface ContextRow {
+  id: string
+  name: string
+  description: string | null
+  priority: number
+  tenant_id: string
+  user_id: string | null
+  memories: number
+  created_at: Date
+}
+
+/** How many active memories context `alias` holds (its live BELONGS_TO_CONTEXT edges). */
+const CONTEXT_MEMORIES = (alias: string) => `(SELECT count(*)::int FROM edges e
+  JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
+  JOIN memories m ON m.id = e.src AND m.status = 'active'
+  WHERE e.dst = ${alias}.id AND e.tombstoned_at IS NULL)`
+
+function toContext(r: ContextRow): MemoryContextRecord {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    priority: Number(r.priority),
+    tenantId: r.tenant_id,
+    userId: r.user_id,
+    memories: Number(r.memories),
+    createdAt: r.created_at,
+  }
+}
+
 export function memoriesApi(ctx: EngineContext) {
   const { db, telemetry } = ctx
 
@@ -1099,6 +1154,50 @@ export function memoriesApi(ctx: EngineContext) {
       })
       for (const r of gone) emit('delete', { id: r.id, scope: r.scope, runId: r.run_id }, at)
       return { deleted: gone.length }
+    },
+
+    /**
+     * Creates a memory context, or sets what an existing one (same name, tenant and user) is
+     * and how much it weighs: a `description` or `priority` left out keeps its value (0.5 by
+     * default). In `buildContext`, memories of a context with a higher priority are surfaced
+     * first: their confidence counts `0.5 + priority` times (once at the default).
+     *
+     * @example
+     * await memory.memories.defineContext({ name: 'TypeScript', description: 'how this user writes TS', priority: 0.9, userId: 'ann' })
+     */
+    async defineContext(input: MemoryContextInput): Promise<MemoryContextRecord> {
+      const c = parseInput(contextInput, input, 'memory context')
+      const { rows } = await db.query<ContextRow>(
+        `WITH up AS (
+           INSERT INTO memory_contexts AS x (id, tenant_id, user_id, name, description, priority, created_at)
+           VALUES ($1, $2, $3, $4, $5, coalesce($6, 0.5), $7)
+           ON CONFLICT (tenant_id, coalesce(user_id, ''), name) DO UPDATE
+             SET description = coalesce(EXCLUDED.description, x.description),
+                 priority = coalesce($6, x.priority)
+           RETURNING *
+         )
+         SELECT up.*, ${CONTEXT_MEMORIES('up')} AS memories FROM up`,
+        [newId('context'), c.tenantId, c.userId ?? null, c.name, c.description ?? null, c.priority ?? null, ctx.now()],
+      )
+      return toContext(rows[0] as ContextRow)
+    },
+
+    /**
+     * The memory contexts of a tenant (of one user with `userId`, else every user's), highest
+     * priority first, then by name, each with how many active memories it holds.
+     *
+     * @example
+     * const groups = await memory.memories.contexts({ userId: 'ann' })
+     */
+    async contexts(options: MemoryContextsOptions = {}): Promise<MemoryContextRecord[]> {
+      const o = parseInput(contextsOptions, options, 'contexts options')
+      const { rows } = await db.query<ContextRow>(
+        `SELECT c.*, ${CONTEXT_MEMORIES('c')} AS memories FROM memory_contexts c
+         WHERE c.tenant_id = $1 AND ($2::text IS NULL OR c.user_id = $2)
+         ORDER BY c.priority DESC, c.name, c.id`,
+        [o.tenantId, o.userId ?? null],
+      )
+      return rows.map(toContext)
     },
 
     /**

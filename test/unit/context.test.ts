@@ -402,7 +402,7 @@ describe('buildContext: acceptance scenarios', () => {
     )
     const runs = (fragment: string) => rows.filter((r) => r.statement.includes(fragment)).map((r) => r.runs)
     expect(runs('FROM kv')).toEqual([4]) // identity and rules, twice
-    expect(runs('category, confidence FROM memories')).toEqual([2])
+    expect(runs('m.confidence * (0.5 + coalesce(')).toEqual([2])
     expect(runs('array_agg(DISTINCT lexeme')).toEqual([2])
     expect(runs("WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE')")).toEqual([2])
     expect(runs('WITH names AS')).toEqual([2])
@@ -520,6 +520,28 @@ describe('buildContext: budget and determinism', () => {
     const whole = section(roomy, 'retrieved_evidence').items.find((item) => item.text.includes('quokka importer stalls'))
     expect(whole?.text.endsWith('so it never finishes.')).toBe(true)
     expect(roomy.omissions.some((o) => o.reason === 'truncated_to_fit')).toBe(false)
+  })
+
+  it("standing memories of a context with a higher priority are surfaced first in the rules", async () => {
+    const clock = testClock()
+    await using t = await openTestEngine({ now: clock.now, indexing: 'manual' })
+    const rule = (content: string, context: string) =>
+      t.engine.remember({ content, category: 'convention', context, confidence: 0.8, tenantId: 't1', userId: 'ann' })
+    // The release rule is older: at equal weight the newer one comes first.
+    await rule('Releases are tagged vX.Y.Z from main only', 'Release')
+    clock.advance(60_000)
+    await rule('Test files sit beside the module they test', 'Layout')
+    const rules = async () =>
+      section(await t.engine.buildContext({ ...scope, query: 'how do we work', conversationId: 'new', retrieval: false }), 'rules').items.map(
+        (item) => item.text,
+      )
+    expect(await rules()).toEqual(['- Test files sit beside the module they test', '- Releases are tagged vX.Y.Z from main only'])
+    await t.engine.memories.defineContext({ name: 'Release', priority: 0.9, tenantId: 't1', userId: 'ann' })
+    await t.engine.memories.defineContext({ name: 'Layout', priority: 0.1, tenantId: 't1', userId: 'ann' })
+    expect(await rules()).toEqual(['- Releases are tagged vX.Y.Z from main only', '- Test files sit beside the module they test'])
+    // A memory in no context weighs as one in a context of the default priority (0.5).
+    await t.engine.remember({ content: 'Commits follow the conventional format', category: 'convention', confidence: 0.8, tenantId: 't1', userId: 'ann' })
+    expect((await rules())[1]).toBe('- Commits follow the conventional format')
   })
 
   it('never exceeds maxTokens under the token counter in use', async () => {

@@ -248,6 +248,34 @@ describe('curated memories', () => {
     expect(warning?.detail).toEqual({ warning: 'missing_reference', ids: ['evt_missing'] })
   })
 
+
+  it('memory contexts: described and weighed, listed by priority with their active memories', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
+    await memory.remember({ content: 'Single quotes in TypeScript', category: 'convention', context: 'TypeScript', userId: 'ann' })
+    const semis = await memory.remember({ content: 'No semicolons', category: 'convention', context: 'TypeScript', userId: 'ann' })
+    // A context saved with a memory starts at the default priority, without a description.
+    const [ts] = await memory.memories.contexts({ userId: 'ann' })
+    expect(ts).toMatchObject({ name: 'TypeScript', description: null, priority: 0.5, userId: 'ann', memories: 2 })
+    const set = await memory.memories.defineContext({ name: 'TypeScript', description: 'How Ann writes TS', priority: 0.9, userId: 'ann' })
+    expect(set).toMatchObject({ id: ts!.id, description: 'How Ann writes TS', priority: 0.9, memories: 2 })
+    // What is left out keeps its value.
+    expect(await memory.memories.defineContext({ name: 'TypeScript', priority: 0.8, userId: 'ann' })).toMatchObject({
+      description: 'How Ann writes TS',
+      priority: 0.8,
+    })
+    const git = await memory.memories.defineContext({ name: 'Git', userId: 'ann' })
+    expect(git).toMatchObject({ priority: 0.5, memories: 0, description: null })
+    await memory.memories.defineContext({ name: 'Ops', priority: 1, userId: 'bo' })
+    await memory.memories.delete(semis.id)
+    expect((await memory.memories.contexts({ userId: 'ann' })).map((c) => [c.name, c.priority, c.memories])).toEqual([
+      ['TypeScript', 0.8, 1],
+      ['Git', 0.5, 0],
+    ])
+    expect((await memory.memories.contexts()).map((c) => c.name)).toEqual(['Ops', 'TypeScript', 'Git'])
+    await rejects(memory.memories.defineContext({ name: 'Bad', priority: 1.5 }), 'INVALID_INPUT')
+    await rejects(memory.memories.defineContext({ name: ' ' }), 'INVALID_INPUT')
+    expect(await memory.memories.contexts({ tenantId: 'other' })).toEqual([])
+  })
   it('update changes text, hash and vector in place and logs old and new values', async () => {
     const embedder = createTestEmbedder()
     await using memory = await openTestMemory({ embedder, now: clock() })
