@@ -6,6 +6,8 @@ export interface Stats {
   counts: Record<string, number>
   /** Size of the database on disk (pg_database_size). */
   bytes: number
+  /** Size on disk of every index, by index name (the HNSW and full-text ones included). */
+  indexBytes: Record<string, number>
   schemaVersion: number
   /**
    * Postgres' page cache (buffer pool) this open runs with, in MiB: `cacheMB` when given,
@@ -23,7 +25,8 @@ export interface Stats {
 export function createStats(ctx: EngineContext, indexing: () => Promise<IndexStatus>) {
   return {
     /**
-     * Row counts, size and schema version — cheap enough for a status bar.
+     * Row counts, sizes (the database's and each index's) and schema version — cheap enough
+     * for a status bar.
      *
      * @example
      * const { counts, bytes } = await memory.stats()
@@ -32,6 +35,7 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
       const { rows } = await ctx.db.query<{
         counts: Record<string, number>
         bytes: number
+        index_bytes: Record<string, number> | null
         schema_version: number
         cache_mb: number
         unembedded: number
@@ -43,6 +47,9 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
         `SELECT (SELECT jsonb_object_agg(table_name, n) FROM engram_table_counts()
                  WHERE table_name NOT IN ('term_stats', 'keyword_counted')) AS counts,
                 pg_database_size(current_database())::float8 AS bytes,
+                (SELECT jsonb_object_agg(c.relname, pg_relation_size(c.oid)) FROM pg_class c
+                 JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE n.nspname = 'public' AND c.relkind = 'i') AS index_bytes,
                 (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
                 (pg_size_bytes(current_setting('shared_buffers')) / 1048576)::int AS cache_mb,
                 (SELECT count(*)::int FROM chunks
@@ -55,6 +62,7 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
       return {
         counts: row?.counts ?? {},
         bytes: row?.bytes ?? 0,
+        indexBytes: row?.index_bytes ?? {},
         schemaVersion: row?.schema_version ?? 0,
         cacheMB: row?.cache_mb ?? 0,
         unembeddedChunks: row?.unembedded ?? 0,

@@ -83,6 +83,18 @@ describe('background indexing', () => {
     expect((await t.engine.stats()).unembeddedChunks).toBe(0)
   })
 
+  it("stats() reports each index's size: the chunks' HNSW index grows as their vectors are written", async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
+    for (let n = 0; n < 40; n++) await t.engine.record(message(`note ${n} about the parser and the login page`))
+    const before = (await t.engine.stats()).indexBytes
+    expect(Object.keys(before)).toEqual(expect.arrayContaining(['events_pkey', 'chunks_tsv', 'chunks_embedding_hnsw_384', 'edges_document']))
+    expect(Object.values(before).every((b) => Number.isInteger(b) && b >= 0)).toBe(true)
+    await t.engine.indexNow()
+    const after = (await t.engine.stats()).indexBytes
+    expect(after.chunks_embedding_hnsw_384).toBeGreaterThan(before.chunks_embedding_hnsw_384!)
+    expect(after.events_pkey).toBe(before.events_pkey)
+  })
+
   it('background batches wait for writes to pause (at most maxWaitMs); waitForIndex and stopping never wait', async () => {
     const calls: number[] = []
     const counting = (inner: Embedder): Embedder => ({
