@@ -1,5 +1,6 @@
 import type { EdgeWriteResult, GraphWriteInput, Neighbor, NeighborsOptions, NodeRecord, NodesOptions, RemoveOptions } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
+import { filterExpressionSchema } from './filters.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
 import { redact } from './redact.ts'
 import type {
@@ -290,6 +291,8 @@ export class Memory {
   ): Promise<{ results: Mem0Event[]; relations?: Mem0Relation[] }> {
     const o = parseInput(addOptions, options ?? {}, 'add options')
     requireScope(o)
+    // Checked here: each fact's decision swallows its own failures, a bad filter among them.
+    if (o.filters !== undefined) parseInput(filterExpressionSchema, o.filters, 'add filter', 'INVALID_FILTER')
     const input = parseInput(messagesSchema, messages, 'messages')
     const list: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : input
     const llm = this.#options.llm

@@ -295,6 +295,22 @@ describe('mem0-compatible Memory: update decisions by the model', () => {
     ])
   })
 
+  it('filters on add narrow the existing memories the model decides against', async () => {
+    const llm = scriptedLLM({ facts: { Python: ['User likes Python'] } })
+    await using mem = await open({ llm })
+    await mem.add('I like Python', { userId: 'u', metadata: { tag: 'work' }, infer: false })
+    const listed = (user: string) => [...user.matchAll(/^- ID: \S+, Text: (.*)$/gm)].map((m) => m[1])
+    // Every memory of the scope may be listed to the model without filters …
+    await mem.add('Python again', { userId: 'u' })
+    expect(listed(llm.calls.at(-1)!.user)).toContain('I like Python')
+    // … and only the selected ones with them.
+    await mem.add('More Python', { userId: 'u', filters: { field: 'tag', operator: 'eq', value: 'personal' } })
+    expect(listed(llm.calls.at(-1)!.user)).not.toContain('I like Python')
+    expect(llm.calls.at(-1)!.user).toContain('No existing memories found.')
+    const invalid = await errorOf(mem.add('Python', { userId: 'u', filters: { field: 'tag', operator: 'nope', value: 1 } }))
+    expect(invalid.code).toBe('INVALID_FILTER')
+  })
+
   it('a negation deletes the memory it invalidates', async () => {
     const llm = scriptedLLM({
       facts: { vegetarian: ['User is vegetarian'], meat: ['User eats meat again'] },
