@@ -123,6 +123,24 @@ const buildContext = z.strictObject({
     .describe('The channel the answer goes to.'),
 })
 
+const getArtifact = z.strictObject({
+  artifact_id: z.string().min(1).max(200).describe('The artifact id a tool result names (its artifactId).'),
+  channel: z
+    .enum(['private', 'public', 'team', 'agent'])
+    .optional()
+    .describe('The channel the answer goes to.'),
+})
+
+const queryDecisions = z.strictObject({
+  query: z.string().min(1).max(2000).describe('What the decisions are about, e.g. "database choice".'),
+  conversation_id: z.string().min(1).optional().describe('Only this conversation\'s decisions.'),
+  limit: z.number().int().min(1).max(50).optional().describe('How many (default 10).'),
+  channel: z
+    .enum(['private', 'public', 'team', 'agent'])
+    .optional()
+    .describe('The channel the answer goes to.'),
+})
+
 /** The tools an agent can call, with the zod schema that validates their arguments. */
 export const TOOL_SCHEMAS = {
   save_memory: {
@@ -149,6 +167,16 @@ export const TOOL_SCHEMAS = {
     description:
       'Assemble the context for your next step: rules, task state, decisions and relevant past evidence, within a token budget.',
     schema: buildContext,
+  },
+  get_artifact: {
+    description:
+      'Read the full output of a tool result that was cut to an excerpt (the excerpt names its artifact id, and a context bundle lists it among its omissions).',
+    schema: getArtifact,
+  },
+  query_decisions: {
+    description:
+      'Search the decisions recorded in past conversations (the decision ledger), most relevant first, each with when and where it was made.',
+    schema: queryDecisions,
   },
 } as const
 
@@ -189,7 +217,10 @@ export interface ToolIdentity {
   runId?: string
 }
 
-/** What `callTool` needs from the engine; `record` and `buildContext` are used when present. */
+/**
+ * What `callTool` needs from the engine; `record`, `buildContext`, `search` and
+ * `artifacts.get` are used when present (else their tools answer NOT_SUPPORTED).
+ */
 export interface ToolHost {
   remember(input: RememberInput): Promise<RememberResult>
   recall(query: string, options?: RecallOptions): Promise<MemoryHit[]>
@@ -335,6 +366,45 @@ export async function callTool(
         ...(a.refs ? { refs: a.refs } : {}),
       })
     }
+    case 'get_artifact': {
+      const a = parseInput(getArtifact, args, 'get_artifact arguments')
+      const artifact = (await optional(
+        host,
+        'artifacts.get',
+      )(a.artifact_id, {
+        ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+        ...(a.channel ? { channel: a.channel } : {}),
+      })) as { id: string; eventId: string; mediaType: string; bytes: number; content: string; createdAt: string }
+      return {
+        id: artifact.id,
+        event_id: artifact.eventId,
+        media_type: artifact.mediaType,
+        bytes: artifact.bytes,
+        created_at: artifact.createdAt,
+        content: artifact.content,
+      }
+    }
+    case 'query_decisions': {
+      const a = parseInput(queryDecisions, args, 'query_decisions arguments')
+      const hits = (await optional(
+        host,
+        'search',
+      )(a.query, {
+        kinds: ['decision'],
+        limit: a.limit ?? 10,
+        scope: { ...who(identity), ...(a.conversation_id ? { conversationId: a.conversation_id } : {}) },
+        ...(a.channel ? { channel: a.channel } : {}),
+      })) as { eventId: string; text: string; conversationId: string; createdAt: string; score: number }[]
+      return {
+        decisions: hits.map((h) => ({
+          id: h.eventId,
+          text: h.text,
+          conversation_id: h.conversationId,
+          created_at: h.createdAt,
+          score: h.score,
+        })),
+      }
+    }
     case 'build_context': {
       const a = parseInput(buildContext, args, 'build_context arguments')
       return optional(
@@ -360,14 +430,20 @@ function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
   return m.scope !== 'project' || m.projectId === (identity.projectId ?? null)
 }
 
-function optional(host: ToolHost, method: 'record' | 'buildContext'): (input: unknown) => Promise<unknown> {
-  const fn = (host as unknown as Record<string, unknown>)[method]
+/** A method of the engine the tool needs beyond `ToolHost` (a dotted path), or NOT_SUPPORTED. */
+function optional(
+  host: ToolHost,
+  method: 'record' | 'buildContext' | 'search' | 'artifacts.get',
+): (...args: unknown[]) => Promise<unknown> {
+  const path = method.split('.')
+  const owner = path.slice(0, -1).reduce<unknown>((o, key) => (o as Record<string, unknown> | undefined)?.[key], host)
+  const fn = (owner as Record<string, unknown> | undefined)?.[path.at(-1) as string]
   if (typeof fn !== 'function') {
     throw new MemoryError('NOT_SUPPORTED', `This memory has no ${method}() to run the tool with`, {
       details: { method },
     })
   }
-  return async (input) => (fn as (input: unknown) => unknown).call(host, input)
+  return async (...args) => (fn as (...a: unknown[]) => unknown).apply(owner, args)
 }
 
 /**
@@ -403,6 +479,10 @@ Also save what you infer (source: inferred): the user keeps correcting the same 
 ### Never save
 - Passwords, API keys, tokens or any other secret.
 - Passing task details ("asked me to fix bug #123") or what anyone could see from the code.
+
+### Past decisions and full outputs (query_decisions, get_artifact)
+- Before changing something that was decided in an earlier session, look the decision up with query_decisions and say if you go against it.
+- A tool result cut to an excerpt names its artifact: read it whole with get_artifact only when the excerpt is not enough.
 
 ### Changing and forgetting (manage_memory)
 When the user asks what you remember, list it. When they ask you to change or forget something, update or delete it. Forget everything only after they confirmed.`

@@ -32,6 +32,8 @@ describe('agent tools', () => {
       'manage_memory',
       'record_event',
       'build_context',
+      'get_artifact',
+      'query_decisions',
     ])
     expect(anthropic.map((t) => t.name)).toEqual(TOOL_NAMES)
     for (const [i, name] of TOOL_NAMES.entries()) {
@@ -227,6 +229,58 @@ describe('agent tools', () => {
       expect(err.code).toBe('NOT_SUPPORTED')
     }
     expect((await errorOf(callTool(host, 'build_context', { query: '' }))).code).toBe('INVALID_INPUT')
+  })
+
+  it('get_artifact reads a cut tool output in full, and query_decisions searches the decision ledger', async () => {
+    const clock = testClock('2025-03-01T00:00:00Z')
+    await using memory = await openTestMemory({ now: clock.now, embedder: createTestEmbedder() })
+    const alice = { tenantId: 't1', userId: 'alice', agentId: 'coder' }
+    const output = `${Array.from({ length: 4000 }, (_, n) => `line ${n} of the build log`).join('\n')}\n`
+    const big = await memory.record({
+      kind: 'tool_result',
+      scope: { ...alice, conversationId: 'c1' },
+      actor: { type: 'tool', id: 'build' },
+      content: { tool: 'build', output },
+      sensitivity: 'high',
+    })
+    const artifact = (await memory.callTool('get_artifact', { artifact_id: big.artifactId }, alice)) as Record<string, unknown>
+    expect(artifact).toMatchObject({ id: big.artifactId, event_id: big.eventId, bytes: output.length, content: output })
+    // Another tenant's id is not found, and a channel that may not show it is refused.
+    expect((await errorOf(memory.callTool('get_artifact', { artifact_id: big.artifactId }, { tenantId: 't2' }))).code).toBe('NOT_FOUND')
+    const shown = await memory.callTool('get_artifact', { artifact_id: big.artifactId, channel: 'public' }, alice).then(
+      () => 'shown',
+      (e: unknown) => (MemoryError.is(e) ? e.code : 'other'),
+    )
+    expect(shown).not.toBe('shown')
+
+    for (const [conversationId, text] of [
+      ['c1', 'Use PGlite for storage because it runs in the browser'],
+      ['c2', 'Ship the release on Mondays'],
+      ['c2', 'Storage stays on the device: no server'],
+    ] as const) {
+      clock.advance(60_000)
+      await memory.callTool('record_event', { kind: 'decision', conversation_id: conversationId, text }, alice)
+    }
+    await memory.callTool('record_event', { kind: 'message', conversation_id: 'c1', text: 'storage storage storage' }, alice)
+    const found = (await memory.callTool('query_decisions', { query: 'storage' }, alice)) as {
+      decisions: { id: string; text: string; conversation_id: string }[]
+    }
+    // Decisions only, the two about storage first.
+    expect(found.decisions.slice(0, 2).map((d) => d.text).sort()).toEqual([
+      'Storage stays on the device: no server',
+      'Use PGlite for storage because it runs in the browser',
+    ])
+    expect(found.decisions.map((d) => d.text)).not.toContain('storage storage storage')
+    const inC2 = (await memory.callTool('query_decisions', { query: 'storage', conversation_id: 'c2', limit: 5 }, alice)) as {
+      decisions: { conversation_id: string }[]
+    }
+    expect(inC2.decisions.map((d) => d.conversation_id)).toEqual(['c2', 'c2'])
+    expect((await memory.callTool('query_decisions', { query: 'storage' }, { tenantId: 't2' })) as unknown).toEqual({ decisions: [] })
+    expect((await errorOf(memory.callTool('query_decisions', { query: '' }, alice))).code).toBe('INVALID_INPUT')
+    // A host without search or artifacts cannot run them.
+    const host = { remember: memory.remember, recall: memory.recall, memories: memory.memories }
+    expect((await errorOf(callTool(host, 'query_decisions', { query: 'x' }))).code).toBe('NOT_SUPPORTED')
+    expect((await errorOf(callTool(host, 'get_artifact', { artifact_id: 'art_x' }))).code).toBe('NOT_SUPPORTED')
   })
 
   it('the memory guidelines name every memory tool and every category', () => {
