@@ -275,7 +275,7 @@ describe('agent tools', () => {
       decisions: { conversation_id: string }[]
     }
     expect(inC2.decisions.map((d) => d.conversation_id)).toEqual(['c2', 'c2'])
-    expect((await memory.callTool('query_decisions', { query: 'storage' }, { tenantId: 't2' })) as unknown).toEqual({ decisions: [] })
+    expect(await memory.callTool('query_decisions', { query: 'storage' }, { tenantId: 't2' })).toEqual({ decisions: [] })
     expect((await errorOf(memory.callTool('query_decisions', { query: '' }, alice))).code).toBe('INVALID_INPUT')
     // A host without search or artifacts cannot run them.
     const host = { remember: memory.remember, recall: memory.recall, memories: memory.memories }
