@@ -4,7 +4,7 @@ import { MemoryError } from './errors.ts'
 import { sha256Hex } from './hash.ts'
 import { insertEdges } from './graph.ts'
 import { newId } from './ids.ts'
-import { type JsonObject, type JsonValue, jsonObject, storableText, toStoredJson } from './json.ts'
+import { inJsonbOrder, type JsonObject, type JsonValue, jsonObject, storableText, toStoredJson } from './json.ts'
 import {
   formatBytes,
   MAX_ARTIFACT_BYTES,
@@ -282,7 +282,9 @@ function lineCount(text: string): number {
 }
 
 /** The searchable text of an event: what its chunks are cut from. */
-export function eventText(kind: EventKind, content: JsonObject): string {
+export function eventText(kind: EventKind, stored: JsonObject): string {
+  // In the order the stored content reads back in: the chunks rebuilt from it match.
+  const content = inJsonbOrder(stored) as JsonObject
   switch (kind) {
     case 'message':
       return typeof content.text === 'string' ? content.text : ''

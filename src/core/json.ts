@@ -81,3 +81,28 @@ export const storableText = z.string().superRefine((value, ctx) => {
 export function toStoredJson<T extends JsonValue>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T
 }
+
+const utf8 = new TextEncoder()
+
+/** Postgres' order of a jsonb object's keys: the shorter first (in UTF-8 bytes), then bytewise. */
+export function jsonbKeyOrder(a: string, b: string): number {
+  const x = utf8.encode(a)
+  const y = utf8.encode(b)
+  if (x.length !== y.length) return x.length - y.length
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as number) - (y[i] as number)
+  return 0
+}
+
+/**
+ * `value` with every object's keys in the order a jsonb value keeps them, so what is derived
+ * from it (an event's chunk text) is the same before it is stored and after it is read back.
+ */
+export function inJsonbOrder(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(inJsonbOrder)
+  if (value === null || typeof value !== 'object') return value
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort(jsonbKeyOrder)
+      .map((key) => [key, inJsonbOrder(value[key] as JsonValue)]),
+  )
+}

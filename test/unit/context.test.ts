@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { type ContextBundle, FIRST_PASS_TOKENS_PER_HIT, MAX_RETRIEVED, MIN_TOKENS_PER_HIT } from '../../src/core/context.ts'
 import type { Db } from '../../src/core/db.ts'
+import { rebuildMissingChunks } from '../../src/core/derived.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { estimateTokens } from '../../src/core/tokens.ts'
 import { DAY, testClock } from '../support/clock.ts'
@@ -473,6 +474,46 @@ describe('buildContext: acceptance scenarios', () => {
 
     await t.engine.indexNow()
     expect(await t.engine.buildContext(request)).toEqual(before)
+  })
+
+  it('summary drift guard: every item cites log events showing what it says, and a bundle rebuilt from the log alone is the same', async () => {
+    const embedder = createTestEmbedder()
+    const clock = testClock()
+    await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual', workspace: { mode: 'local', root: '/repo' } })
+    await onboard(t.engine as unknown as Memory, 'onboard')
+    clock.advance(DAY)
+    await t.engine.recordTurn({ conversationId: 'z', scope, user: 'how are ledger entries exported?', agent: 'As CSV, one file per supplier.' })
+    await t.engine.record({
+      kind: 'task_update',
+      scope: { ...scope, conversationId: 'z' },
+      actor: { type: 'agent', id: 'coder' },
+      content: { taskId: 'T-1', title: 'Export ledger entries as CSV', status: 'open' },
+    })
+    await t.engine.indexNow()
+    const request = { ...scope, query: 'what does the project convert and how is it exported?', conversationId: 'n', maxTokens: 6000 }
+    const before = await t.engine.buildContext(request)
+
+    // Ground truth: every item that comes from the log names its event, and that event, read
+    // back from the log, holds the words the item shows.
+    const cited = before.sections.flatMap((sec) => sec.items).filter((item) => typeof item.source.eventId === 'string')
+    expect(cited.length).toBeGreaterThan(2)
+    for (const item of cited) {
+      const event = await t.engine.events.get(item.source.eventId as string, { tenantId: scope.tenantId })
+      const said = Object.values(event.content).filter((v): v is string => typeof v === 'string')
+      expect(said.some((text) => item.text.includes(text.slice(0, 40))), item.id).toBe(true)
+    }
+
+    // Derived views are disposable: drop every chunk (with its vector and keyword counts) and
+    // rebuild them from the events; the bundle is the same but for the new chunks' ids.
+    await t.db.exec('DELETE FROM chunks')
+    expect(section(await t.engine.buildContext(request), 'retrieved_evidence').items).toEqual([])
+    await t.db.transaction((tx) => rebuildMissingChunks(tx))
+    await t.engine.indexNow()
+    const withoutChunkIds = (b: ContextBundle) =>
+      b.sections.map((sec) => ({ ...sec, items: sec.items.map(({ source: { chunkId: _, ...source }, ...item }) => ({ ...item, source })) }))
+    const after = await t.engine.buildContext(request)
+    expect(withoutChunkIds(after)).toEqual(withoutChunkIds(before))
+    expect(after.text).toBe(before.text)
   })
 
   it('the same fact recorded twice appears once, and rebuilding gives the same token count', async () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest'
+import { rebuildMissingChunks } from '../../src/core/derived.ts'
+import type { JsonObject } from '../../src/core/json.ts'
 import { MAX_TOOL_EXCERPT_BYTES } from '../../src/core/limits.ts'
 import { testClock } from '../support/clock.ts'
+import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 const scope = { tenantId: 't1', userId: 'u1', agentId: 'a1', conversationId: 'c1' }
@@ -39,6 +42,30 @@ describe('record', () => {
     expect(stats.counts).toMatchObject({ events: 1, chunks: 1, artifacts: 0, edges: 0 })
     expect(stats.unembeddedChunks).toBe(1)
     expect(stats.cacheMB).toBe(16) // test memories open with cacheMB: 16
+  })
+
+  it("cuts the same chunk text whatever order the content's fields come in, as rebuilding from the stored content does", async () => {
+    await using t = await openTestEngine({ now: testClock().now })
+    const decision = (content: JsonObject) =>
+      t.engine.record({ kind: 'decision', scope, actor: { type: 'agent', id: 'a1' }, content })
+    const a = await decision({ decision: 'Use PGlite', why: 'it runs in the browser', alternatives: ['sqlite', { name: 'idb', note: 'no SQL' }] })
+    const b = await decision({ alternatives: ['sqlite', { note: 'no SQL', name: 'idb' }], why: 'it runs in the browser', decision: 'Use PGlite' })
+    const call = (args: JsonObject) =>
+      t.engine.record({ kind: 'tool_call', scope, actor: { type: 'agent', id: 'a1' }, content: { tool: 'grep', args } })
+    const c = await call({ pattern: 'todo', path: 'src', flags: { i: true, n: 2 } })
+    const d = await call({ flags: { n: 2, i: true }, path: 'src', pattern: 'todo' })
+    const texts = async () => {
+      const { rows } = await t.db.query<{ source_id: string; text: string }>('SELECT source_id, text FROM chunks ORDER BY source_id, ord')
+      return new Map(rows.map((r) => [r.source_id, r.text]))
+    }
+    const written = await texts()
+    expect(written.get(a.eventId)).toBe(written.get(b.eventId))
+    expect(written.get(c.eventId)).toBe(written.get(d.eventId))
+    expect(written.get(a.eventId)).toContain('Use PGlite')
+    // Rebuilt from the events as stored: the same texts.
+    await t.db.exec('DELETE FROM chunks')
+    await t.db.transaction((tx) => rebuildMissingChunks(tx))
+    expect(await texts()).toEqual(written)
   })
 
   it('accepts a back-dated createdAt for imports', async () => {
