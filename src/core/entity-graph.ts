@@ -98,6 +98,8 @@ export type GraphReadOptions = z.input<typeof readOptions>
 const nodesOptions = z.strictObject({
   tenantId: tenant,
   asOf,
+  /** Only these ids (those that name a live node). */
+  ids: z.array(entityId).max(10_000).optional(),
   type: z.string().min(1).max(200).optional(),
   scope: z.string().min(1).max(200).optional(),
   limit: z.number().int().min(1).max(100_000).default(1000),
@@ -559,8 +561,8 @@ export function entityGraphApi(ctx: EngineContext) {
     },
 
     /**
-     * The tenant's live nodes as they are now, or were at `asOf`: of one `type` and one
-     * `scope` when given (as their latest revision says), by id, at most `limit`.
+     * The tenant's live nodes as they are now, or were at `asOf`: among `ids`, of one `type`
+     * and of one `scope` when given (as their latest revision says), by id, at most `limit`.
      *
      * @example
      * const people = await memory.graph.nodes({ type: 'person', scope: 'team:core' })
@@ -571,12 +573,13 @@ export function entityGraphApi(ctx: EngineContext) {
         `SELECT * FROM (
            SELECT DISTINCT ON (n.id) n.* FROM nodes n
            WHERE n.tenant_id = $1 AND ($2::text IS NULL OR n.type = $2) AND ($3::timestamptz IS NULL OR n.created_at <= $3)
+             AND ($6::text[] IS NULL OR n.id = ANY($6::text[]))
            ORDER BY n.id, n.rev DESC
          ) n
          WHERE NOT n.tombstone AND ($4::text IS NULL OR n.scope = $4)
          ORDER BY n.id
          LIMIT $5`,
-        [o.tenantId, o.type ?? null, o.asOf ?? null, o.scope ?? null, o.limit],
+        [o.tenantId, o.type ?? null, o.asOf ?? null, o.scope ?? null, o.limit, o.ids ?? null],
       )
       telemetry.emit({
         op: 'query',

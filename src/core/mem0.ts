@@ -246,10 +246,35 @@ function relationName(value: unknown): string {
   return /^[0-9]/.test(name) ? `_${name}`.slice(0, 64 - RELATION_PREFIX.length) : name
 }
 
-/** Whether `name` appears in `text` as whole words, any case. */
-function names(text: string, name: string): boolean {
-  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  return new RegExp(`(?<![\\p{L}\\p{N}])${escaped}(?![\\p{L}\\p{N}])`, 'iu').test(text)
+/** Words as names are keyed: without the punctuation around them or a trailing "'s", lowercased. */
+function keyWords(text: string): string[] {
+  return text
+    .split(/\s+/)
+    .map((w) => w.replace(/^[("'“‘[]+|[)"'”’\].,!?;:]+$/gu, '').replace(/['’]s$/u, ''))
+    .filter((w) => w !== '')
+    .map((w) => w.toLowerCase())
+}
+
+/** An entity's key within its scope: "Acme Inc." and "acme inc" are one entity. */
+function nameKey(name: string): string {
+  return keyWords(name).join(' ')
+}
+
+/** The most words an entity name a query can name has (longer names are not looked up). */
+const MAX_NAME_WORDS = 6
+
+/**
+ * The names `text` could be naming: every run of up to `MAX_NAME_WORDS` of its words, each
+ * word without the punctuation around it or a trailing "'s", lowercased — as entities' names
+ * are keyed.
+ */
+function namedInText(text: string): string[] {
+  const words = keyWords(text)
+  const out = new Set<string>()
+  for (let i = 0; i < words.length; i++) {
+    for (let n = 1; n <= MAX_NAME_WORDS && i + n <= words.length; n++) out.add(words.slice(i, i + n).join(' '))
+  }
+  return [...out]
 }
 
 /** Flattens a conversation to `role: content` lines for the model. */
@@ -326,26 +351,26 @@ export class Memory {
       if (typeof raw !== 'object' || raw === null) continue
       const e = raw as { name?: unknown; type?: unknown; description?: unknown }
       const name = entityName(e.name)
-      if (name === '') continue
+      if (nameKey(name) === '') continue
       const given = typeof e.type === 'string' ? e.type.trim().toLowerCase() : ''
       const type = (GRAPH_ENTITY_TYPES as readonly string[]).includes(given) ? given : 'concept'
       const description = typeof e.description === 'string' ? e.description.trim().slice(0, 500) : ''
-      entities.set(name.toLowerCase(), { name, type, ...(description === '' ? {} : { description }) })
+      entities.set(nameKey(name), { name, type, ...(description === '' ? {} : { description }) })
     }
     const relations = new Map<string, Mem0Relation>()
     for (const raw of Array.isArray(record.relations) ? record.relations : []) {
       if (typeof raw !== 'object' || raw === null) continue
       const r = raw as { source?: unknown; relation?: unknown; relationship?: unknown; target?: unknown; destination?: unknown }
-      const source = entities.get(entityName(r.source).toLowerCase())
-      const target = entities.get(entityName(r.target ?? r.destination).toLowerCase())
+      const source = entities.get(nameKey(entityName(r.source)))
+      const target = entities.get(nameKey(entityName(r.target ?? r.destination)))
       const relationship = relationName(r.relation ?? r.relationship)
       if (!source || !target || relationship === '') continue
       const link = { source: source.name, relationship, destination: target.name }
-      relations.set(JSON.stringify([link.source.toLowerCase(), relationship, link.destination.toLowerCase()]), link)
+      relations.set(JSON.stringify([nameKey(link.source), relationship, nameKey(link.destination)]), link)
     }
     if (entities.size === 0) return []
     const key = graphScope(scope)
-    const id = (name: string) => `${key}/${name.toLowerCase()}`
+    const id = (name: string) => `${key}/${nameKey(name)}`
     const links = [...relations.values()]
     try {
       await graph.putGraph({
@@ -520,20 +545,22 @@ export class Memory {
     // memories of the entities at their other ends that the search above did not return.
     const graph = this.#engine.graph as MemoryGraph
     const key = graphScope(scopeOf(o))
-    const entities = await graph.nodes({ type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 100_000 })
-    const nameOf = new Map(entities.map((n) => [n.id, entityName(n.payload.name)]))
-    const named = entities.filter((n) => names(query, nameOf.get(n.id) ?? ''))
+    // The entities named are looked up by key (`${scope}/${name}`), never by reading them all.
+    const candidates = namedInText(query).map((name) => `${key}/${name}`)
+    const named = await graph.nodes({ ids: candidates, type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
+    const links = (await Promise.all(named.map((n) => graph.neighbors(n.id, { direction: 'both', ...this.#tenant })))).flat()
+    const ends = links.filter((l) => l.rel.startsWith(RELATION_PREFIX)).map((l) => l.neighbor)
+    const others = ends.length === 0 ? [] : await graph.nodes({ ids: [...new Set(ends)], type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
+    const known = [...named, ...others]
+    const nameOf = new Map(known.map((n) => [n.id, entityName(n.payload.name)]))
     const relations = new Map<string, Mem0Relation>()
     const linked = new Set<string>()
-    for (const n of named) {
-      for (const link of await graph.neighbors(n.id, { direction: 'both', ...this.#tenant })) {
-        const source = nameOf.get(link.src)
-        const destination = nameOf.get(link.dst)
-        if (!link.rel.startsWith(RELATION_PREFIX) || !source || !destination) continue
-        relations.set(link.edgeId, { source, relationship: link.rel.slice(RELATION_PREFIX.length), destination })
-        const other = nameOf.get(link.neighbor) as string
-        if (!named.some((m) => m.id === link.neighbor)) linked.add(other)
-      }
+    for (const link of links) {
+      const source = nameOf.get(link.src)
+      const destination = nameOf.get(link.dst)
+      if (!link.rel.startsWith(RELATION_PREFIX) || !source || !destination) continue
+      relations.set(link.edgeId, { source, relationship: link.rel.slice(RELATION_PREFIX.length), destination })
+      if (!named.some((m) => m.id === link.neighbor)) linked.add(nameOf.get(link.neighbor) as string)
     }
     if (linked.size === 0) return { results, relations: [...relations.values()] }
     const seen = new Set(results.map((r) => r.id))

@@ -261,6 +261,8 @@ describe('entity graph', () => {
     expect(ids(await g.nodes({ type: 'person', scope: 'team:b', asOf: cut }))).toEqual(['person:bo'])
     expect(ids(await g.nodes({ tenantId: 'other' }))).toEqual(['person:cy'])
     expect(ids(await g.nodes({ limit: 1 }))).toEqual(['org:acme'])
+    expect(ids(await g.nodes({ ids: ['person:bo', 'org:acme', 'person:ann', 'nope'] }))).toEqual(['org:acme', 'person:bo'])
+    expect(ids(await g.nodes({ ids: [] }))).toEqual([])
     expect((await errorOf(g.nodes({ limit: 0 }))).code).toBe('INVALID_INPUT')
   })
 

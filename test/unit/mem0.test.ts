@@ -631,6 +631,9 @@ describe('mem0-compatible Memory: graph memory', () => {
     const found = await mem.search('What does Alice do?', { userId: 'u1', limit: 1 })
     expect(found.results.map((r) => r.memory)).toEqual([ALICE, GOOGLE])
     expect(found.relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'Google' }])
+    // Names are matched as words, whatever the case or the punctuation around them.
+    expect((await mem.search("Where is ALICE's office?", { userId: 'u1', limit: 1 })).relations).toEqual(found.relations)
+    expect((await mem.search('Where is Malice?', { userId: 'u1', limit: 1 })).relations).toEqual([])
     // Naming Google: both its links.
     const google = await mem.search('where is google based', { userId: 'u1', limit: 5 })
     expect(google.relations).toEqual(
