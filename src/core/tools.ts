@@ -16,6 +16,12 @@ import { parseInput, z } from './validate.ts'
 const category = z.enum(MEMORY_CATEGORIES)
 const toolScope = z.enum(['user', 'project'])
 
+/** The channel a tool's answer goes to: what it shows is limited to what that channel may see. */
+const answerChannel = z
+  .enum(['private', 'public', 'team', 'agent'])
+  .optional()
+  .describe('The channel the answer goes to.')
+
 const saveMemory = z.strictObject({
   content: z
     .string()
@@ -117,28 +123,19 @@ const buildContext = z.strictObject({
     .max(1_000_000)
     .optional()
     .describe('Token budget for the whole bundle.'),
-  channel: z
-    .enum(['private', 'public', 'team', 'agent'])
-    .optional()
-    .describe('The channel the answer goes to.'),
+  channel: answerChannel,
 })
 
 const getArtifact = z.strictObject({
   artifact_id: z.string().min(1).max(200).describe('The artifact id a tool result names (its artifactId).'),
-  channel: z
-    .enum(['private', 'public', 'team', 'agent'])
-    .optional()
-    .describe('The channel the answer goes to.'),
+  channel: answerChannel,
 })
 
 const queryDecisions = z.strictObject({
   query: z.string().min(1).max(2000).describe('What the decisions are about, e.g. "database choice".'),
   conversation_id: z.string().min(1).optional().describe('Only this conversation\'s decisions.'),
   limit: z.number().int().min(1).max(50).optional().describe('How many (default 10).'),
-  channel: z
-    .enum(['private', 'public', 'team', 'agent'])
-    .optional()
-    .describe('The channel the answer goes to.'),
+  channel: answerChannel,
 })
 
 /** The tools an agent can call, with the zod schema that validates their arguments. */
