@@ -587,10 +587,6 @@ function redactionList(redactions: readonly RedactionCount[]): JsonObject[] {
   return redactions.map((r) => ({ type: r.type, count: r.count }))
 }
 
-/**
- * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
- * delete, history, forgetAll, search, reset). Rows are mutable; every change is logged.
- */
 interface ContextRow {
   id: string
   name: string
@@ -621,6 +617,11 @@ function toContext(r: ContextRow): MemoryContextRecord {
   }
 }
 
+/**
+ * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
+ * delete, history, forgetAll, search, reset, defineContext, contexts). Rows are mutable; every
+ * change is logged.
+ */
 export function memoriesApi(ctx: EngineContext) {
   const { db, telemetry } = ctx
 
