@@ -282,20 +282,20 @@ function lineCount(text: string): number {
 }
 
 /** The searchable text of an event: what its chunks are cut from. */
-export function eventText(kind: EventKind, stored: JsonObject): string {
-  // In the order the stored content reads back in: the chunks rebuilt from it match.
-  const content = inJsonbOrder(stored) as JsonObject
+export function eventText(kind: EventKind, content: JsonObject): string {
+  // Objects are read in the order the stored content reads back in (`inJsonbOrder`), so the
+  // chunks rebuilt from it match the ones written.
   switch (kind) {
     case 'message':
       return typeof content.text === 'string' ? content.text : ''
     case 'tool_call':
-      return `${typeof content.tool === 'string' ? content.tool : ''} ${JSON.stringify(content.args ?? {})}`
+      return `${typeof content.tool === 'string' ? content.tool : ''} ${JSON.stringify(inJsonbOrder(content.args ?? {}))}`
     case 'tool_result': {
       const head = [content.tool, content.path].filter((s) => typeof s === 'string').join(' ')
       return `${head}\n${typeof content.excerptText === 'string' ? content.excerptText : ''}`
     }
     default:
-      return stringLeaves(content).join('\n')
+      return stringLeaves(inJsonbOrder(content)).join('\n')
   }
 }
 
