@@ -70,6 +70,8 @@ export interface MemoryRecord {
   embedModel: string | null
   /** Names of the memory contexts the memory is filed under. */
   contexts: string[]
+  /** The name it was saved under (`remember({ key })`), or null. */
+  key: string | null
   createdAt: Date
   updatedAt: Date
 }
@@ -165,6 +167,11 @@ const rememberInput = z
     /** `secret` is refused: secrets are never stored. */
     sensitivity: z.enum(SENSITIVITIES).default('none'),
     context: z.string().trim().min(1).max(200).optional(),
+    /**
+     * A name to save it under: saving again under the same key (in the same scope) replaces
+     * the memory it names, however different the new text; the same text is `unchanged`.
+     */
+    key: z.string().trim().min(1).max(200).optional(),
     relatedTo: z.array(z.string().min(1).max(1000)).max(100).optional(),
     derivedFrom: z.array(z.string().min(1).max(1000)).max(100).optional(),
     metadata: metadataSchema.default({}),
@@ -220,6 +227,8 @@ export type MemorySearchOptions = z.input<typeof searchOptions>
 
 const listOptions = z.strictObject({
   ...selector,
+  /** Only the memory (or, with `status`, the memories) saved under this key. */
+  key: z.string().trim().min(1).max(200).optional(),
   channel: readChannel,
   status: z.enum(['active', 'superseded', 'deleted', 'any']).default('active'),
   limit: z.number().int().min(1).max(10_000).default(100),
@@ -309,7 +318,7 @@ export const MEMORY_FILTER_COLUMNS: Record<string, FilterColumn> = {
 
 const COLUMNS = `m.id, m.content, m.category, m.source, m.confidence, m.scope, m.tenant_id, m.user_id,
   m.agent_id, m.run_id, m.project_id, m.sensitivity, m.metadata, m.hash, m.status, m.superseded_by, m.use_count,
-  m.last_used_at, m.embed_model, m.created_at, m.updated_at,
+  m.last_used_at, m.embed_model, m.key, m.created_at, m.updated_at,
   ARRAY(SELECT c.name FROM edges e
         JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
         JOIN memory_contexts c ON c.id = e.dst
@@ -336,6 +345,7 @@ interface MemoryRow {
   use_count: number
   last_used_at: Date | null
   embed_model: string | null
+  key: string | null
   contexts: string[]
   created_at: Date
   updated_at: Date
@@ -363,6 +373,7 @@ function toRecord(r: MemoryRow): MemoryRecord {
     lastUsedAt: r.last_used_at,
     embedModel: r.embed_model,
     contexts: r.contexts,
+    key: r.key,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   }
@@ -682,29 +693,36 @@ export function memoriesApi(ctx: EngineContext) {
     const at = ctx.now()
     const result = await db.transaction(async (tx): Promise<RememberResult & { oldContent?: string }> => {
       const p = new Params()
-      const exact = await tx.query<{ id: string; content: string; sensitivity: string }>(
-        `SELECT m.id, m.content, m.sensitivity FROM memories m
-         WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.hash = ${p.add(hash)}
-         ORDER BY m.id LIMIT 1`,
+      // With a key, the memory it names is the one to keep or replace; without one, the same
+      // text in the scope.
+      const exact = await tx.query<{ id: string; content: string; sensitivity: string; hash: string; key: string | null }>(
+        m.key === undefined
+          ? `SELECT m.id, m.content, m.sensitivity, m.hash, m.key FROM memories m
+             WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.hash = ${p.add(hash)}
+             ORDER BY m.id LIMIT 1`
+          : `SELECT m.id, m.content, m.sensitivity, m.hash, m.key FROM memories m
+             WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.key = ${p.add(m.key)}
+             ORDER BY m.id LIMIT 1`,
         p.values,
       )
       const same = exact.rows[0]
-      if (same && same.sensitivity === sensitivity) return { id: same.id, action: 'unchanged' }
+      if (same && same.hash === hash && same.sensitivity === sensitivity) return { id: same.id, action: 'unchanged' }
 
-      // The same text marked differently is restated: the new marking supersedes the old one.
-      let near: { id: string; content: string; similarity: number } | undefined = same
-        ? { id: same.id, content: same.content, similarity: 1 }
+      // The same text marked differently is restated: the new marking supersedes the old one;
+      // so does any new text saved under the key of an existing memory.
+      let near: { id: string; content: string; similarity: number | null; key: string | null } | undefined = same
+        ? { id: same.id, content: same.content, similarity: same.hash === hash ? 1 : null, key: same.key }
         : undefined
-      if (!near && vector && m.dedup === 'semantic') {
+      if (!near && vector && m.dedup === 'semantic' && m.key === undefined) {
         // The nearest few in the scope through the HNSW index (the walk goes on past other
         // scopes' memories), then the most similar, ties by id.
         const q = new Params()
         const indexed = indexedVector('m.vector', vector.value.length)
         const distance = indexed.distanceTo(q.add(toVectorParam(vector.value)))
         await tx.exec(vectorScanSettings(NEAREST))
-        const { rows } = await tx.query<{ id: string; content: string; similarity: number }>(
+        const { rows } = await tx.query<{ id: string; content: string; similarity: number; key: string | null }>(
           `SELECT * FROM (
-             SELECT m.id, m.content, 1 - (${distance}) AS similarity FROM memories m
+             SELECT m.id, m.content, m.key, 1 - (${distance}) AS similarity FROM memories m
              WHERE ${sameScope(q, m)} AND m.status = 'active' AND m.embed_model = ${q.add(vector.model)}
                AND ${indexed.predicate}
              ORDER BY ${distance} LIMIT ${NEAREST}
@@ -719,8 +737,8 @@ export function memoriesApi(ctx: EngineContext) {
       await tx.query(
         `INSERT INTO memories (id, tenant_id, user_id, agent_id, run_id, project_id, scope, category, source,
                                confidence, content, hash, metadata, vector, embed_model, created_at, updated_at,
-                               sensitivity)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $16, $17)`,
+                               sensitivity, key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $16, $17, $18)`,
         [
           id,
           m.tenantId,
@@ -739,6 +757,8 @@ export function memoriesApi(ctx: EngineContext) {
           vector?.model ?? null,
           at,
           sensitivity,
+          // A memory that replaces a keyed one keeps its key.
+          m.key ?? near?.key ?? null,
         ],
       )
       const who = {
@@ -788,7 +808,7 @@ export function memoriesApi(ctx: EngineContext) {
           changes: { status: ['active', 'superseded'], supersededBy: id },
           ...who,
         })
-        link('SUPERSEDES', near.id, { similarity: near.similarity })
+        link('SUPERSEDES', near.id, near.similarity === null ? { key: m.key ?? null } : { similarity: near.similarity })
       }
       if (m.context) {
         const { rows } = await tx.query<{ id: string }>(
@@ -904,8 +924,9 @@ export function memoriesApi(ctx: EngineContext) {
       const p = new Params()
       const where = `${selectWhere(p, o)} AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
       const status = o.status === 'any' ? 'true' : `m.status = ${p.add(o.status)}`
+      const key = o.key === undefined ? 'true' : `m.key = ${p.add(o.key)}`
       const { rows } = await db.query<MemoryRow>(
-        `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${status}
+        `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${status} AND ${key}
          ORDER BY m.use_count DESC, m.created_at DESC, m.id DESC
          LIMIT ${p.add(o.limit)}`,
         p.values,

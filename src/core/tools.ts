@@ -51,6 +51,12 @@ const saveMemory = z.strictObject({
     .max(100)
     .optional()
     .describe('Ids of things this memory matters for (files, documents, other memories).'),
+  key: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('A short name for the memory, e.g. "code-style". Saving again under the same name replaces it.'),
 })
 
 const recallMemories = z.strictObject({
@@ -239,6 +245,7 @@ function brief(m: MemoryRecord) {
     confidence: m.confidence,
     contexts: m.contexts,
     use_count: m.useCount,
+    ...(m.key === null ? {} : { key: m.key }),
   }
 }
 
@@ -299,6 +306,7 @@ export async function callTool(
         ...(a.scope ? { scope: a.scope } : {}),
         ...(a.context ? { context: a.context } : {}),
         ...(a.related_to ? { relatedTo: a.related_to } : {}),
+        ...(a.key ? { key: a.key } : {}),
         ...who(identity),
         ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
         ...project,

@@ -56,7 +56,8 @@ describe('foundation', () => {
     const countEveryWrite = keywordStats
       .slice(keywordStats.indexOf('CREATE FUNCTION engram_keyword_stats_add()'), keywordStats.indexOf('CREATE FUNCTION engram_chunks_text_guard()'))
       .replaceAll('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')
-    await pg.exec(`DROP INDEX memories_unembedded; DROP INDEX memories_embed_model;
+    await pg.exec(`DROP INDEX memories_key; ALTER TABLE memories DROP COLUMN key;
+                   DROP INDEX memories_unembedded; DROP INDEX memories_embed_model;
                    DROP TRIGGER events_actor_terms_add ON events; DROP TRIGGER events_actor_terms_remove ON events;
                    DROP FUNCTION engram_actor_terms_add(); DROP FUNCTION engram_actor_terms_remove(); DROP TABLE actor_terms;`)
     await pg.exec(`SELECT engram_keyword_stats_apply(); ${countEveryWrite}

@@ -249,6 +249,35 @@ describe('curated memories', () => {
   })
 
 
+  it('a key names a memory: saving under it again replaces that memory, whatever the text', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
+    const ann = { userId: 'ann', category: 'convention' as const }
+    const first = await memory.remember({ ...ann, content: 'Strings use single quotes', key: 'code-style' })
+    expect(first.action).toBe('created')
+    expect((await memory.memories.get(first.id))?.key).toBe('code-style')
+    // The same text under the key changes nothing; other text replaces it, however different.
+    expect(await memory.remember({ ...ann, content: 'Strings use single quotes', key: 'code-style' })).toEqual({ id: first.id, action: 'unchanged' })
+    const second = await memory.remember({ ...ann, content: 'Every file ends with a newline', key: 'code-style' })
+    expect(second).toMatchObject({ action: 'superseded', supersededId: first.id })
+    expect((await memory.memories.list({ userId: 'ann', key: 'code-style' })).map((m) => m.content)).toEqual(['Every file ends with a newline'])
+    expect((await memory.memories.list({ userId: 'ann', key: 'code-style', status: 'any' })).map((m) => [m.content, m.status]).sort()).toEqual([
+      ['Every file ends with a newline', 'active'],
+      ['Strings use single quotes', 'superseded'],
+    ])
+    expect((await memory.graph.neighbors(second.id, { rel: 'SUPERSEDES' })).map((n) => [n.dst, n.payload])).toEqual([[first.id, { key: 'code-style' }]])
+    // Without a key, text like a keyed memory's supersedes it as any near duplicate does, and keeps the key.
+    const third = await memory.remember({ ...ann, content: 'Every file ends with a newline', dedup: 'exact' })
+    expect(third).toEqual({ id: second.id, action: 'unchanged' })
+    const restated = await memory.remember({ ...ann, content: 'Every file ends with a newline', sensitivity: 'low' })
+    expect(restated.action).toBe('superseded')
+    expect((await memory.memories.get(restated.id))?.key).toBe('code-style')
+    // Another user's key of the same name is another memory.
+    const bo = await memory.remember({ userId: 'bo', category: 'convention', content: 'Tabs for indentation', key: 'code-style' })
+    expect(bo.action).toBe('created')
+    expect((await memory.memories.list({ userId: 'ann', key: 'code-style' })).map((m) => m.id)).toEqual([restated.id])
+    await rejects(memory.remember({ ...ann, content: 'x', key: ' ' }), 'INVALID_INPUT')
+  })
+
   it('memory contexts: described and weighed, listed by priority with their active memories', async () => {
     await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
     await memory.remember({ content: 'Single quotes in TypeScript', category: 'convention', context: 'TypeScript', userId: 'ann' })

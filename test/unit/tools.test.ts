@@ -58,6 +58,7 @@ describe('agent tools', () => {
       'category',
       'content',
       'context',
+      'key',
       'related_to',
       'scope',
       'source',
@@ -164,6 +165,13 @@ describe('agent tools', () => {
     const listed = (await memory.callTool('manage_memory', { action: 'list' }, bob)) as { memories: { id: string }[] }
     // Quotes twice, tabs once, then the unused ones newest first.
     expect(listed.memories.map((m) => m.id)).toEqual([quotes, tabs, tests, semis])
+    // A memory saved under a key is replaced by the next one saved under it.
+    const style = (content: string) => memory.callTool('save_memory', { content, category: 'convention', key: 'style' }, bob) as Promise<{ id: string; action: string }>
+    const v1 = await style('Bob wraps lines at 100 columns')
+    const v2 = await style('Bob wraps lines at 120 columns')
+    expect(v2).toMatchObject({ action: 'superseded', supersededId: v1.id })
+    const keyed = (await memory.callTool('manage_memory', { action: 'list' }, bob)) as { memories: { id: string; key?: string }[] }
+    expect(keyed.memories.filter((m) => m.key === 'style').map((m) => m.id)).toEqual([v2.id])
   })
 
   it('refuses unknown tools and invalid arguments with INVALID_INPUT before doing anything', async () => {

@@ -10,6 +10,7 @@ import { memoryStats } from './0008-memory-stats.ts'
 import { keywordPending } from './0009-keyword-pending.ts'
 import { actorTerms } from './0010-actor-terms.ts'
 import { memoriesWaiting } from './0011-memories-waiting.ts'
+import { memoryKeys } from './0012-memory-keys.ts'
 
 export interface Migration {
   version: number
@@ -30,6 +31,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: 'keyword-pending', sql: keywordPending },
   { version: 10, name: 'actor-terms', sql: actorTerms },
   { version: 11, name: 'memories-waiting', sql: memoriesWaiting },
+  { version: 12, name: 'memory-keys', sql: memoryKeys },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
