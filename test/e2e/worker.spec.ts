@@ -108,3 +108,48 @@ test('cacheMB reaches the worker: a memory opens with it, and a size out of rang
   })
   expect(outcome).toEqual({ hits: 1, cacheMB: 32, code: 'INVALID_INPUT' })
 })
+
+test('the entity graph, memory contexts and keys, index sizes and the optional tools answer through the worker', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
+    try {
+      const written = await memory.graph.putGraph({
+        relations: [{ name: 'works_at' }],
+        nodes: [
+          { id: 'person:alice', type: 'person', scope: 'team' },
+          { id: 'org:acme', type: 'organization', scope: 'team' },
+        ],
+        edges: [{ src: 'person:alice', rel: 'works_at', dst: 'org:acme' }],
+      })
+      const people = await memory.graph.nodes({ type: 'person', scope: 'team' })
+      const first = await memory.remember({ content: 'Strings use single quotes', category: 'convention', userId: 'ann', context: 'Style', key: 'quotes' })
+      const second = await memory.remember({ content: 'Strings use double quotes', category: 'convention', userId: 'ann', key: 'quotes' })
+      const context = await memory.memories.defineContext({ name: 'Style', priority: 0.9, userId: 'ann' })
+      await memory.record({ kind: 'decision', scope: { conversationId: 'c1', userId: 'ann' }, actor: { type: 'agent', id: 'coder' }, content: { text: 'Ship releases on Mondays' } })
+      const decisions = (await memory.callTool('query_decisions', { query: 'releases' }, { userId: 'ann' })) as { decisions: { text: string }[] }
+      const { indexBytes } = await memory.stats()
+      return {
+        nodes: written.nodes.map((n) => n.action),
+        edges: written.edges.map((e) => e.action),
+        people: people.map((n) => n.id),
+        replaced: second.action === 'superseded' && second.supersededId === first.id,
+        context: [context.name, context.priority, context.memories],
+        decisions: decisions.decisions.map((d) => d.text),
+        indexes: indexBytes.chunks_tsv !== undefined && indexBytes.events_pkey! > 0,
+      }
+    } finally {
+      await memory.close()
+    }
+  })
+  expect(outcome).toEqual({
+    nodes: ['created', 'created'],
+    edges: ['created'],
+    people: ['person:alice'],
+    replaced: true,
+    // The first memory was filed under Style; the one that replaced it was not.
+    context: ['Style', 0.9, 0],
+    decisions: ['Ship releases on Mondays'],
+    indexes: true,
+  })
+})
