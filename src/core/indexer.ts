@@ -117,8 +117,8 @@ interface PendingRow {
 export const otherModel = (c = 'chunks') =>
   `${c}.embedding IS NOT NULL AND ($1::text IS NULL OR ${c}.embed_model < $1::text OR ${c}.embed_model > $1::text OR ${c}.embed_model IS NULL)`
 
-/** Chunks waiting for a vector of model `$1`: none yet, or another model's. */
-const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chunks WHERE ${otherModel()}))`
+/** Chunks waiting for a vector of model `$1`: none yet, or another model's (two index reads). */
+export const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chunks WHERE ${otherModel()}))`
 
 /**
  * Active memories with another model's vector than `$1` (every vector when `$1` is null), as

@@ -1,5 +1,5 @@
 import type { EngineContext } from './engine.ts'
-import type { IndexStatus } from './indexer.ts'
+import { type IndexStatus, WAITING_CHUNKS_SQL } from './indexer.ts'
 
 export interface Stats {
   /** Exact row count of every table, by table name. */
@@ -52,8 +52,8 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
                  WHERE n.nspname = 'public' AND c.relkind = 'i') AS index_bytes,
                 (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
                 (pg_size_bytes(current_setting('shared_buffers')) / 1048576)::int AS cache_mb,
-                (SELECT count(*)::int FROM chunks
-                 WHERE embedding IS NULL OR embed_model IS DISTINCT FROM $1::text) AS unembedded,
+                -- Through the indexer's two partial indexes: the cost follows what waits.
+                ${WAITING_CHUNKS_SQL}::int AS unembedded,
                 (SELECT min(created_at) FROM events) AS oldest,
                 (SELECT max(created_at) FROM events) AS newest`,
         [ctx.embedder?.id ?? null],

@@ -216,7 +216,7 @@ describe('background indexing', () => {
     expect(counted).toBe(5)
   })
 
-  it('finding and counting the rows that wait reads indexes, never every chunk', async () => {
+  it('finding and counting the rows that wait reads indexes, never every chunk, in the indexer and in stats()', async () => {
     await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
     for (let i = 0; i < 40; i++) await t.engine.record(message(`note number ${i} about the release`))
     await t.engine.indexNow()
@@ -231,6 +231,8 @@ describe('background indexing', () => {
     // Priced out of scans, each statement shows whether an index can answer it.
     await t.db.exec('SET enable_seqscan = off')
     const before = await chunkScans()
+    // stats() counts what waits the same way.
+    expect((await t.engine.stats()).unembeddedChunks).toBe(15)
     const progress: IndexStatus[] = []
     const stop = t.engine.onIndexProgress((s) => progress.push(s))
     const status = await t.engine.indexNow()
