@@ -175,7 +175,7 @@ export async function createEngine(options: EngineOptions) {
     ...nudging(createDocuments(ctx), ['observeDocument'], wrote(2)),
     ...nudging(createForget(ctx), ['forget'], wrote(MIN_REFRESH_ROWS)),
     ...createChanges(ctx),
-    ...createStats(ctx, () => indexer.api.indexing()),
+    ...createStats(ctx, () => indexer.counts()),
     // An import can replace everything: the statistics are refreshed after it.
     ...nudging(createPortable(ctx, schemaVersion, rebuildMissingChunks), ['importFile'], wrote(Number.MAX_SAFE_INTEGER)),
     ...createSearch(ctx),

@@ -118,7 +118,7 @@ export const otherModel = (c = 'chunks') =>
   `${c}.embedding IS NOT NULL AND ($1::text IS NULL OR ${c}.embed_model < $1::text OR ${c}.embed_model > $1::text OR ${c}.embed_model IS NULL)`
 
 /** Chunks waiting for a vector of model `$1`: none yet, or another model's (two index reads). */
-export const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chunks WHERE ${otherModel()}))`
+const WAITING_CHUNKS_SQL = `(${MISSING_VECTORS_SQL} + (SELECT count(*) FROM chunks WHERE ${otherModel()}))`
 
 /**
  * Active memories with another model's vector than `$1` (every vector when `$1` is null), as
@@ -258,20 +258,27 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   }
 
   async function status(running = current !== undefined): Promise<IndexStatus> {
+    return (await counts(running)).status
+  }
+
+  /** `status`, and how many of its pending rows are chunks (what `stats()` reports too). */
+  async function counts(running = current !== undefined): Promise<{ status: IndexStatus; waitingChunks: number }> {
     const model = ctx.embedder?.id ?? null
     // Chunks are counted by what waits (two index scans) against the kept total: the cost
     // follows the backlog, not the size of the memory.
-    const { rows } = await db.query<{ done: number; pending: number }>(
+    const { rows } = await db.query<{ done: number; pending: number; chunks: number }>(
       `WITH waiting AS (SELECT ${WAITING_CHUNKS_SQL} AS chunks, ${ALL_CHUNKS_SQL} AS total)
        SELECT w.total - w.chunks
             + (SELECT count(*) FROM memories
                WHERE status = 'active' AND vector IS NOT NULL AND embed_model = $1::text) AS done,
               w.chunks
-            + ${WAITING_MEMORIES_SQL} AS pending
+            + ${WAITING_MEMORIES_SQL} AS pending,
+              w.chunks
        FROM waiting w`,
       [model],
     )
-    return withState({ pending: Number(rows[0]?.pending ?? 0), done: Number(rows[0]?.done ?? 0) }, running)
+    const status = withState({ pending: Number(rows[0]?.pending ?? 0), done: Number(rows[0]?.done ?? 0) }, running)
+    return { status, waitingChunks: Number(rows[0]?.chunks ?? 0) }
   }
 
   /** A status of these counts, with the model, the embedder's state and the last error now. */
@@ -357,11 +364,14 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
    * builds its index once instead of inserting each new vector into the old graph.
    */
   async function startBulk(model: string): Promise<string[]> {
+    // The chunks of this model are every chunk (the kept total) but those that wait, as in
+    // `status`: no count reads them.
     const { rows } = await db.query<{ chunks: number; chunks_indexed: number; memories: number; memories_indexed: number }>(
-      `SELECT ${WAITING_CHUNKS_SQL}::int AS chunks,
-              (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL AND embed_model = $1::text)::int AS chunks_indexed,
+      `WITH backlog AS (SELECT ${WAITING_CHUNKS_SQL}::int AS chunks, ${ALL_CHUNKS_SQL}::int AS total)
+       SELECT b.chunks, b.total - b.chunks AS chunks_indexed,
               ${WAITING_MEMORIES_SQL}::int AS memories,
-              (SELECT count(*) FROM memories WHERE vector IS NOT NULL AND embed_model = $1::text)::int AS memories_indexed`,
+              (SELECT count(*) FROM memories WHERE vector IS NOT NULL AND embed_model = $1::text)::int AS memories_indexed
+       FROM backlog b`,
       [model],
     )
     const r = rows[0]
@@ -506,6 +516,9 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   return {
     /** Called after every write; see `nudge`. */
     nudge,
+
+    /** The status `indexing()` reports, with the chunks among its pending rows (for `stats()`). */
+    counts: () => counts(),
 
     /** Reports a failure of other background work (statistics) to the `onError` listeners. */
     report(cause: unknown, what: string): void {

@@ -1,5 +1,5 @@
 import type { EngineContext } from './engine.ts'
-import { type IndexStatus, WAITING_CHUNKS_SQL } from './indexer.ts'
+import type { IndexStatus } from './indexer.ts'
 
 export interface Stats {
   /** Exact row count of every table, by table name. */
@@ -22,7 +22,10 @@ export interface Stats {
   newestEventAt: string | null
 }
 
-export function createStats(ctx: EngineContext, indexing: () => Promise<IndexStatus>) {
+export function createStats(
+  ctx: EngineContext,
+  indexing: () => Promise<{ status: IndexStatus; waitingChunks: number }>,
+) {
   return {
     /**
      * Row counts, sizes (the database's and each index's) and schema version — cheap enough
@@ -38,7 +41,6 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
         index_bytes: Record<string, number> | null
         schema_version: number
         cache_mb: number
-        unembedded: number
         oldest: string | null
         newest: string | null
       }>(
@@ -52,23 +54,22 @@ export function createStats(ctx: EngineContext, indexing: () => Promise<IndexSta
                  WHERE n.nspname = 'public' AND c.relkind = 'i') AS index_bytes,
                 (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
                 (pg_size_bytes(current_setting('shared_buffers')) / 1048576)::int AS cache_mb,
-                -- Through the indexer's two partial indexes: the cost follows what waits.
-                ${WAITING_CHUNKS_SQL}::int AS unembedded,
                 (SELECT min(created_at) FROM events) AS oldest,
                 (SELECT max(created_at) FROM events) AS newest`,
-        [ctx.embedder?.id ?? null],
       )
       const row = rows[0]
+      // Counted once, by the indexer, through its two partial indexes: the cost follows what waits.
+      const { status, waitingChunks } = await indexing()
       return {
         counts: row?.counts ?? {},
         bytes: row?.bytes ?? 0,
         indexBytes: row?.index_bytes ?? {},
         schemaVersion: row?.schema_version ?? 0,
         cacheMB: row?.cache_mb ?? 0,
-        unembeddedChunks: row?.unembedded ?? 0,
+        unembeddedChunks: waitingChunks,
         oldestEventAt: row?.oldest ? new Date(row.oldest).toISOString() : null,
         newestEventAt: row?.newest ? new Date(row.newest).toISOString() : null,
-        indexing: await indexing(),
+        indexing: status,
       }
     },
   }
