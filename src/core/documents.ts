@@ -230,8 +230,22 @@ export interface DocumentVersion {
   conversationId: string | null
   eventId: string | null
   createdAt: string
+  /**
+   * The version that stores this one's content, when `documents.deduplicate()` found the
+   * same content there (in this document or another); null when the version stores its own.
+   */
+  contentOf: string | null
   /** Only from `documents.version`; null when only a hash was seen or the content was forgotten. */
   content?: string | null
+}
+
+export interface DeduplicateResult {
+  /** Distinct contents that were stored more than once. */
+  contents: number
+  /** Versions emptied: each now reads its content from the version named in `contentOf`. */
+  versions: number
+  /** Bytes of stored content no longer kept twice. */
+  bytesFreed: number
 }
 
 export interface DocumentSignals {
@@ -286,6 +300,7 @@ interface VersionRow {
   conversation_id: string | null
   event_id: string | null
   created_at: Date | string
+  content_of: string | null
   content?: string | null
 }
 
@@ -300,12 +315,13 @@ export function toVersion(row: VersionRow): DocumentVersion {
     conversationId: row.conversation_id,
     eventId: row.event_id,
     createdAt: iso(row.created_at),
+    contentOf: row.content_of ?? null,
     ...(row.content === undefined ? {} : { content: row.content }),
   }
 }
 
 export const VERSION_COLUMNS = `v.id, v.document_id, v.version, v.content_hash, v.bytes, v.provenance, v.conversation_id,
-  v.event_id, v.created_at`
+  v.event_id, v.created_at, v.content_of`
 
 interface DocumentRow {
   id: string
@@ -465,7 +481,8 @@ export function createDocuments(ctx: EngineContext) {
         parseInput(identifier, versionId, 'version id')
         const o = parseInput(tenantOption, options, 'version options')
         const { rows } = await ctx.db.query<VersionRow>(
-          `SELECT ${VERSION_COLUMNS}, v.content FROM doc_versions v
+          `SELECT ${VERSION_COLUMNS}, coalesce(v.content, s.content) AS content FROM doc_versions v
+           LEFT JOIN doc_versions s ON s.id = v.content_of
            WHERE v.id = $1 AND v.document_id IN (SELECT id FROM documents WHERE tenant_id = $2)`,
           [versionId, o.tenantId],
         )
@@ -537,6 +554,49 @@ export function createDocuments(ctx: EngineContext) {
           externalChanges: row.external,
           agentChanges: row.agent,
         }
+      },
+
+      /**
+       * Stores each identical content once (maintenance; run it when you like). Among the
+       * versions of a tenant's documents that hold the same content — the same file under two
+       * paths, a project cloned twice, a revert to an earlier text — the earliest keeps it and
+       * the others are emptied and name it in `contentOf`; `documents.version()` reads through
+       * the link, and nothing else about a version changes. Versions known only by hash and
+       * versions whose content was forgotten are left alone. One transaction; every tenant
+       * unless `tenantId` is given. Running it again finds only what came in since.
+       *
+       * @example
+       * const { versions, bytesFreed } = await memory.documents.deduplicate()
+       */
+      async deduplicate(options: { tenantId?: string } = {}): Promise<DeduplicateResult> {
+        const o = parseInput(z.object({ tenantId: identifier.optional() }).strict(), options, 'deduplicate options')
+        return ctx.db.transaction(async (tx) => {
+          await tx.query(`SET LOCAL engram.deduplicating = 'on'`)
+          const { rows } = await tx.query<DeduplicateResult>(
+            `WITH repeated AS (
+               SELECT d.tenant_id, v.content_hash
+               FROM doc_versions v JOIN documents d ON d.id = v.document_id
+               WHERE v.content IS NOT NULL AND ($1::text IS NULL OR d.tenant_id = $1)
+               GROUP BY 1, 2 HAVING count(*) > 1
+             ), holders AS (
+               SELECT v.id, first_value(v.id) OVER (PARTITION BY d.tenant_id, v.content_hash ORDER BY v.created_at, v.id) AS keeper
+               FROM repeated r
+               JOIN documents d ON d.tenant_id = r.tenant_id
+               JOIN doc_versions v ON v.document_id = d.id AND v.content_hash = r.content_hash
+               WHERE v.content IS NOT NULL
+             ), emptied AS (
+               UPDATE doc_versions t SET content = NULL, content_of = h.keeper
+               FROM holders h JOIN doc_versions k ON k.id = h.keeper
+               WHERE t.id = h.id AND h.id <> h.keeper AND t.content = k.content
+               RETURNING h.keeper, octet_length(k.content) AS stored
+             )
+             SELECT count(DISTINCT keeper)::int AS contents, count(*)::int AS versions,
+                    coalesce(sum(stored), 0)::float8 AS "bytesFreed"
+             FROM emptied`,
+            [o.tenantId ?? null],
+          )
+          return rows[0] ?? { contents: 0, versions: 0, bytesFreed: 0 }
+        })
       },
 
       /**

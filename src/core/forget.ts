@@ -140,14 +140,31 @@ async function forgetRows(
     )
     documentsDeleted = await count(tx, `DELETE FROM documents WHERE tenant_id = $1`, [wholeTenant])
   }
+  await tx.query(
+    `CREATE TEMP TABLE forget_versions ON COMMIT DROP AS
+     SELECT v.id FROM doc_versions v JOIN documents d ON d.id = v.document_id
+     WHERE v.event_id IN (SELECT id FROM forget_events) OR (d.tenant_id = $1 AND v.conversation_id = $2)`,
+    conv,
+  )
+  // A content stored once for several versions (documents.deduplicate) stays with the others:
+  // the earliest of them takes it and the rest point to that one.
+  await tx.query(
+    `WITH heirs AS (
+       SELECT DISTINCT ON (r.content_of) r.content_of AS keeper, r.id AS heir
+       FROM doc_versions r
+       WHERE r.content_of IN (SELECT id FROM forget_versions) AND r.id NOT IN (SELECT id FROM forget_versions)
+       ORDER BY r.content_of, r.created_at, r.id
+     )
+     UPDATE doc_versions r
+     SET content = CASE WHEN r.id = h.heir THEN k.content END,
+         content_of = CASE WHEN r.id = h.heir THEN NULL ELSE h.heir END
+     FROM heirs h JOIN doc_versions k ON k.id = h.keeper
+     WHERE r.content_of = h.keeper AND r.id NOT IN (SELECT id FROM forget_versions)`,
+  )
   const versionsCleared = await count(
     tx,
-    `UPDATE doc_versions v SET content = NULL, conversation_id = NULL, event_id = NULL
-     FROM documents d
-     WHERE d.id = v.document_id
-       AND (v.event_id IN (SELECT id FROM forget_events)
-            OR (d.tenant_id = $1 AND v.conversation_id = $2))`,
-    conv,
+    `UPDATE doc_versions SET content = NULL, content_of = NULL, conversation_id = NULL, event_id = NULL
+     WHERE id IN (SELECT id FROM forget_versions)`,
   )
   const events = await count(tx, `DELETE FROM events WHERE id IN (SELECT id FROM forget_events)`)
   return { events, chunks, artifacts, edges, versionsCleared, versionsDeleted, documentsDeleted }

@@ -153,3 +153,24 @@ test('the entity graph, memory contexts and keys, index sizes and the optional t
     indexes: true,
   })
 })
+
+test('identical document contents are stored once through the worker, and a file of that memory restores them', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
+    const restored = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
+    try {
+      const text = 'retries = 3\n'.repeat(100)
+      await memory.observeDocument({ path: '/home/u/app/config.ini', content: text, conversationId: 'c1' })
+      const copy = await memory.observeDocument({ path: '/home/u/app-copy/config.ini', content: text, conversationId: 'c2' })
+      const result = await memory.documents.deduplicate()
+      await restored.importFile(await memory.exportFile(), { mode: 'replace' })
+      const read = await restored.documents.version(copy.versionId)
+      return { result, length: read.content?.length, shared: typeof read.contentOf === 'string' }
+    } finally {
+      await memory.close()
+      await restored.close()
+    }
+  })
+  expect(outcome).toEqual({ result: { contents: 1, versions: 1, bytesFreed: 1200 }, length: 1200, shared: true })
+})

@@ -162,3 +162,114 @@ describe('observeDocument', () => {
     expect((await memory.stats()).counts.documents).toBe(3)
   })
 })
+
+describe('documents.deduplicate', () => {
+  async function copies() {
+    const clock = testClock('2025-06-01T09:00:00.000Z')
+    const t = await openTestEngine({ now: clock.now, workspace: { mode: 'global' } })
+    const m = t.engine
+    const text = 'export const retries = 3\n'.repeat(40)
+    const see = async (path: string, content: string, conversationId: string, tenantId = 'default') => {
+      clock.advance(1000)
+      return m.observeDocument({ path, content, conversationId, scope: { tenantId } })
+    }
+    const a1 = await see('/home/u/app/config.ts', text, 'c1')
+    const b1 = await see('/home/u/app-copy/config.ts', text, 'c2')
+    const a2 = await see('/home/u/app/config.ts', 'export const retries = 5\n', 'c1')
+    // A revert: the first text again, a third version of the first document.
+    const a3 = await see('/home/u/app/config.ts', text, 'c3')
+    // The same text, known only by hash; and in another tenant.
+    clock.advance(1000)
+    const hashOnly = await m.observeDocument({ path: '/srv/config.ts', contentHash: a1.contentHash, conversationId: 'c4' })
+    const other = await see('/home/u/app/config.ts', text, 'c5', 't2')
+    return { t, m, text, a1, b1, a2, a3, hashOnly, other, clock }
+  }
+
+  it('stores an identical content once: the earliest version keeps it, the others read it through contentOf', async () => {
+    const { t, m, text, a1, b1, a2, a3, hashOnly, other } = await copies()
+    await using _ = t
+    const stored = async () =>
+      (await t.db.query<{ n: number }>(`SELECT coalesce(sum(octet_length(content)), 0)::int AS n FROM doc_versions`)).rows[0]?.n
+    const before = await stored()
+
+    expect(await m.documents.deduplicate({ tenantId: 'default' })).toEqual({
+      contents: 1,
+      versions: 2,
+      bytesFreed: 2 * text.length,
+    })
+    expect(await stored()).toBe((before ?? 0) - 2 * text.length)
+    for (const v of [a1, b1, a3]) expect((await m.documents.version(v.versionId)).content).toBe(text)
+    expect(await m.documents.version(other.versionId, { tenantId: 't2' })).toMatchObject({ content: text, contentOf: null })
+    expect((await m.documents.version(a2.versionId)).content).toBe('export const retries = 5\n')
+    expect((await m.documents.version(hashOnly.versionId)).content).toBeNull()
+    const { versions } = await m.documents.history('/home/u/app/config.ts')
+    expect(versions.map((v) => v.contentOf)).toEqual([null, null, a1.versionId])
+    expect((await m.documents.history('/home/u/app-copy/config.ts')).versions[0]?.contentOf).toBe(a1.versionId)
+    // Nothing else about a version changes.
+    expect(versions.map((v) => [v.version, v.contentHash, v.bytes, v.conversationId])).toEqual([
+      [1, a1.contentHash, text.length, 'c1'],
+      [2, a2.contentHash, 25, 'c1'],
+      [3, a1.contentHash, text.length, 'c3'],
+    ])
+
+    // Running again finds nothing; the other tenant is deduplicated when no tenant is named.
+    expect(await m.documents.deduplicate({ tenantId: 'default' })).toEqual({ contents: 0, versions: 0, bytesFreed: 0 })
+    expect(await m.documents.deduplicate()).toEqual({ contents: 0, versions: 0, bytesFreed: 0 })
+    const again = await m.observeDocument({ path: '/home/u/b/config.ts', content: text, conversationId: 'c6', scope: { tenantId: 't2' } })
+    expect(await m.documents.deduplicate()).toEqual({ contents: 1, versions: 1, bytesFreed: text.length })
+    expect((await m.documents.version(again.versionId, { tenantId: 't2' })).contentOf).toBe(other.versionId)
+
+    // The same file seen again is still the same version; a new document with it is a new copy.
+    expect((await m.observeDocument({ path: '/home/u/app-copy/config.ts', content: text, conversationId: 'c7' })).created).toBe(false)
+    await expect(m.documents.deduplicate({ tenantId: '' })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await expect(m.documents.deduplicate({ tenant: 'x' } as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+  it('versions stay append-only: only the move to a version with the same content is allowed, and only inside deduplicate', async () => {
+    const { t, a1, a2, b1 } = await copies()
+    await using _ = t
+    await expect(
+      t.db.query(`UPDATE doc_versions SET content = NULL, content_of = $1 WHERE id = $2`, [a1.versionId, b1.versionId]),
+    ).rejects.toMatchObject({ code: 'EG001' })
+    await t.db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL engram.deduplicating = 'on'`)
+      // Changing anything else, or pointing a version at itself, is still refused.
+      await tx.query('SAVEPOINT s')
+      await expect(
+        tx.query(`UPDATE doc_versions SET content = NULL, content_of = $1, version = 9 WHERE id = $2`, [a1.versionId, b1.versionId]),
+      ).rejects.toMatchObject({ code: 'EG001' })
+      await tx.query('ROLLBACK TO SAVEPOINT s')
+      await expect(
+        tx.query(`UPDATE doc_versions SET content = NULL, content_of = id WHERE id = $1`, [a2.versionId]),
+      ).rejects.toMatchObject({ code: 'EG001' })
+      await tx.query('ROLLBACK TO SAVEPOINT s')
+      await expect(tx.query(`DELETE FROM doc_versions WHERE id = $1`, [a2.versionId])).rejects.toMatchObject({ code: 'EG001' })
+      await tx.query('ROLLBACK TO SAVEPOINT s')
+    })
+    const { rows } = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM doc_versions WHERE content_of IS NOT NULL`)
+    expect(rows[0]?.n).toBe(0)
+  })
+
+  it('forgetting the version that stores a shared content hands it to the earliest one left', async () => {
+    const { t, m, text, a1, b1, a3 } = await copies()
+    await using _ = t
+    await m.documents.deduplicate()
+    const result = await m.forget({ conversationId: 'c1' })
+    expect(result.counts.versionsCleared).toBe(2)
+    const [first, copy, revert] = await Promise.all([a1, b1, a3].map((v) => m.documents.version(v.versionId)))
+    expect(first).toMatchObject({ content: null, contentOf: null, conversationId: null })
+    expect(copy).toMatchObject({ content: text, contentOf: null })
+    expect(revert).toMatchObject({ content: text, contentOf: b1.versionId })
+    const { rows } = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM doc_versions WHERE content IS NOT NULL AND content_hash = $1`,
+      [a1.contentHash],
+    )
+    // One copy for the default tenant, one for t2.
+    expect(rows[0]?.n).toBe(2)
+    // Forgetting the one that holds it now leaves the revert with the content; forgetting the last empties it.
+    await m.forget({ conversationId: 'c2' })
+    expect(await m.documents.version(a3.versionId)).toMatchObject({ content: text, contentOf: null })
+    await m.forget({ conversationId: 'c3' })
+    expect(await m.documents.version(a3.versionId)).toMatchObject({ content: null, contentOf: null })
+  })
+})

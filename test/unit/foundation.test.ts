@@ -56,7 +56,11 @@ describe('foundation', () => {
     const countEveryWrite = keywordStats
       .slice(keywordStats.indexOf('CREATE FUNCTION engram_keyword_stats_add()'), keywordStats.indexOf('CREATE FUNCTION engram_chunks_text_guard()'))
       .replaceAll('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')
-    await pg.exec(`DROP INDEX memories_key; ALTER TABLE memories DROP COLUMN key;
+    await pg.exec(`DROP TRIGGER doc_versions_append_only ON doc_versions; DROP FUNCTION engram_doc_versions_guard();
+                   CREATE TRIGGER doc_versions_append_only BEFORE UPDATE OR DELETE ON doc_versions
+                     FOR EACH ROW EXECUTE FUNCTION engram_append_only();
+                   DROP INDEX doc_versions_content_of; ALTER TABLE doc_versions DROP COLUMN content_of;
+                   DROP INDEX memories_key; ALTER TABLE memories DROP COLUMN key;
                    DROP INDEX memories_unembedded; DROP INDEX memories_embed_model;
                    DROP TRIGGER events_actor_terms_add ON events; DROP TRIGGER events_actor_terms_remove ON events;
                    DROP FUNCTION engram_actor_terms_add(); DROP FUNCTION engram_actor_terms_remove(); DROP TABLE actor_terms;`)

@@ -76,6 +76,22 @@ describe('one-file export and import', () => {
     expect(await target.engine.events.list({ conversationId: 'other' })).toEqual([])
   })
 
+  it('a memory whose identical document contents are stored once restores them, shared', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const copy = await source.engine.observeDocument({ path: '/repo/vendor/auth.ts', content: 'v2', conversationId: 'c2' })
+    expect(await source.engine.documents.deduplicate()).toMatchObject({ contents: 1, versions: 1 })
+    const before = await source.engine.documents.version(copy.versionId)
+    expect(before).toMatchObject({ content: 'v2', contentOf: expect.stringMatching(/^ver_/) })
+
+    for (const mode of ['replace', 'merge'] as const) {
+      await using target = await openTestEngine()
+      await target.engine.importFile(await source.engine.exportFile(), { mode })
+      expect(await target.engine.documents.version(copy.versionId)).toEqual(before)
+      expect(await target.engine.documents.deduplicate()).toEqual({ contents: 0, versions: 0, bytesFreed: 0 })
+    }
+  })
+
   it('serializes deterministically: the same memory gives the same bytes, and so does the memory its file restores', async () => {
     const now = () => new Date(T0 + 3_600_000)
     const embedder = createHashEmbedder({ dims: 32 })

@@ -11,6 +11,7 @@ import { keywordPending } from './0009-keyword-pending.ts'
 import { actorTerms } from './0010-actor-terms.ts'
 import { memoriesWaiting } from './0011-memories-waiting.ts'
 import { memoryKeys } from './0012-memory-keys.ts'
+import { sharedContents } from './0013-shared-contents.ts'
 
 export interface Migration {
   version: number
@@ -32,6 +33,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: 'actor-terms', sql: actorTerms },
   { version: 11, name: 'memories-waiting', sql: memoriesWaiting },
   { version: 12, name: 'memory-keys', sql: memoryKeys },
+  { version: 13, name: 'shared-contents', sql: sharedContents },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
