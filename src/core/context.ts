@@ -4,7 +4,7 @@ import { edgeVisibleAt } from './graph.ts'
 import type { JsonValue } from './json.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { CHANNELS, identifier, type StoredSensitivity } from './scope.ts'
-import { type SearchExplain, type SearchHit, type SearchPlan, planSearch, searchInTransaction, withLimit } from './search.ts'
+import { noteHits, type SearchExplain, type SearchHit, type SearchPlan, planSearch, searchInTransaction, withLimit } from './search.ts'
 import { recencyOf } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { estimateTokens } from './tokens.ts'
@@ -348,6 +348,7 @@ export function createContext(ctx: EngineContext) {
 
   async function retrievalPass(tx: Queryable, i: Input, now: Date, plan: SearchPlan, omissions: ContextOmission[]) {
     const { hits, poolSize } = await searchInTransaction(tx, plan)
+    noteHits(ctx, plan, hits)
     // Linked replies all score alike but for recency, so no more of them than the section can
     // hold (the same bound search is asked for) could ever be packed: the newest are read.
     const linked = i.conversationId ? await documentLinked(tx, i, now, plan.options.limit) : []

@@ -8,20 +8,22 @@ const BATCH = 500
 
 /**
  * Recreates the chunks of every event that has none — after an import, or when derived data
- * was dropped. Cut exactly as the write path cuts them, so a rebuilt memory searches the same.
- * Runs inside the caller's transaction; returns the number of chunks written.
+ * was dropped — or only of `eventIds` among them. Cut exactly as the write path cuts them, so
+ * a rebuilt memory searches the same. Runs inside the caller's transaction; returns the
+ * number of chunks written.
  */
-export async function rebuildMissingChunks(tx: Queryable): Promise<number> {
+export async function rebuildMissingChunks(tx: Queryable, eventIds?: readonly string[]): Promise<number> {
   let written = 0
   let after = ''
   for (;;) {
     const { rows } = await tx.query<{ id: string; kind: EventKind; content: JsonObject }>(
       `SELECT e.id, e.kind, e.content
          FROM events e
-        WHERE e.id > $1 AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.source_id = e.id)
+        WHERE e.id > $1 AND ($2::text[] IS NULL OR e.id = ANY($2))
+          AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.source_id = e.id)
         ORDER BY e.id
         LIMIT ${BATCH}`,
-      [after],
+      [after, eventIds ?? null],
     )
     if (rows.length === 0) break
     const ids: string[] = []

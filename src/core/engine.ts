@@ -1,3 +1,4 @@
+import { createArchives, createHitLog, type HitLog } from './archive.ts'
 import { createChanges } from './changes.ts'
 import { createConversationGraph } from './conversations.ts'
 import type { Db } from './db.ts'
@@ -15,7 +16,7 @@ import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
 import { normalizeWorkspace, type Workspace } from './paths.ts'
 import { rebuildMissingChunks } from './derived.ts'
-import { createPortable } from './portable.ts'
+import { createFileFormat, createPortable } from './portable.ts'
 import { migrate } from './schema/migrations.ts'
 import { createStats } from './stats.ts'
 import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
@@ -89,6 +90,8 @@ export interface EngineContext {
   changed: (rows: number) => void
   /** Awaited by planned reads (search, context): refreshes stale planner statistics first. */
   beforeRead: () => Promise<void>
+  /** When retrievals last returned each conversation (for `archives.create`); kept in memory. */
+  hits: HitLog
 }
 
 export interface PingResult {
@@ -121,6 +124,7 @@ export async function createEngine(options: EngineOptions) {
     wrote: () => {},
     changed: () => {},
     beforeRead: () => Promise.resolve(),
+    hits: createHitLog(),
   }
   // Background indexing and the statistics refresh wait for the same pause in the writes.
   const pause = parseIndexingPause(options.indexingPause)
@@ -163,6 +167,7 @@ export async function createEngine(options: EngineOptions) {
   const memories = nudging(curated.memories, ['update'], wrote(1))
 
   const turns = createTurns(ctx)
+  const fileFormat = createFileFormat(ctx, schemaVersion, rebuildMissingChunks)
   // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
   const log = withMemoryErrors({
     /** The workspace this engine resolves document paths in. */
@@ -173,11 +178,11 @@ export async function createEngine(options: EngineOptions) {
     // A turn is a few events, their chunks and edges.
     ...nudging({ recordTurn: turns.recordTurn }, ['recordTurn'], wrote(4)),
     ...nudging(createDocuments(ctx), ['observeDocument'], wrote(2)),
-    ...nudging(createForget(ctx), ['forget'], wrote(MIN_REFRESH_ROWS)),
+    ...nudging(createForget(ctx, fileFormat), ['forget'], wrote(MIN_REFRESH_ROWS)),
     ...createChanges(ctx),
     ...createStats(ctx, () => indexer.counts()),
     // An import can replace everything: the statistics are refreshed after it.
-    ...nudging(createPortable(ctx, schemaVersion, rebuildMissingChunks), ['importFile'], wrote(Number.MAX_SAFE_INTEGER)),
+    ...nudging(createPortable(ctx, fileFormat), ['importFile'], wrote(Number.MAX_SAFE_INTEGER)),
     ...createSearch(ctx),
     ...createContext(ctx),
     /**
@@ -216,6 +221,8 @@ export async function createEngine(options: EngineOptions) {
     },
   })
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
+  // Archiving removes rows and restoring adds them back: both count as writes.
+  const archives = withMemoryErrors(nudging(createArchives(ctx, fileFormat, ctx.hits), ['create', 'restore'], wrote(MIN_REFRESH_ROWS)))
 
   const engine = {
     /** Proves the database is up: versions of the schema, Postgres and pgvector. */
@@ -232,6 +239,7 @@ export async function createEngine(options: EngineOptions) {
     recall,
     memories,
     kv: kvApi(ctx),
+    archives,
     graph: { ...entityGraphApi(ctx), ...conversationGraph },
     telemetry: telemetryApi(ctx.telemetry),
     ...indexer.api,
@@ -243,9 +251,18 @@ export async function createEngine(options: EngineOptions) {
     refreshStatistics(): Promise<void> {
       return statistics.refresh()
     },
-    /** Stops background work (indexing, statistics) and waits for what is in flight; call before closing the database. */
+    /**
+     * Stops background work (indexing, statistics) and waits for what is in flight, and writes
+     * the retrieval hits noted since the last write of them; call before closing the database.
+     */
     async stopIndexing(): Promise<void> {
       await Promise.all([indexer.stop(), statistics.stop()])
+      try {
+        await ctx.hits.flush(ctx.db)
+      } catch (cause) {
+        // Hits only keep conversations out of archives; losing some is reported, not thrown.
+        indexer.report(cause, 'Writing the retrieval hits failed')
+      }
     },
     /**
      * Runs an agent's tool call (see `openAITools()` / `anthropicTools()`) for `identity`.

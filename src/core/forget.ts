@@ -1,8 +1,10 @@
+import { restoreArchives } from './archive.ts'
 import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
 import { storableText } from './json.ts'
+import type { FileFormat } from './portable.ts'
 import { identifier } from './scope.ts'
 import { iso } from './time.ts'
 import { parseInput, z } from './validate.ts'
@@ -36,6 +38,11 @@ export interface ForgetCounts {
   /** Versions and documents deleted outright (only when a whole tenant is forgotten). */
   versionsDeleted: number
   documentsDeleted: number
+  /**
+   * Archives holding what was forgotten: each was restored and then forgotten with the rest
+   * (deleted outright when a whole tenant is forgotten).
+   */
+  archives: number
 }
 
 export interface ForgetResult {
@@ -45,7 +52,7 @@ export interface ForgetResult {
 }
 
 /** `forget`: the one way content leaves the append-only store. */
-export function createForget(ctx: EngineContext) {
+export function createForget(ctx: EngineContext, format: FileFormat) {
   return {
     /**
      * Really deletes content, in one transaction, and leaves a content-free audit row in
@@ -70,6 +77,31 @@ export function createForget(ctx: EngineContext) {
         await tx.query(`CREATE TEMP TABLE forget_events (id text PRIMARY KEY) ON COMMIT DROP`)
         let conversation: { tenantId: string; conversationId: string } | null = null
         let wholeTenant: string | null = null
+        let archives: number
+        // What is archived is forgotten too: a tenant's archives go; any other archive holding
+        // the target is put back first, so that the rest of this transaction finds its rows.
+        if ('scope' in t && t.scope.userId === undefined && t.scope.agentId === undefined) {
+          const { rows } = await tx.query<{ n: number }>(
+            `WITH x AS (DELETE FROM archives WHERE tenant_id = $1 RETURNING 1) SELECT count(*)::int AS n FROM x`,
+            [t.scope.tenantId],
+          )
+          archives = rows[0]?.n ?? 0
+        } else {
+          const { rows } = await tx.query<{ id: string }>(
+            'eventId' in t
+              ? `SELECT id FROM archives WHERE tenant_id = $1 AND $2 = ANY(event_ids) ORDER BY id`
+              : 'conversationId' in t
+                ? `SELECT id FROM archives WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id`
+                : `SELECT id FROM archives WHERE tenant_id = $1 AND ($2::text IS NULL OR $2 = ANY(user_ids))
+                     AND ($3::text IS NULL OR $3 = ANY(agent_ids)) ORDER BY id`,
+            'eventId' in t
+              ? [t.tenantId, t.eventId]
+              : 'conversationId' in t
+                ? [t.tenantId, t.conversationId]
+                : [t.scope.tenantId, t.scope.userId ?? null, t.scope.agentId ?? null],
+          )
+          archives = (await restoreArchives(tx, format, rows.map((r) => r.id))).length
+        }
         if ('eventId' in t) {
           await tx.query(`INSERT INTO forget_events SELECT id FROM events WHERE id = $1 AND tenant_id = $2`, [
             t.eventId,
@@ -90,7 +122,7 @@ export function createForget(ctx: EngineContext) {
             [s.tenantId, s.userId ?? null, s.agentId ?? null],
           )
         }
-        const result = await forgetRows(tx, conversation, wholeTenant)
+        const result = { ...(await forgetRows(tx, conversation, wholeTenant)), archives }
         if ('eventId' in t && result.events === 0) {
           throw new MemoryError('NOT_FOUND', `No event ${t.eventId} to forget`)
         }
@@ -118,7 +150,7 @@ async function forgetRows(
   tx: Queryable,
   conversation: { tenantId: string; conversationId: string } | null,
   wholeTenant: string | null,
-): Promise<ForgetCounts> {
+): Promise<Omit<ForgetCounts, 'archives'>> {
   const conv = [conversation?.tenantId ?? null, conversation?.conversationId ?? null]
   const chunks = await count(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM forget_events)`)
   const artifacts = await count(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM forget_events)`)

@@ -14,6 +14,7 @@ export const ID_PREFIXES = {
   kv: 'kvr',
   node: 'nod',
   forget: 'fgt',
+  archive: 'arc',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIXES

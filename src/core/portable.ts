@@ -336,14 +336,110 @@ async function parseFile(text: string): Promise<ParsedFile> {
 }
 
 /**
- * Export and import. `rebuildDerived` recreates chunks (and anything else derived) for the
- * imported ground truth, inside the import's transaction.
+ * Which rows a partial file holds (an archive): for each table named, a condition on its
+ * rows, and one on the chunks whose vectors go with them. Written by the engine, never input.
  */
-export function createPortable(
+export interface RowSelection {
+  tables: Record<string, string>
+  vectors: string
+}
+
+/**
+ * The file format's two halves, each inside the caller's transaction: `write` serialises the
+ * memory (or the rows `only` selects) to one compressed file, `load` adds a file's rows.
+ * `rebuildDerived` recreates chunks (and anything else derived) for the loaded ground truth.
+ */
+export function createFileFormat(
   ctx: EngineContext,
   schemaVersion: number,
-  rebuildDerived: (tx: Queryable) => Promise<unknown>,
+  rebuildDerived: (tx: Queryable, eventIds?: readonly string[]) => Promise<unknown>,
 ) {
+  return {
+    async write(
+      tx: Queryable,
+      options: { includeVectors: boolean; passphrase?: string | undefined; only?: RowSelection },
+    ): Promise<Blob> {
+      const { includeVectors, only } = options
+      const catalog = await readCatalog(tx)
+      const tables: Record<string, TableManifest> = {}
+      const body: string[] = []
+      for (const table of catalog.tables) {
+        const where = only ? only.tables[table] : 'true'
+        if (where === undefined) continue
+        const columns = exportedColumns(catalog, table, includeVectors)
+        const list = columns.map((c) => quoteIdent(c.column)).join(', ')
+        // By primary key, so the same rows give the same lines however they were written; a
+        // table without one (none today) by every column.
+        const key = (catalog.keys.get(table) ?? columns.map((c) => c.column)).map(quoteIdent).join(', ')
+        const { rows } = await tx.query<{ row: string }>(
+          `SELECT to_jsonb(x)::text AS row FROM (SELECT ${list} FROM ${quoteIdent(table)} WHERE ${where} ORDER BY ${key}) x`,
+        )
+        const prefix = `{"t":${JSON.stringify(table)},"r":`
+        const lines = rows.map((r) => `${prefix}${r.row}}`)
+        tables[table] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: columns.map((c) => c.column) }
+        body.push(...lines)
+      }
+      const vectorsWhere = only ? only.vectors : 'true'
+      const { rows: models } = await tx.query<{ model: string }>(
+        `SELECT DISTINCT embed_model AS model FROM chunks WHERE embed_model IS NOT NULL AND ${vectorsWhere} ORDER BY 1`,
+      )
+      if (includeVectors) {
+        const { rows } = await tx.query<{ source_id: string; ord: number; model: string; v: string }>(
+          `SELECT source_id, ord, embed_model AS model, embedding::text AS v
+             FROM chunks WHERE embedding IS NOT NULL AND ${vectorsWhere} ORDER BY source_id, ord`,
+        )
+        const lines = rows.map((r) =>
+          JSON.stringify({ t: VECTORS, r: { source_id: r.source_id, ord: r.ord, model: r.model, v: vectorToBase64(r.v) } }),
+        )
+        tables[VECTORS] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: [] }
+        body.push(...lines)
+      }
+      const manifest: ExportManifest = {
+        format: EXPORT_FORMAT,
+        formatVersion: EXPORT_FORMAT_VERSION,
+        schemaVersion,
+        createdAt: ctx.now().toISOString(),
+        embedModels: models.map((m) => m.model),
+        includeVectors,
+        tables,
+      }
+      return seal(`${[JSON.stringify(manifest), ...body].join('\n')}\n`, options.passphrase)
+    },
+
+    /**
+     * Checks a file and adds its rows (`merge`), or replaces everything with them. Chunks are
+     * then rebuilt for every event without any, or with `rebuild: 'file'` only for the file's.
+     */
+    async load(
+      tx: Queryable,
+      file: Blob,
+      options: { mode: 'replace' | 'merge'; passphrase?: string | undefined; rebuild?: 'all' | 'file' },
+    ): Promise<ImportReport> {
+      const { mode } = options
+      const { manifest, rows, vectors } = await parseFile(await unseal(file, options.passphrase))
+      if (manifest.schemaVersion > schemaVersion) {
+        throw new MemoryError(
+          'IMPORT_UNSUPPORTED_VERSION',
+          `This file holds schema version ${manifest.schemaVersion}; this Engram has ${schemaVersion}. Update Engram to import it.`,
+        )
+      }
+      const report: ImportReport = { mode, schemaVersion: manifest.schemaVersion, inserted: {}, skipped: {}, vectorsRestored: 0 }
+      try {
+        const only = options.rebuild === 'file' ? (rows.get('events') ?? []).map((r) => String(r.id)) : undefined
+        await loadRows(tx, { manifest, rows, vectors }, mode, report, (t) => rebuildDerived(t, only))
+      } catch (error) {
+        if (error instanceof MemoryError) throw error
+        throw corrupt(`its rows do not fit this memory's schema (${(error as Error).message})`, error)
+      }
+      return report
+    },
+  }
+}
+
+export type FileFormat = ReturnType<typeof createFileFormat>
+
+/** Export and import of the whole memory, each in a transaction of its own. */
+export function createPortable(ctx: EngineContext, format: FileFormat) {
   return {
     /**
      * Writes the whole memory to one compressed (optionally encrypted) file.
@@ -353,50 +449,7 @@ export function createPortable(
      */
     async exportFile(options: ExportOptions = {}): Promise<Blob> {
       const opts = parseInput(exportOptionsSchema, options, 'export options')
-      const includeVectors = opts.includeVectors ?? true
-      return ctx.db.transaction(async (tx) => {
-        const catalog = await readCatalog(tx)
-        const tables: Record<string, TableManifest> = {}
-        const body: string[] = []
-        for (const table of catalog.tables) {
-          const columns = exportedColumns(catalog, table, includeVectors)
-          const list = columns.map((c) => quoteIdent(c.column)).join(', ')
-          // By primary key, so the same rows give the same lines however they were written; a
-          // table without one (none today) by every column.
-          const key = (catalog.keys.get(table) ?? columns.map((c) => c.column)).map(quoteIdent).join(', ')
-          const { rows } = await tx.query<{ row: string }>(
-            `SELECT to_jsonb(x)::text AS row FROM (SELECT ${list} FROM ${quoteIdent(table)} ORDER BY ${key}) x`,
-          )
-          const prefix = `{"t":${JSON.stringify(table)},"r":`
-          const lines = rows.map((r) => `${prefix}${r.row}}`)
-          tables[table] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: columns.map((c) => c.column) }
-          body.push(...lines)
-        }
-        const { rows: models } = await tx.query<{ model: string }>(
-          `SELECT DISTINCT embed_model AS model FROM chunks WHERE embed_model IS NOT NULL ORDER BY 1`,
-        )
-        if (includeVectors) {
-          const { rows } = await tx.query<{ source_id: string; ord: number; model: string; v: string }>(
-            `SELECT source_id, ord, embed_model AS model, embedding::text AS v
-               FROM chunks WHERE embedding IS NOT NULL ORDER BY source_id, ord`,
-          )
-          const lines = rows.map((r) =>
-            JSON.stringify({ t: VECTORS, r: { source_id: r.source_id, ord: r.ord, model: r.model, v: vectorToBase64(r.v) } }),
-          )
-          tables[VECTORS] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: [] }
-          body.push(...lines)
-        }
-        const manifest: ExportManifest = {
-          format: EXPORT_FORMAT,
-          formatVersion: EXPORT_FORMAT_VERSION,
-          schemaVersion,
-          createdAt: ctx.now().toISOString(),
-          embedModels: models.map((m) => m.model),
-          includeVectors,
-          tables,
-        }
-        return seal(`${[JSON.stringify(manifest), ...body].join('\n')}\n`, opts.passphrase)
-      })
+      return ctx.db.transaction((tx) => format.write(tx, { includeVectors: opts.includeVectors ?? true, passphrase: opts.passphrase }))
     },
 
     /**
@@ -411,121 +464,114 @@ export function createPortable(
     async importFile(file: Blob, options: ImportOptions = {}): Promise<ImportReport> {
       if (!(file instanceof Blob)) throw new MemoryError('INVALID_INPUT', 'importFile expects a Blob or File.')
       const opts = parseInput(importOptionsSchema, options, 'import options')
-      const mode = opts.mode ?? 'merge'
-      const { manifest, rows, vectors } = await parseFile(await unseal(file, opts.passphrase))
-      if (manifest.schemaVersion > schemaVersion) {
-        throw new MemoryError(
-          'IMPORT_UNSUPPORTED_VERSION',
-          `This file holds schema version ${manifest.schemaVersion}; this Engram has ${schemaVersion}. Update Engram to import it.`,
-        )
-      }
-      const report: ImportReport = { mode, schemaVersion: manifest.schemaVersion, inserted: {}, skipped: {}, vectorsRestored: 0 }
-      try {
-        await ctx.db.transaction(async (tx) => {
-          const catalog = await readCatalog(tx)
-          for (const table of rows.keys()) {
-            if (!catalog.columns.has(table)) throw corrupt(`unknown table "${table}"`)
-            const known = new Set((catalog.columns.get(table) ?? []).filter((c) => !c.generated).map((c) => c.column))
-            const unknown = (manifest.tables[table]?.columns ?? []).filter((c) => !known.has(c))
-            if (unknown.length > 0) throw corrupt(`"${table}" has unknown columns: ${unknown.join(', ')}`)
-          }
-          if (mode === 'replace') {
-            await tx.exec(`SET LOCAL engram.forgetting = 'on'`)
-            for (const table of ['chunks', ...[...catalog.tables].reverse()]) {
-              await tx.exec(`DELETE FROM ${quoteIdent(table)}`)
-            }
-          }
-          // Many new memories with vectors: their HNSW index is built once after they are in.
-          const memoryIds = (rows.get('memories') ?? []).flatMap((r) => (r.vector == null ? [] : [String(r.id)]))
-          let droppedMemoryIndexes: string[] = []
-          if (bulkWorthIt(memoryIds.length, 0)) {
-            const { rows: counts } = await tx.query<{ incoming: number; indexed: number }>(
-              `SELECT (SELECT count(*) FROM unnest($1::text[]) f(id) WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = f.id))::int AS incoming,
-                      ${INDEXED_MEMORIES_SQL}::int AS indexed`,
-              [memoryIds],
-            )
-            if (bulkWorthIt(counts[0]?.incoming ?? 0, counts[0]?.indexed ?? 0)) droppedMemoryIndexes = await dropVectorIndexes(tx, 'memories')
-          }
-          let relationIds: Map<number, number> | undefined
-          for (const table of catalog.tables) {
-            let tableRows = rows.get(table) ?? []
-            if (table === 'edges' && relationIds) {
-              // Relation ids are local serials: an edge follows its relation by name.
-              const map = relationIds
-              tableRows = tableRows.map((r) => ({ ...r, rel: map.get(Number(r.rel)) ?? r.rel }))
-            }
-            // Relation ids are local serials: in a merge, relations are matched by name and get
-            // this memory's ids. A replace keeps the file's (the table is empty), so the memory it
-            // restores exports the same file.
-            const columns = (manifest.tables[table]?.columns ?? [])
-              .filter((c) => table !== 'relations' || c !== 'id' || mode === 'replace')
-              .map(quoteIdent)
-              .join(', ')
-            let inserted = 0
-            for (let i = 0; i < tableRows.length; i += BATCH_ROWS) {
-              const batch = tableRows.slice(i, i + BATCH_ROWS)
-              const result = await tx.query(
-                `INSERT INTO ${quoteIdent(table)} (${columns})
-                 SELECT ${columns} FROM jsonb_populate_recordset(NULL::${quoteIdent(table)}, $1::jsonb)
-                 ON CONFLICT DO NOTHING`,
-                [JSON.stringify(batch)],
-              )
-              inserted += result.affectedRows ?? 0
-            }
-            report.inserted[table] = inserted
-            report.skipped[table] = tableRows.length - inserted
-            if (table === 'relations' && tableRows.length > 0) {
-              const { rows: mapped } = await tx.query<{ from: number; to: number }>(
-                `SELECT x.id AS from, r.id AS to
-                   FROM jsonb_to_recordset($1::jsonb) AS x(id int, name text)
-                   JOIN relations r ON r.name = x.name`,
-                [JSON.stringify(tableRows)],
-              )
-              relationIds = new Map(mapped.map((m) => [m.from, m.to]))
-            }
-            for (const c of catalog.columns.get(table) ?? []) {
-              if (!c.sequence || tableRows.length === 0) continue
-              await tx.query(
-                `SELECT setval($1::regclass, GREATEST((SELECT max(${quoteIdent(c.column)}) FROM ${quoteIdent(table)}), 1))`,
-                [c.sequence],
-              )
-            }
-          }
-          // Rebuilding every chunk and then writing its vector puts each chunk's terms into the
-          // GIN index twice (an UPDATE of the vector is not a heap-only update). Gathered in the
-          // index's pending list and merged once instead.
-          await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = on)`)
-          await rebuildDerived(tx)
-          // Many vectors: build the HNSW index once instead of inserting them one by one.
-          let dropped: string[] = []
-          if (bulkWorthIt(vectors.length, 0)) {
-            const { rows: counts } = await tx.query<{ open: number; indexed: number }>(
-              `SELECT ${MISSING_VECTORS_SQL}::int AS open, ${INDEXED_CHUNKS_SQL}::int AS indexed`,
-            )
-            // Only chunks without a vector take a restored one.
-            const incoming = Math.min(vectors.length, counts[0]?.open ?? 0)
-            if (bulkWorthIt(incoming, counts[0]?.indexed ?? 0)) dropped = await dropVectorIndexes(tx)
-          }
-          for (let i = 0; i < vectors.length; i += BATCH_ROWS) {
-            const batch = vectors.slice(i, i + BATCH_ROWS).map((v) => ({ ...v, v: vectorFromBase64(v.v) }))
-            const result = await tx.query(
-              `UPDATE chunks c SET embedding = x.v::vector, embed_model = x.model
-                 FROM jsonb_to_recordset($1::jsonb) AS x(source_id text, ord int, model text, v text)
-                WHERE c.source_id = x.source_id AND c.ord = x.ord AND c.embedding IS NULL`,
-              [JSON.stringify(batch)],
-            )
-            report.vectorsRestored += result.affectedRows ?? 0
-          }
-          // Searches must not scan a pending list: merge it and write straight to the index again.
-          await tx.query(`SELECT gin_clean_pending_list('chunks_tsv'::regclass)`)
-          await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = off)`)
-          await buildVectorIndexes(tx, [...dropped, ...droppedMemoryIndexes])
-        })
-      } catch (error) {
-        if (error instanceof MemoryError) throw error
-        throw corrupt(`its rows do not fit this memory's schema (${(error as Error).message})`, error)
-      }
-      return report
+      return ctx.db.transaction((tx) => format.load(tx, file, { mode: opts.mode ?? 'merge', passphrase: opts.passphrase }))
     },
   }
+}
+
+async function loadRows(
+  tx: Queryable,
+  { manifest, rows, vectors }: ParsedFile,
+  mode: 'replace' | 'merge',
+  report: ImportReport,
+  rebuildDerived: (tx: Queryable) => Promise<unknown>,
+): Promise<void> {
+  const catalog = await readCatalog(tx)
+  for (const table of rows.keys()) {
+    if (!catalog.columns.has(table)) throw corrupt(`unknown table "${table}"`)
+    const known = new Set((catalog.columns.get(table) ?? []).filter((c) => !c.generated).map((c) => c.column))
+    const unknown = (manifest.tables[table]?.columns ?? []).filter((c) => !known.has(c))
+    if (unknown.length > 0) throw corrupt(`"${table}" has unknown columns: ${unknown.join(', ')}`)
+  }
+  if (mode === 'replace') {
+    await tx.exec(`SET LOCAL engram.forgetting = 'on'`)
+    for (const table of ['chunks', ...[...catalog.tables].reverse()]) {
+      await tx.exec(`DELETE FROM ${quoteIdent(table)}`)
+    }
+  }
+  // Many new memories with vectors: their HNSW index is built once after they are in.
+  const memoryIds = (rows.get('memories') ?? []).flatMap((r) => (r.vector == null ? [] : [String(r.id)]))
+  let droppedMemoryIndexes: string[] = []
+  if (bulkWorthIt(memoryIds.length, 0)) {
+    const { rows: counts } = await tx.query<{ incoming: number; indexed: number }>(
+      `SELECT (SELECT count(*) FROM unnest($1::text[]) f(id) WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = f.id))::int AS incoming,
+              ${INDEXED_MEMORIES_SQL}::int AS indexed`,
+      [memoryIds],
+    )
+    if (bulkWorthIt(counts[0]?.incoming ?? 0, counts[0]?.indexed ?? 0)) droppedMemoryIndexes = await dropVectorIndexes(tx, 'memories')
+  }
+  let relationIds: Map<number, number> | undefined
+  for (const table of catalog.tables) {
+    let tableRows = rows.get(table) ?? []
+    if (table === 'edges' && relationIds) {
+      // Relation ids are local serials: an edge follows its relation by name.
+      const map = relationIds
+      tableRows = tableRows.map((r) => ({ ...r, rel: map.get(Number(r.rel)) ?? r.rel }))
+    }
+    // Relation ids are local serials: in a merge, relations are matched by name and get
+    // this memory's ids. A replace keeps the file's (the table is empty), so the memory it
+    // restores exports the same file.
+    const columns = (manifest.tables[table]?.columns ?? [])
+      .filter((c) => table !== 'relations' || c !== 'id' || mode === 'replace')
+      .map(quoteIdent)
+      .join(', ')
+    let inserted = 0
+    for (let i = 0; i < tableRows.length; i += BATCH_ROWS) {
+      const batch = tableRows.slice(i, i + BATCH_ROWS)
+      const result = await tx.query(
+        `INSERT INTO ${quoteIdent(table)} (${columns})
+         SELECT ${columns} FROM jsonb_populate_recordset(NULL::${quoteIdent(table)}, $1::jsonb)
+         ON CONFLICT DO NOTHING`,
+        [JSON.stringify(batch)],
+      )
+      inserted += result.affectedRows ?? 0
+    }
+    report.inserted[table] = inserted
+    report.skipped[table] = tableRows.length - inserted
+    if (table === 'relations' && tableRows.length > 0) {
+      const { rows: mapped } = await tx.query<{ from: number; to: number }>(
+        `SELECT x.id AS from, r.id AS to
+           FROM jsonb_to_recordset($1::jsonb) AS x(id int, name text)
+           JOIN relations r ON r.name = x.name`,
+        [JSON.stringify(tableRows)],
+      )
+      relationIds = new Map(mapped.map((m) => [m.from, m.to]))
+    }
+    for (const c of catalog.columns.get(table) ?? []) {
+      if (!c.sequence || tableRows.length === 0) continue
+      await tx.query(
+        `SELECT setval($1::regclass, GREATEST((SELECT max(${quoteIdent(c.column)}) FROM ${quoteIdent(table)}), 1))`,
+        [c.sequence],
+      )
+    }
+  }
+  // Rebuilding every chunk and then writing its vector puts each chunk's terms into the
+  // GIN index twice (an UPDATE of the vector is not a heap-only update). Gathered in the
+  // index's pending list and merged once instead.
+  await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = on)`)
+  await rebuildDerived(tx)
+  // Many vectors: build the HNSW index once instead of inserting them one by one.
+  let dropped: string[] = []
+  if (bulkWorthIt(vectors.length, 0)) {
+    const { rows: counts } = await tx.query<{ open: number; indexed: number }>(
+      `SELECT ${MISSING_VECTORS_SQL}::int AS open, ${INDEXED_CHUNKS_SQL}::int AS indexed`,
+    )
+    // Only chunks without a vector take a restored one.
+    const incoming = Math.min(vectors.length, counts[0]?.open ?? 0)
+    if (bulkWorthIt(incoming, counts[0]?.indexed ?? 0)) dropped = await dropVectorIndexes(tx)
+  }
+  for (let i = 0; i < vectors.length; i += BATCH_ROWS) {
+    const batch = vectors.slice(i, i + BATCH_ROWS).map((v) => ({ ...v, v: vectorFromBase64(v.v) }))
+    const result = await tx.query(
+      `UPDATE chunks c SET embedding = x.v::vector, embed_model = x.model
+         FROM jsonb_to_recordset($1::jsonb) AS x(source_id text, ord int, model text, v text)
+        WHERE c.source_id = x.source_id AND c.ord = x.ord AND c.embedding IS NULL`,
+      [JSON.stringify(batch)],
+    )
+    report.vectorsRestored += result.affectedRows ?? 0
+  }
+  // Searches must not scan a pending list: merge it and write straight to the index again.
+  await tx.query(`SELECT gin_clean_pending_list('chunks_tsv'::regclass)`)
+  await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = off)`)
+  await buildVectorIndexes(tx, [...dropped, ...droppedMemoryIndexes])
 }

@@ -1030,6 +1030,11 @@ export function withLimit(plan: SearchPlan, limit: number): SearchPlan {
   return { ...plan, options: { ...plan.options, limit: checked }, candidates: candidatesFor(checked), nearest: nearestFor(checked) }
 }
 
+/** The conversations a retrieval returned, for `archives.create` (in memory: a search never writes). */
+export function noteHits(ctx: EngineContext, plan: SearchPlan, hits: readonly { conversationId: string }[]): void {
+  if (hits.length > 0) ctx.hits.note(plan.options.scope.tenantId, new Set(hits.map((h) => h.conversationId)), ctx.now())
+}
+
 /** `search`: hybrid retrieval over the event log. */
 export function createSearch(ctx: EngineContext) {
   return {
@@ -1047,7 +1052,9 @@ export function createSearch(ctx: EngineContext) {
      */
     async search(query: string, options: SearchOptions = {}): Promise<SearchHit[]> {
       const plan = await planSearch(ctx, query, options)
-      return runSearch(ctx.db, plan)
+      const hits = await runSearch(ctx.db, plan)
+      noteHits(ctx, plan, hits)
+      return hits
     },
   }
 }

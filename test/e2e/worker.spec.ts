@@ -174,3 +174,42 @@ test('identical document contents are stored once through the worker, and a file
   })
   expect(outcome).toEqual({ result: { contents: 1, versions: 1, bytesFreed: 1200 }, length: 1200, shared: true })
 })
+
+test('a conversation is archived, listed and restored through the worker; forget reaches into an archive', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
+    try {
+      await memory.recordTurn({ conversationId: 'c-old', user: 'Which port does the billing service use?', agent: 'Port 8443.' })
+      await memory.recordTurn({ conversationId: 'c-new', user: 'Rename the payroll job', agent: 'Renamed.' })
+      const [archive] = await memory.archives.create({ conversationIds: ['c-old'] })
+      const hidden = (await memory.search('billing service port')).map((h) => h.conversationId)
+      const listed = (await memory.archives.list()).map((a) => [a.conversationId, a.counts.events])
+      const restored = await memory.archives.restore(archive!.id)
+      const found = (await memory.search('billing service port')).map((h) => h.conversationId)
+      await memory.archives.create({ conversationIds: ['c-old'] })
+      const forgotten = await memory.forget({ conversationId: 'c-old' })
+      const bad = await memory.archives.create({}).catch((e: { code?: string }) => e.code)
+      return {
+        hidden,
+        listed,
+        restored: restored.inserted.events,
+        found: [...new Set(found)],
+        forgotten: [forgotten.counts.archives, forgotten.counts.events],
+        left: (await memory.archives.list()).length,
+        bad,
+      }
+    } finally {
+      await memory.close()
+    }
+  })
+  expect(outcome).toEqual({
+    hidden: [],
+    listed: [['c-old', 2]],
+    restored: 2,
+    found: ['c-old'],
+    forgotten: [1, 2],
+    left: 0,
+    bad: 'INVALID_INPUT',
+  })
+})

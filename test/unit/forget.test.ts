@@ -79,6 +79,7 @@ describe('forget', () => {
       versionsCleared: 1,
       versionsDeleted: 0,
       documentsDeleted: 0,
+      archives: 0,
     })
     const after = (await m.stats()).counts
     expect(after).toMatchObject({ events: 2, chunks: b.chunkIds.length, artifacts: 0, documents: 1, doc_versions: 1, forget_log: 1 })

@@ -12,6 +12,7 @@ import { actorTerms } from './0010-actor-terms.ts'
 import { memoriesWaiting } from './0011-memories-waiting.ts'
 import { memoryKeys } from './0012-memory-keys.ts'
 import { sharedContents } from './0013-shared-contents.ts'
+import { archives } from './0014-archives.ts'
 
 export interface Migration {
   version: number
@@ -34,6 +35,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: 'memories-waiting', sql: memoriesWaiting },
   { version: 12, name: 'memory-keys', sql: memoryKeys },
   { version: 13, name: 'shared-contents', sql: sharedContents },
+  { version: 14, name: 'archives', sql: archives },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0

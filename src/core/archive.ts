@@ -1,0 +1,288 @@
+import type { Queryable } from './db.ts'
+import type { EngineContext } from './engine.ts'
+import { MemoryError } from './errors.ts'
+import { newId } from './ids.ts'
+import type { FileFormat, ImportReport } from './portable.ts'
+import { identifier } from './scope.ts'
+import { iso } from './time.ts'
+import { parseInput, z } from './validate.ts'
+
+/** At most this many conversations per `archives.create` call (one transaction). */
+export const MAX_ARCHIVE_BATCH = 1000
+
+/**
+ * When searches and contexts last returned each conversation. Kept in memory as hits come
+ * and written in one statement when archiving looks at them or the engine stops, so that a
+ * search never writes.
+ */
+export function createHitLog() {
+  const pending = new Map<string, { tenantId: string; conversationId: string; at: Date }>()
+  return {
+    /** The conversations of a retrieval's hits, at `at`. */
+    note(tenantId: string, conversationIds: Iterable<string>, at: Date): void {
+      for (const conversationId of conversationIds) {
+        pending.set(`${tenantId}\u0000${conversationId}`, { tenantId, conversationId, at })
+      }
+    },
+    /** Writes the hits noted since the last flush (a hit never moves a later one back). */
+    async flush(db: Queryable): Promise<void> {
+      if (pending.size === 0) return
+      const taken = [...pending.values()]
+      await db.query(
+        `INSERT INTO conversation_hits (tenant_id, conversation_id, last_hit_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])
+         ON CONFLICT (tenant_id, conversation_id)
+         DO UPDATE SET last_hit_at = GREATEST(conversation_hits.last_hit_at, EXCLUDED.last_hit_at)`,
+        [taken.map((h) => h.tenantId), taken.map((h) => h.conversationId), taken.map((h) => h.at)],
+      )
+      for (const h of taken) {
+        const key = `${h.tenantId}\u0000${h.conversationId}`
+        if (pending.get(key) === h) pending.delete(key)
+      }
+    },
+  }
+}
+
+export type HitLog = ReturnType<typeof createHitLog>
+
+const createInput = z
+  .object({
+    tenantId: identifier.default('default'),
+    /** Archive conversations with no event and no retrieval hit in this many milliseconds. */
+    idleForMs: z.number().int().nonnegative().optional(),
+    /** Only these conversations (still subject to `idleForMs` when it is given). */
+    conversationIds: z.array(identifier).min(1).max(MAX_ARCHIVE_BATCH).optional(),
+    limit: z.number().int().positive().max(MAX_ARCHIVE_BATCH).default(100),
+  })
+  .strict()
+  .refine((o) => o.idleForMs !== undefined || o.conversationIds !== undefined, {
+    message: 'name the conversations (conversationIds) or how long they must have been idle (idleForMs)',
+  })
+
+export type ArchiveOptions = z.input<typeof createInput>
+
+export interface ArchiveCounts {
+  events: number
+  chunks: number
+  artifacts: number
+  edges: number
+  vectors: number
+}
+
+export interface ArchiveInfo {
+  id: string
+  tenantId: string
+  conversationId: string
+  /** The rows moved out of the live memory. */
+  counts: ArchiveCounts
+  /** The conversation's first and last event. */
+  firstEventAt: string
+  lastEventAt: string
+  /** Size of the archive's compressed file. */
+  bytes: number
+  createdAt: string
+}
+
+export interface RestoreResult {
+  archiveId: string
+  conversationId: string
+  /** Rows added back per table, as `importFile` reports them. */
+  inserted: ImportReport['inserted']
+  vectorsRestored: number
+}
+
+interface ArchiveRow {
+  id: string
+  tenant_id: string
+  conversation_id: string
+  counts: ArchiveCounts
+  first_event_at: Date | string
+  last_event_at: Date | string
+  bytes: number
+  created_at: Date | string
+}
+
+const ARCHIVE_COLUMNS = 'id, tenant_id, conversation_id, counts, first_event_at, last_event_at, bytes, created_at'
+
+function toArchive(row: ArchiveRow): ArchiveInfo {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    conversationId: row.conversation_id,
+    counts: row.counts,
+    firstEventAt: iso(row.first_event_at),
+    lastEventAt: iso(row.last_event_at),
+    bytes: row.bytes,
+    createdAt: iso(row.created_at),
+  }
+}
+
+/** The rows of the conversation in `archive_events` / `archive_edges` that its archive holds. */
+const ARCHIVED_ROWS = {
+  tables: {
+    events: 'id IN (SELECT id FROM archive_events)',
+    artifacts: 'event_id IN (SELECT id FROM archive_events)',
+    edges: 'id IN (SELECT id FROM archive_edges)',
+    // The names of the edges' relations: a restore maps them to this memory's ids.
+    relations: 'id IN (SELECT e.rel FROM archive_edges a JOIN edges e ON e.id = a.id)',
+  },
+  vectors: 'source_id IN (SELECT id FROM archive_events)',
+}
+
+async function count(tx: Queryable, sql: string): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(`WITH x AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM x`)
+  return rows[0]?.n ?? 0
+}
+
+/**
+ * Restores archives inside the caller's transaction: each file is merged back (its chunks
+ * rebuilt, its vectors put back) and the archive row deleted.
+ */
+export async function restoreArchives(tx: Queryable, format: FileFormat, ids: readonly string[]): Promise<RestoreResult[]> {
+  const restored: RestoreResult[] = []
+  for (const id of ids) {
+    const { rows } = await tx.query<{ conversation_id: string; file: Uint8Array }>(
+      `DELETE FROM archives WHERE id = $1 RETURNING conversation_id, file`,
+      [id],
+    )
+    const row = rows[0]
+    if (!row) continue
+    const report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file' })
+    restored.push({ archiveId: id, conversationId: row.conversation_id, inserted: report.inserted, vectorsRestored: report.vectorsRestored })
+  }
+  return restored
+}
+
+/** `archives`: cold storage for conversations nobody finds any more. */
+export function createArchives(ctx: EngineContext, format: FileFormat, hits: HitLog) {
+  return {
+    /**
+     * Moves whole conversations out of the live memory into archives, in one transaction:
+     * those of a tenant with no event and no retrieval hit (a search or a context returning
+     * one of their events) in the last `idleForMs`, oldest first, at most `limit`; or the
+     * `conversationIds` named. Each archive is one compressed file of the conversation's
+     * events, artifacts, edges and chunk vectors, kept in the memory (and in its exports);
+     * the live rows, their chunks and their index entries go. Searches, contexts and reads no
+     * longer see them, until `archives.restore`. Document versions stay where they are.
+     *
+     * @example
+     * const made = await memory.archives.create({ idleForMs: 90 * 86_400_000 })
+     * made.map((a) => a.conversationId)
+     */
+    async create(options: ArchiveOptions): Promise<ArchiveInfo[]> {
+      const o = parseInput(createInput, options, 'archive options')
+      const now = ctx.now()
+      const cutoff = o.idleForMs === undefined ? null : new Date(now.getTime() - o.idleForMs)
+      return ctx.db.transaction(async (tx) => {
+        await hits.flush(tx)
+        const { rows: chosen } = await tx.query<{ conversation_id: string }>(
+          `SELECT e.conversation_id
+           FROM events e
+           WHERE e.tenant_id = $1 AND ($2::text[] IS NULL OR e.conversation_id = ANY($2))
+           GROUP BY e.conversation_id
+           HAVING $3::timestamptz IS NULL OR (
+             max(e.created_at) <= $3
+             AND NOT EXISTS (SELECT 1 FROM conversation_hits h
+                             WHERE h.tenant_id = $1 AND h.conversation_id = e.conversation_id AND h.last_hit_at > $3))
+           ORDER BY max(e.created_at), e.conversation_id
+           LIMIT $4`,
+          [o.tenantId, o.conversationIds ?? null, cutoff, o.limit],
+        )
+        if (chosen.length === 0) return []
+        await tx.query(`SET LOCAL engram.forgetting = 'on'`)
+        await tx.query(`CREATE TEMP TABLE archive_events (id text PRIMARY KEY) ON COMMIT DROP`)
+        await tx.query(`CREATE TEMP TABLE archive_edges (id text PRIMARY KEY) ON COMMIT DROP`)
+        const made: ArchiveInfo[] = []
+        for (const { conversation_id: conversationId } of chosen) {
+          await tx.query(`TRUNCATE archive_events, archive_edges`)
+          await tx.query(`INSERT INTO archive_events SELECT id FROM events WHERE tenant_id = $1 AND conversation_id = $2`, [
+            o.tenantId,
+            conversationId,
+          ])
+          // The planner knows nothing of a temporary table until it is analysed: without this it
+          // would scan every edge and chunk instead of looking up the conversation's.
+          await tx.query(`ANALYZE archive_events`)
+          await tx.query(
+            `INSERT INTO archive_edges
+             SELECT id FROM edges WHERE tenant_id = $1 AND conversation_id = $2
+             UNION SELECT id FROM edges WHERE src IN (SELECT id FROM archive_events)
+             UNION SELECT id FROM edges WHERE dst IN (SELECT id FROM archive_events)`,
+            [o.tenantId, conversationId],
+          )
+          await tx.query(`ANALYZE archive_edges`)
+          const file = await format.write(tx, { includeVectors: true, only: ARCHIVED_ROWS })
+          const bytes = new Uint8Array(await file.arrayBuffer())
+          const { rows: vectorRows } = await tx.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM chunks WHERE source_id IN (SELECT id FROM archive_events) AND embedding IS NOT NULL`,
+          )
+          const counts: ArchiveCounts = {
+            chunks: await count(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM archive_events)`),
+            artifacts: await count(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM archive_events)`),
+            edges: await count(tx, `DELETE FROM edges WHERE id IN (SELECT id FROM archive_edges)`),
+            events: 0,
+            vectors: vectorRows[0]?.n ?? 0,
+          }
+          const { rows } = await tx.query<ArchiveRow & { events: number }>(
+            `WITH gone AS (
+               DELETE FROM events WHERE id IN (SELECT id FROM archive_events)
+               RETURNING id, user_id, agent_id, created_at
+             )
+             INSERT INTO archives (id, tenant_id, conversation_id, event_ids, user_ids, agent_ids, counts,
+                                   first_event_at, last_event_at, bytes, file, created_at)
+             SELECT $1, $2, $3, array_agg(id ORDER BY id),
+                    coalesce(array_agg(DISTINCT user_id) FILTER (WHERE user_id IS NOT NULL), '{}'),
+                    coalesce(array_agg(DISTINCT agent_id) FILTER (WHERE agent_id IS NOT NULL), '{}'),
+                    $4::jsonb || jsonb_build_object('events', count(*)),
+                    min(created_at), max(created_at), $5, $6, $7
+             FROM gone
+             RETURNING ${ARCHIVE_COLUMNS}`,
+            [newId('archive'), o.tenantId, conversationId, JSON.stringify(counts), bytes.length, bytes, now],
+          )
+          made.push(toArchive(rows[0] as ArchiveRow))
+        }
+        return made
+      })
+    },
+
+    /**
+     * A tenant's archives (optionally one conversation's), oldest conversation first,
+     * without their files.
+     *
+     * @example
+     * const archived = await memory.archives.list()
+     */
+    async list(options: { tenantId?: string; conversationId?: string } = {}): Promise<ArchiveInfo[]> {
+      const o = parseInput(
+        z.object({ tenantId: identifier.default('default'), conversationId: identifier.optional() }).strict(),
+        options,
+        'archive list options',
+      )
+      const { rows } = await ctx.db.query<ArchiveRow>(
+        `SELECT ${ARCHIVE_COLUMNS} FROM archives
+         WHERE tenant_id = $1 AND ($2::text IS NULL OR conversation_id = $2)
+         ORDER BY last_event_at, id`,
+        [o.tenantId, o.conversationId ?? null],
+      )
+      return rows.map(toArchive)
+    },
+
+    /**
+     * Puts an archived conversation back, in one transaction: its rows are merged into the
+     * memory as an import would (chunks rebuilt, vectors restored) and the archive is removed.
+     * Anything written to the conversation since it was archived stays beside it.
+     *
+     * @example
+     * await memory.archives.restore(archiveId)
+     */
+    async restore(archiveId: string, options: { tenantId?: string } = {}): Promise<RestoreResult> {
+      parseInput(identifier, archiveId, 'archive id')
+      const o = parseInput(z.object({ tenantId: identifier.default('default') }).strict(), options, 'restore options')
+      return ctx.db.transaction(async (tx) => {
+        const { rows } = await tx.query(`SELECT 1 FROM archives WHERE id = $1 AND tenant_id = $2`, [archiveId, o.tenantId])
+        if (rows.length === 0) throw new MemoryError('NOT_FOUND', `No archive ${archiveId}`)
+        const [restored] = await restoreArchives(tx, format, [archiveId])
+        return restored as RestoreResult
+      })
+    },
+  }
+}
