@@ -1,4 +1,4 @@
-import type { Queryable } from './db.ts'
+import { countChanged, type Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
@@ -129,11 +129,6 @@ const ARCHIVED_ROWS = {
   vectors: 'source_id IN (SELECT id FROM archive_events)',
 }
 
-async function count(tx: Queryable, sql: string): Promise<number> {
-  const { rows } = await tx.query<{ n: number }>(`WITH x AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM x`)
-  return rows[0]?.n ?? 0
-}
-
 /**
  * Restores archives inside the caller's transaction: each file is merged back (its chunks
  * rebuilt, its vectors put back) and the archive row deleted.
@@ -216,9 +211,9 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
             `SELECT count(*)::int AS n FROM chunks WHERE source_id IN (SELECT id FROM archive_events) AND embedding IS NOT NULL`,
           )
           const counts: ArchiveCounts = {
-            chunks: await count(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM archive_events)`),
-            artifacts: await count(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM archive_events)`),
-            edges: await count(tx, `DELETE FROM edges WHERE id IN (SELECT id FROM archive_edges)`),
+            chunks: await countChanged(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM archive_events)`),
+            artifacts: await countChanged(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM archive_events)`),
+            edges: await countChanged(tx, `DELETE FROM edges WHERE id IN (SELECT id FROM archive_edges)`),
             events: 0,
             vectors: vectorRows[0]?.n ?? 0,
           }

@@ -36,3 +36,9 @@ export interface Queryable {
 export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
 }
+
+/** Runs a data-changing statement (without its RETURNING) and counts the rows it changed. */
+export async function countChanged(tx: Queryable, sql: string, params: unknown[] = []): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(`WITH x AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM x`, params)
+  return rows[0]?.n ?? 0
+}

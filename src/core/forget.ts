@@ -1,5 +1,5 @@
 import { restoreArchives } from './archive.ts'
-import type { Queryable } from './db.ts'
+import { countChanged, type Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
@@ -81,11 +81,7 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
         // What is archived is forgotten too: a tenant's archives go; any other archive holding
         // the target is put back first, so that the rest of this transaction finds its rows.
         if ('scope' in t && t.scope.userId === undefined && t.scope.agentId === undefined) {
-          const { rows } = await tx.query<{ n: number }>(
-            `WITH x AS (DELETE FROM archives WHERE tenant_id = $1 RETURNING 1) SELECT count(*)::int AS n FROM x`,
-            [t.scope.tenantId],
-          )
-          archives = rows[0]?.n ?? 0
+          archives = await countChanged(tx, `DELETE FROM archives WHERE tenant_id = $1`, [t.scope.tenantId])
         } else {
           const { rows } = await tx.query<{ id: string }>(
             'eventId' in t
@@ -141,20 +137,15 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
   }
 }
 
-async function count(tx: Queryable, sql: string, params: unknown[] = []): Promise<number> {
-  const { rows } = await tx.query<{ n: number }>(`WITH x AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM x`, params)
-  return rows[0]?.n ?? 0
-}
-
 async function forgetRows(
   tx: Queryable,
   conversation: { tenantId: string; conversationId: string } | null,
   wholeTenant: string | null,
 ): Promise<Omit<ForgetCounts, 'archives'>> {
   const conv = [conversation?.tenantId ?? null, conversation?.conversationId ?? null]
-  const chunks = await count(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM forget_events)`)
-  const artifacts = await count(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM forget_events)`)
-  const edges = await count(
+  const chunks = await countChanged(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM forget_events)`)
+  const artifacts = await countChanged(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM forget_events)`)
+  const edges = await countChanged(
     tx,
     `DELETE FROM edges
      WHERE src IN (SELECT id FROM forget_events) OR dst IN (SELECT id FROM forget_events)
@@ -165,12 +156,12 @@ async function forgetRows(
   let versionsDeleted = 0
   let documentsDeleted = 0
   if (wholeTenant !== null) {
-    versionsDeleted = await count(
+    versionsDeleted = await countChanged(
       tx,
       `DELETE FROM doc_versions WHERE document_id IN (SELECT id FROM documents WHERE tenant_id = $1)`,
       [wholeTenant],
     )
-    documentsDeleted = await count(tx, `DELETE FROM documents WHERE tenant_id = $1`, [wholeTenant])
+    documentsDeleted = await countChanged(tx, `DELETE FROM documents WHERE tenant_id = $1`, [wholeTenant])
   }
   await tx.query(
     `CREATE TEMP TABLE forget_versions ON COMMIT DROP AS
@@ -193,11 +184,11 @@ async function forgetRows(
      FROM heirs h JOIN doc_versions k ON k.id = h.keeper
      WHERE r.content_of = h.keeper AND r.id NOT IN (SELECT id FROM forget_versions)`,
   )
-  const versionsCleared = await count(
+  const versionsCleared = await countChanged(
     tx,
     `UPDATE doc_versions SET content = NULL, content_of = NULL, conversation_id = NULL, event_id = NULL
      WHERE id IN (SELECT id FROM forget_versions)`,
   )
-  const events = await count(tx, `DELETE FROM events WHERE id IN (SELECT id FROM forget_events)`)
+  const events = await countChanged(tx, `DELETE FROM events WHERE id IN (SELECT id FROM forget_events)`)
   return { events, chunks, artifacts, edges, versionsCleared, versionsDeleted, documentsDeleted }
 }
