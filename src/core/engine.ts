@@ -124,8 +124,10 @@ export async function createEngine(options: EngineOptions) {
     wrote: () => {},
     changed: () => {},
     beforeRead: () => Promise.resolve(),
-    hits: createHitLog(),
+    hits: createHitLog(options.db, { onError: (cause) => reportHitsError(cause) }),
   }
+  // A failed background write of the retrieval hits is reported to `onError` listeners.
+  let reportHitsError = (_cause: unknown): void => {}
   // Background indexing and the statistics refresh wait for the same pause in the writes.
   const pause = parseIndexingPause(options.indexingPause)
   const schemaVersion = await migrate(ctx.db)
@@ -143,6 +145,7 @@ export async function createEngine(options: EngineOptions) {
   ctx.beforeRead = statistics.beforeRead
   const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto', pause })
   reportStatisticsError = (cause) => indexer.report(cause, 'Refreshing the planner statistics failed')
+  reportHitsError = (cause) => indexer.report(cause, 'Writing the retrieval hits failed')
   // A model that loads after the open: are the statistics as far from the chunks with its vectors?
   if (options.embedder instanceof Promise) {
     // A model that fails to load is reported by the indexer.
@@ -258,10 +261,10 @@ export async function createEngine(options: EngineOptions) {
     async stopIndexing(): Promise<void> {
       await Promise.all([indexer.stop(), statistics.stop()])
       try {
-        await ctx.hits.flush(ctx.db)
+        await ctx.hits.stop()
       } catch (cause) {
         // Hits only keep conversations out of archives; losing some is reported, not thrown.
-        indexer.report(cause, 'Writing the retrieval hits failed')
+        reportHitsError(cause)
       }
     },
     /**

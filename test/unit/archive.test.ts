@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { createHitLog } from '../../src/core/archive.ts'
 import type { Engine } from '../../src/core/engine.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'
@@ -134,6 +135,27 @@ describe('archives', () => {
     await m.search('refunds', { limit: 1 })
     expect((await m.archives.create({ idleForMs: IDLE })).map((a) => a.conversationId)).not.toContain('c-found')
     expect(await hits()).toContainEqual({ conversation_id: 'c-found', last_hit_at: clock.now() })
+  })
+
+  it('the hits are written in the background a while after the first one not yet written, and never after stop', async () => {
+    await using t = await openTestEngine()
+    const errors: unknown[] = []
+    const log = createHitLog(t.db, { onError: (e) => errors.push(e), delayMs: 20 })
+    const rows = async () => (await t.db.query(`SELECT tenant_id, conversation_id FROM conversation_hits ORDER BY 2, 1`)).rows
+    log.note('default', ['a', 'b'], new Date('2025-01-01T00:00:00Z'))
+    log.note('t2', ['a'], new Date('2025-01-01T00:00:01Z'))
+    expect(await rows()).toEqual([])
+    await new Promise((r) => setTimeout(r, 200))
+    expect(await rows()).toEqual([
+      { tenant_id: 'default', conversation_id: 'a' },
+      { tenant_id: 't2', conversation_id: 'a' },
+      { tenant_id: 'default', conversation_id: 'b' },
+    ])
+    await log.stop()
+    log.note('default', ['c'], new Date('2025-01-01T00:00:02Z'))
+    await new Promise((r) => setTimeout(r, 100))
+    expect(await rows()).toHaveLength(3)
+    expect(errors).toEqual([])
   })
 
   it('refuses bad options, and an export carries the archives to the memory it restores', async () => {
