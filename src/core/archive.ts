@@ -190,7 +190,7 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
       const o = parseInput(createInput, options, 'archive options')
       const now = ctx.now()
       const cutoff = o.idleForMs === undefined ? null : new Date(now.getTime() - o.idleForMs)
-      return ctx.db.transaction(async (tx) => {
+      const archived = await ctx.db.transaction(async (tx) => {
         await hits.flush(tx)
         const { rows: chosen } = await tx.query<{ conversation_id: string }>(
           `SELECT e.conversation_id
@@ -259,6 +259,9 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
         }
         return made
       })
+      // Rows deleted are rows the planner statistics and the next vacuum must hear of.
+      ctx.changed(archived.reduce((n, a) => n + a.counts.events + a.counts.chunks + a.counts.edges + a.counts.artifacts, 0))
+      return archived
     },
 
     /**
@@ -294,12 +297,15 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
     async restore(archiveId: string, options: { tenantId?: string } = {}): Promise<RestoreResult> {
       parseInput(identifier, archiveId, 'archive id')
       const o = parseInput(z.object({ tenantId: identifier.default('default') }).strict(), options, 'restore options')
-      return ctx.db.transaction(async (tx) => {
+      const restored = await ctx.db.transaction(async (tx) => {
         const { rows } = await tx.query(`SELECT 1 FROM archives WHERE id = $1 AND tenant_id = $2`, [archiveId, o.tenantId])
         if (rows.length === 0) throw new MemoryError('NOT_FOUND', `No archive ${archiveId}`)
         const [restored] = await restoreArchives(tx, format, [archiveId])
         return restored as RestoreResult
       })
+      // Each event inserted comes with its chunks: about two rows.
+      ctx.changed(Object.values(restored.inserted).reduce((n, k) => n + k, 0) * 2)
+      return restored
     },
   }
 }

@@ -224,8 +224,9 @@ export async function createEngine(options: EngineOptions) {
     },
   })
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
-  // Archiving removes rows and restoring adds them back: both count as writes.
-  const archives = withMemoryErrors(nudging(createArchives(ctx, fileFormat, ctx.hits), ['create', 'restore'], wrote(MIN_REFRESH_ROWS)))
+  // Archiving removes rows and restoring adds them back: both are writes, which report the
+  // rows they changed to the statistics themselves.
+  const archives = withMemoryErrors(nudging(createArchives(ctx, fileFormat, ctx.hits), ['create', 'restore'], wrote(0)))
 
   const engine = {
     /** Proves the database is up: versions of the schema, Postgres and pgvector. */
