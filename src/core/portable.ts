@@ -36,7 +36,16 @@ const VECTORS = '@vectors'
 const BATCH_ROWS = 500
 
 /** Tables that are derived from the ground truth, or bookkeeping: never exported as rows. */
-const NOT_EXPORTED = new Set(['chunks', 'term_stats', 'chunk_stats', 'keyword_counted', 'memory_stats', 'actor_terms', 'schema_migrations'])
+const NOT_EXPORTED = new Set([
+  'chunks',
+  'term_stats',
+  'chunk_stats',
+  'keyword_counted',
+  'memory_stats',
+  'actor_terms',
+  'vector_debt',
+  'schema_migrations',
+])
 
 export interface ExportOptions {
   /** Encrypts the file with AES-GCM under a key derived from this passphrase (PBKDF2-SHA-256). */

@@ -239,13 +239,41 @@ export async function dropVectorIndexes(db: Queryable, table: VectorTable = 'chu
   return rows.map((r) => r.definition)
 }
 
-/** Builds indexes dropped by `dropVectorIndexes`, inside the caller's transaction. */
+/**
+ * Builds indexes dropped by `dropVectorIndexes`, inside the caller's transaction. A chunks
+ * index built anew holds no deleted vectors: their count (`vector_debt`) starts again.
+ */
 export async function buildVectorIndexes(tx: Queryable, definitions: readonly string[]): Promise<void> {
   if (definitions.length === 0) return
   await tx.exec(`SET LOCAL maintenance_work_mem = '${INDEX_BUILD_MEMORY}'`)
   for (const definition of definitions) {
     await tx.exec(definition.replace(/^CREATE INDEX /, 'CREATE INDEX IF NOT EXISTS '))
   }
+  if (definitions.some((d) => / ON (public\.)?chunks /.test(d))) await tx.exec(`UPDATE vector_debt SET chunks = 0`)
+}
+
+/** Deleted vectors below which VACUUM repairs the chunks' HNSW index rather than it being built again. */
+export const VECTOR_DEBT_MIN = 100
+
+/**
+ * Builds the chunks' HNSW index again when at least one indexed vector in a hundred (and at
+ * least `VECTOR_DEBT_MIN`) has been deleted since it was built, so that the VACUUM after it
+ * has nothing to repair: a repair that reaches nearly every vector takes about 3.5 times as
+ * long as the build (docs/indexing-and-embeddings.md, "Deleted vectors"). Returns whether it
+ * built.
+ */
+export async function payVectorDebt(db: Db): Promise<boolean> {
+  const { rows } = await db.query<{ debt: number; indexed: number }>(
+    `SELECT (SELECT chunks FROM vector_debt)::float8 AS debt, ${INDEXED_CHUNKS_SQL}::float8 AS indexed`,
+  )
+  const debt = rows[0]?.debt ?? 0
+  if (debt < Math.max(VECTOR_DEBT_MIN, (rows[0]?.indexed ?? 0) / 100)) return false
+  await db.transaction(async (tx) => {
+    const dropped = await dropVectorIndexes(tx)
+    if (dropped.length > 0) await buildVectorIndexes(tx, dropped)
+    else await tx.exec(`UPDATE vector_debt SET chunks = 0`)
+  })
+  return true
 }
 
 interface HitRow {

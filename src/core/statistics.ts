@@ -1,7 +1,7 @@
 import type { Db } from './db.ts'
 import { type IndexingPause, otherModel, untilPause } from './indexer.ts'
 import { growCache } from './page-cache.ts'
-import { ALL_CHUNKS_SQL } from './search.ts'
+import { ALL_CHUNKS_SQL, payVectorDebt } from './search.ts'
 
 /**
  * The tables whose planner statistics search, context and graph reads depend on. Postgres
@@ -90,6 +90,9 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       // The waiting chunks' terms first, so they are in term_stats when it is analysed.
       await db.exec('SELECT engram_keyword_stats_apply()')
       const names = await tables()
+      // Many vectors deleted since the chunks' HNSW index was built: building it again costs
+      // less than the VACUUM below repairing it.
+      await payVectorDebt(db)
       // No autovacuum either: the indexer's vector writes leave a dead version of every chunk,
       // which every read then steps over. One table per statement, so a write waits for one
       // table's vacuum at most.

@@ -68,10 +68,10 @@ async function vectorPlan(db: Queryable): Promise<string> {
 }
 
 /** The rebuilt index serves search: a chunk's own text is its nearest neighbour (vector rank 1, distance 0). */
-async function expectOwnNeighbour(engine: Engine, db: Queryable) {
-  const { rows } = await db.query<{ text: string }>(`SELECT text FROM chunks WHERE source_id = 'ev517'`)
+async function expectOwnNeighbour(engine: Engine, db: Queryable, eventId = 'ev517') {
+  const { rows } = await db.query<{ text: string }>(`SELECT text FROM chunks WHERE source_id = $1`, [eventId])
   const hits = await engine.search(rows[0]?.text ?? '', { mode: 'vector', limit: 10 })
-  const own = hits.find((h) => h.eventId === 'ev517')
+  const own = hits.find((h) => h.eventId === eventId)
   expect(own?.explain.vector?.rank).toBe(1)
   expect(own?.explain.vector?.distance).toBeCloseTo(0, 5)
 }
@@ -331,5 +331,43 @@ describe('bulk vector index builds', () => {
     const again = await target.engine.importFile(file)
     expect(again.inserted.memories).toBe(0)
     expect(await oid()).toBe(after)
+  })
+})
+
+describe('deleted vectors', () => {
+  const debt = async (db: Queryable) => (await db.query<{ n: number }>(`SELECT chunks::int AS n FROM vector_debt`)).rows[0]?.n
+
+  it('are counted as they go; past one in a hundred the statistics refresh builds the index again before it vacuums', async () => {
+    await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual', statistics: 'manual' })
+    // Seven conversations of 60 chunks, all with vectors; one deleted chunk had none.
+    await seedChunks(t.db, 420)
+    await t.engine.indexNow()
+    await t.db.query(`UPDATE chunks SET embedding = NULL, embed_model = NULL WHERE id = 'ch0'`)
+    const built = await indexOid(t.db)
+    expect(built).not.toBeNull()
+
+    // Fewer than VECTOR_DEBT_MIN: counted, and the refresh leaves the index alone.
+    await t.engine.forget({ eventId: 'ev7' })
+    await t.engine.forget({ eventId: 'ev0' })
+    expect(await debt(t.db)).toBe(1)
+    await t.engine.refreshStatistics()
+    expect(await indexOid(t.db)).toBe(built)
+    expect(await debt(t.db)).toBe(1)
+
+    // Two conversations archived: 120 vectors gone, more than a hundredth of the 418 left.
+    await t.engine.archives.create({ conversationIds: ['c1', 'c2'] })
+    expect(await debt(t.db)).toBe(121)
+    await t.engine.refreshStatistics()
+    const rebuilt = await indexOid(t.db)
+    expect(rebuilt).not.toBeNull()
+    expect(rebuilt).not.toBe(built)
+    expect(await debt(t.db)).toBe(0)
+    await expectOwnNeighbour(t.engine, t.db, 'ev412')
+    // A bulk build (here a replace import of more than BULK_VECTOR_ROWS vectors, whose
+    // deletions are counted first) resets the count as well.
+    await t.engine.forget({ conversationId: 'c3' })
+    expect(await debt(t.db)).toBe(60)
+    await t.engine.importFile(await bulkExport(), { mode: 'replace' })
+    expect(await debt(t.db)).toBe(0)
   })
 })

@@ -13,6 +13,7 @@ import { memoriesWaiting } from './0011-memories-waiting.ts'
 import { memoryKeys } from './0012-memory-keys.ts'
 import { sharedContents } from './0013-shared-contents.ts'
 import { archives } from './0014-archives.ts'
+import { vectorDebt } from './0015-vector-debt.ts'
 
 export interface Migration {
   version: number
@@ -36,6 +37,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: 'memory-keys', sql: memoryKeys },
   { version: 13, name: 'shared-contents', sql: sharedContents },
   { version: 14, name: 'archives', sql: archives },
+  { version: 15, name: 'vector-debt', sql: vectorDebt },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
