@@ -170,6 +170,44 @@ export async function restoreArchives(tx: Queryable, format: FileFormat, ids: re
   return restored
 }
 
+/** A conversation `archives.create` would take, as `archives.candidates` lists it. */
+export interface ArchiveCandidate {
+  conversationId: string
+  events: number
+  firstEventAt: string
+  lastEventAt: string
+  /** When a search or a context last returned one of its events; null when never. */
+  lastHitAt: string | null
+}
+
+function cutoffOf(o: { idleForMs?: number | undefined }, now: Date): Date | null {
+  return o.idleForMs === undefined ? null : new Date(now.getTime() - o.idleForMs)
+}
+
+/** The conversations the options select, oldest last event first (hits written beforehand). */
+async function chooseConversations(
+  tx: Queryable,
+  o: z.output<typeof createInput>,
+  cutoff: Date | null,
+): Promise<{ conversation_id: string; events: number; first_at: Date; last_at: Date; hit_at: Date | null }[]> {
+  const { rows } = await tx.query<{ conversation_id: string; events: number; first_at: Date; last_at: Date; hit_at: Date | null }>(
+    `SELECT e.conversation_id, count(*)::int AS events, min(e.created_at) AS first_at, max(e.created_at) AS last_at,
+            (SELECT h.last_hit_at FROM conversation_hits h
+             WHERE h.tenant_id = $1 AND h.conversation_id = e.conversation_id) AS hit_at
+     FROM events e
+     WHERE e.tenant_id = $1 AND ($2::text[] IS NULL OR e.conversation_id = ANY($2))
+     GROUP BY e.conversation_id
+     HAVING $3::timestamptz IS NULL OR (
+       max(e.created_at) <= $3
+       AND NOT EXISTS (SELECT 1 FROM conversation_hits h
+                       WHERE h.tenant_id = $1 AND h.conversation_id = e.conversation_id AND h.last_hit_at > $3))
+     ORDER BY max(e.created_at), e.conversation_id
+     LIMIT $4`,
+    [o.tenantId, o.conversationIds ?? null, cutoff, o.limit],
+  )
+  return rows
+}
+
 /** `archives`: cold storage for conversations nobody finds any more. */
 export function createArchives(ctx: EngineContext, format: FileFormat, hits: HitLog) {
   return {
@@ -189,22 +227,10 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
     async create(options: ArchiveOptions): Promise<ArchiveInfo[]> {
       const o = parseInput(createInput, options, 'archive options')
       const now = ctx.now()
-      const cutoff = o.idleForMs === undefined ? null : new Date(now.getTime() - o.idleForMs)
+      const cutoff = cutoffOf(o, now)
       const archived = await ctx.db.transaction(async (tx) => {
         await hits.flush(tx)
-        const { rows: chosen } = await tx.query<{ conversation_id: string }>(
-          `SELECT e.conversation_id
-           FROM events e
-           WHERE e.tenant_id = $1 AND ($2::text[] IS NULL OR e.conversation_id = ANY($2))
-           GROUP BY e.conversation_id
-           HAVING $3::timestamptz IS NULL OR (
-             max(e.created_at) <= $3
-             AND NOT EXISTS (SELECT 1 FROM conversation_hits h
-                             WHERE h.tenant_id = $1 AND h.conversation_id = e.conversation_id AND h.last_hit_at > $3))
-           ORDER BY max(e.created_at), e.conversation_id
-           LIMIT $4`,
-          [o.tenantId, o.conversationIds ?? null, cutoff, o.limit],
-        )
+        const chosen = await chooseConversations(tx, o, cutoff)
         if (chosen.length === 0) return []
         await tx.query(`SET LOCAL engram.forgetting = 'on'`)
         await tx.query(`CREATE TEMP TABLE archive_events (id text PRIMARY KEY) ON COMMIT DROP`)
@@ -262,6 +288,29 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
       // Rows deleted are rows the planner statistics and the next vacuum must hear of.
       ctx.changed(archived.reduce((n, a) => n + a.counts.events + a.counts.chunks + a.counts.edges + a.counts.artifacts, 0))
       return archived
+    },
+
+    /**
+     * What `archives.create` with the same options would take, without taking it: each
+     * conversation with its event count, first and last event and last retrieval hit.
+     *
+     * @example
+     * const due = await memory.archives.candidates({ idleForMs: 90 * 86_400_000 })
+     */
+    async candidates(options: ArchiveOptions): Promise<ArchiveCandidate[]> {
+      const o = parseInput(createInput, options, 'archive options')
+      const cutoff = cutoffOf(o, ctx.now())
+      const rows = await ctx.db.transaction(async (tx) => {
+        await hits.flush(tx)
+        return chooseConversations(tx, o, cutoff)
+      })
+      return rows.map((r) => ({
+        conversationId: r.conversation_id,
+        events: r.events,
+        firstEventAt: iso(r.first_at),
+        lastEventAt: iso(r.last_at),
+        lastHitAt: r.hit_at === null ? null : iso(r.hit_at),
+      }))
     },
 
     /**

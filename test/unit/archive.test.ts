@@ -56,6 +56,15 @@ describe('archives', () => {
     expect(before.events).toHaveLength(5)
     const { events = 0, chunks = 0, edges = 0 } = (await m.stats()).counts
 
+    // What it would take, without taking it.
+    expect(await m.archives.candidates({ idleForMs: IDLE })).toEqual([
+      { conversationId: 'c-old', events: 5, firstEventAt: '2025-01-01T09:00:00.000Z', lastEventAt: '2025-01-01T09:00:00.000Z', lastHitAt: null },
+    ])
+    expect(await m.archives.candidates({ conversationIds: ['c-found'] })).toEqual([
+      expect.objectContaining({ conversationId: 'c-found', events: 2, lastHitAt: '2025-03-02T09:00:00.000Z' }),
+    ])
+    expect(await m.archives.list()).toEqual([])
+
     const made = await m.archives.create({ idleForMs: IDLE })
     expect(made.map((a) => a.conversationId)).toEqual(['c-old'])
     const archive = made[0]!
@@ -163,6 +172,7 @@ describe('archives', () => {
     await using _ = t
     for (const bad of [{}, { idleForMs: -1 }, { conversationIds: [] }, { idleForMs: 1, limit: 100_000 }, { idleForMs: 1, extra: true }]) {
       await expect(m.archives.create(bad as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+      await expect(m.archives.candidates(bad as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     }
     await expect(m.archives.restore('')).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await expect(m.archives.list({ tenant: 'x' } as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
