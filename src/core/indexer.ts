@@ -614,6 +614,8 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
        */
       async rebuildIndex(): Promise<{ chunks: number; memories: number }> {
         const cleared = await db.transaction(async (tx) => {
+          // Every vector cleared leaves its entry in the HNSW index (schema/0015-vector-debt.ts).
+          await tx.query(`UPDATE vector_debt SET chunks = chunks + (SELECT count(*) FROM chunks WHERE embedding IS NOT NULL)`)
           const chunks = await tx.query(
             `UPDATE chunks SET embedding = NULL, embed_model = NULL WHERE embedding IS NOT NULL OR embed_model IS NOT NULL`,
           )

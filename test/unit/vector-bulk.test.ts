@@ -369,5 +369,18 @@ describe('deleted vectors', () => {
     expect(await debt(t.db)).toBe(60)
     await t.engine.importFile(await bulkExport(), { mode: 'replace' })
     expect(await debt(t.db)).toBe(0)
+
+    // A vector replaced by another counts; one filled where there was none, or cleared, does not.
+    const ids = (await t.db.query<{ id: string }>(`SELECT id FROM chunks WHERE embedding IS NOT NULL ORDER BY id LIMIT 3`)).rows.map((r) => r.id)
+    expect(ids).toHaveLength(3)
+    const [a, b, c] = ids
+    await t.db.query(`UPDATE chunks SET embedding = (SELECT embedding FROM chunks WHERE id = $1) WHERE id = $2`, [a, b])
+    await t.db.query(`UPDATE chunks SET embedding = NULL WHERE id = $1`, [c])
+    await t.db.query(`UPDATE chunks SET embedding = (SELECT embedding FROM chunks WHERE id = $1) WHERE id = $2`, [a, c])
+    expect(await debt(t.db)).toBe(1)
+    // rebuildIndex clears every vector and counts them at once.
+    const { rows } = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM chunks WHERE embedding IS NOT NULL`)
+    await t.engine.rebuildIndex()
+    expect(await debt(t.db)).toBe(1 + (rows[0]?.n ?? 0))
   })
 })
