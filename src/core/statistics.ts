@@ -91,8 +91,9 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       await db.exec('SELECT engram_keyword_stats_apply()')
       const names = await tables()
       // Many vectors deleted since the chunks' HNSW index was built: building it again costs
-      // less than the VACUUM below repairing it.
-      await payVectorDebt(db)
+      // less than the VACUUM below repairing it. A build that fails (the old index stays, with
+      // the count) is reported, and the vacuum still runs.
+      await payVectorDebt(db).catch((error: unknown) => options.onError?.(error))
       // No autovacuum either: the indexer's vector writes leave a dead version of every chunk,
       // which every read then steps over. One table per statement, so a write waits for one
       // table's vacuum at most.

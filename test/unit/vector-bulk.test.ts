@@ -357,6 +357,15 @@ describe('deleted vectors', () => {
     // Two conversations archived: 120 vectors gone, more than a hundredth of the 418 left.
     await t.engine.archives.create({ conversationIds: ['c1', 'c2'] })
     expect(await debt(t.db)).toBe(121)
+    // A build that fails is reported; the old index and the count stay, and the refresh goes on.
+    await refuseIndexBuilds(t.db)
+    const errors: EngineErrorEvent[] = []
+    t.engine.onError((e) => errors.push(e))
+    await t.engine.refreshStatistics()
+    expect(errors.map((e) => e.message)).toEqual([expect.stringContaining('Refreshing the planner statistics failed')])
+    expect(await indexOid(t.db)).toBe(built)
+    expect(await debt(t.db)).toBe(121)
+    await t.db.exec('DROP EVENT TRIGGER no_builds')
     await t.engine.refreshStatistics()
     const rebuilt = await indexOid(t.db)
     expect(rebuilt).not.toBeNull()
