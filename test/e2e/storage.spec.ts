@@ -304,3 +304,45 @@ test("a following tab knows the owner's model and hears its indexing progress fo
   expect(outcome.result).toBe('done')
   expect(outcome.last).toMatchObject({ pending: 0, running: false })
 })
+
+test('opfs: retrieval hits written at close, and an archive, survive reopening the memory', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const options = { name: 'archived', storage: 'opfs', embedder: { kind: 'none' }, warmUp: 0 } as const
+    let memory = await window.engram.createMemory(options)
+    await memory.recordTurn({ conversationId: 'c-found', user: 'Where do refunds post?', agent: 'To the suspense ledger.' })
+    await memory.recordTurn({ conversationId: 'c-idle', user: 'Rename the payroll job', agent: 'Renamed to payroll-nightly.' })
+    await memory.search('refunds suspense ledger')
+    // Closing writes the hits the search noted.
+    await memory.close()
+    memory = await window.engram.createMemory(options)
+    const candidates = await memory.archives.candidates({ idleForMs: 0 })
+    const [archive] = await memory.archives.create({ conversationIds: ['c-idle'] })
+    await memory.close()
+    memory = await window.engram.createMemory(options)
+    try {
+      const listed = (await memory.archives.list()).map((a) => a.id)
+      const before = (await memory.search('payroll')).length
+      await memory.archives.restore(archive!.id)
+      const after = (await memory.search('payroll')).map((h) => h.conversationId)
+      return {
+        hit: candidates.map((c) => [c.conversationId, c.lastHitAt !== null]),
+        kept: listed.length === 1 && listed[0] === archive!.id,
+        before,
+        after: [...new Set(after)],
+      }
+    } finally {
+      await memory.close()
+      await window.engram.deleteMemory('archived')
+    }
+  })
+  expect(outcome).toEqual({
+    hit: [
+      ['c-found', true],
+      ['c-idle', false],
+    ],
+    kept: true,
+    before: 0,
+    after: ['c-idle'],
+  })
+})
