@@ -75,6 +75,11 @@ const createInput = z
     /** Only these conversations (still subject to `idleForMs` when it is given). */
     conversationIds: z.array(identifier).min(1).max(MAX_ARCHIVE_BATCH).optional(),
     limit: z.number().int().positive().max(MAX_ARCHIVE_BATCH).default(100),
+    /**
+     * Keep the chunks' vectors in the archive (default), so a restore puts them back as they
+     * were; `false` makes archives smaller and a restore re-embeds in the background.
+     */
+    vectors: z.boolean().default(true),
   })
   .strict()
   .refine((o) => o.idleForMs !== undefined || o.conversationIds !== undefined, {
@@ -88,6 +93,7 @@ export interface ArchiveCounts {
   chunks: number
   artifacts: number
   edges: number
+  /** Chunk vectors kept in the archive (0 with `vectors: false`). */
   vectors: number
 }
 
@@ -253,11 +259,13 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
             [o.tenantId, conversationId],
           )
           await tx.query(`ANALYZE archive_edges`)
-          const file = await format.write(tx, { includeVectors: true, only: ARCHIVED_ROWS })
+          const file = await format.write(tx, { includeVectors: o.vectors, only: ARCHIVED_ROWS })
           const bytes = new Uint8Array(await file.arrayBuffer())
-          const { rows: vectorRows } = await tx.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM chunks WHERE source_id IN (SELECT id FROM archive_events) AND embedding IS NOT NULL`,
-          )
+          const { rows: vectorRows } = o.vectors
+            ? await tx.query<{ n: number }>(
+                `SELECT count(*)::int AS n FROM chunks WHERE source_id IN (SELECT id FROM archive_events) AND embedding IS NOT NULL`,
+              )
+            : { rows: [{ n: 0 }] }
           const counts: ArchiveCounts = {
             chunks: await countChanged(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM archive_events)`),
             artifacts: await countChanged(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM archive_events)`),

@@ -178,7 +178,19 @@ describe('archives', () => {
     await expect(m.archives.list({ tenant: 'x' } as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     expect(await m.archives.list()).toEqual([])
 
+    // Without its vectors an archive is smaller; a restore leaves the chunks to the indexer.
+    const [lean] = await m.archives.create({ conversationIds: ['c-old'], vectors: false })
+    expect(lean?.counts).toMatchObject({ chunks: 5, vectors: 0 })
+    const [full] = await m.archives.create({ conversationIds: ['c-found'] })
+    expect(full?.counts.vectors).toBe(2)
+    expect(await m.archives.restore(lean!.id)).toMatchObject({ vectorsRestored: 0 })
+    expect((await m.stats()).unembeddedChunks).toBe(5)
+    await m.indexNow()
+    expect((await m.search('invoice export currency column', { mode: 'vector', limit: 1 }))[0]?.conversationId).toBe('c-old')
+    await m.archives.restore(full!.id)
+
     const [archive] = await m.archives.create({ conversationIds: ['c-old'] })
+    expect(archive!.bytes).toBeGreaterThan(lean!.bytes)
     await using target = await openTestEngine({ embedder: createHashEmbedder({ dims: 32 }), indexing: 'manual' })
     await target.engine.importFile(await m.exportFile(), { mode: 'replace' })
     expect(await target.engine.archives.list()).toEqual([archive])
