@@ -82,7 +82,15 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
         // the target is put back first, so that the rest of this transaction finds its rows.
         if ('scope' in t && t.scope.userId === undefined && t.scope.agentId === undefined) {
           archives = await countChanged(tx, `DELETE FROM archives WHERE tenant_id = $1`, [t.scope.tenantId])
+          // When its conversations were last found says they existed: that goes too.
+          await tx.query(`DELETE FROM conversation_hits WHERE tenant_id = $1`, [t.scope.tenantId])
         } else {
+          if ('conversationId' in t) {
+            await tx.query(`DELETE FROM conversation_hits WHERE tenant_id = $1 AND conversation_id = $2`, [
+              t.tenantId,
+              t.conversationId,
+            ])
+          }
           const { rows } = await tx.query<{ id: string }>(
             'eventId' in t
               ? `SELECT id FROM archives WHERE tenant_id = $1 AND $2 = ANY(event_ids) ORDER BY id`

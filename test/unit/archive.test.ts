@@ -122,12 +122,20 @@ describe('archives', () => {
     const { rows } = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM events WHERE user_id = 'ann'`)
     expect(rows[0]?.n).toBe(0)
     // A whole tenant: its archives are deleted.
+    await t.db.query(
+      `INSERT INTO conversation_hits VALUES ('default', 'c-new', now()), ('default', 'c-gone', now()), ('t2', 'c-other', now())`,
+    )
+    await m.forget({ conversationId: 'c-gone' })
+    expect((await t.db.query(`SELECT 1 FROM conversation_hits WHERE conversation_id = 'c-gone'`)).rows).toEqual([])
     const all = await m.forget({ scope: { tenantId: 'default' } })
     expect(all.counts).toMatchObject({ archives: 1, events: 0 })
     expect(await m.archives.list()).toEqual([])
+    // A forgotten conversation, or tenant, leaves no record of when it was last found.
+    const { rows: kept } = await t.db.query(`SELECT tenant_id, conversation_id FROM conversation_hits ORDER BY 1, 2`)
+    expect(kept).toEqual([{ tenant_id: 't2', conversation_id: 'c-other' }])
     // The content-free log says how many archives each forget opened.
     const { rows: log } = await t.db.query<{ archives: number }>(`SELECT (counts->>'archives')::int AS archives FROM forget_log ORDER BY created_at, id`)
-    expect(log.map((r) => r.archives)).toEqual([1, 1, 1])
+    expect(log.map((r) => r.archives)).toEqual([1, 1, 0, 1])
   })
 
   it('the retrieval hits noted in memory are written when archiving looks at them or the engine stops', async () => {
