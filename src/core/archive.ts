@@ -157,21 +157,38 @@ const ARCHIVED_ROWS = {
   vectors: 'source_id IN (SELECT id FROM archive_events)',
 }
 
+/** The live rows an archive holds: what archiving deletes and restoring adds back. */
+function rowsOf(counts: ArchiveCounts): number {
+  return counts.events + counts.chunks + counts.edges + counts.artifacts
+}
+
 /**
- * Restores archives inside the caller's transaction: each file is merged back (its chunks
- * rebuilt, its vectors put back) and the archive row deleted.
+ * Restores archives inside the caller's transaction (of `tenantId` only, when given): each
+ * file is merged back (its chunks rebuilt, its vectors put back) and the archive row deleted.
+ * Returns each with the live rows it added back.
  */
-export async function restoreArchives(tx: Queryable, format: FileFormat, ids: readonly string[]): Promise<RestoreResult[]> {
-  const restored: RestoreResult[] = []
+export async function restoreArchives(
+  tx: Queryable,
+  format: FileFormat,
+  ids: readonly string[],
+  tenantId: string | null = null,
+): Promise<(RestoreResult & { rows: number })[]> {
+  const restored: (RestoreResult & { rows: number })[] = []
   for (const id of ids) {
-    const { rows } = await tx.query<{ conversation_id: string; file: Uint8Array }>(
-      `DELETE FROM archives WHERE id = $1 RETURNING conversation_id, file`,
-      [id],
+    const { rows } = await tx.query<{ conversation_id: string; counts: ArchiveCounts; file: Uint8Array }>(
+      `DELETE FROM archives WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) RETURNING conversation_id, counts, file`,
+      [id, tenantId],
     )
     const row = rows[0]
     if (!row) continue
     const report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file' })
-    restored.push({ archiveId: id, conversationId: row.conversation_id, inserted: report.inserted, vectorsRestored: report.vectorsRestored })
+    restored.push({
+      archiveId: id,
+      conversationId: row.conversation_id,
+      inserted: report.inserted,
+      vectorsRestored: report.vectorsRestored,
+      rows: rowsOf(row.counts),
+    })
   }
   return restored
 }
@@ -190,13 +207,21 @@ function cutoffOf(o: { idleForMs?: number | undefined }, now: Date): Date | null
   return o.idleForMs === undefined ? null : new Date(now.getTime() - o.idleForMs)
 }
 
+interface ChosenRow {
+  conversation_id: string
+  events: number
+  first_at: Date
+  last_at: Date
+  hit_at: Date | null
+}
+
 /** The conversations the options select, oldest last event first (hits written beforehand). */
 async function chooseConversations(
   tx: Queryable,
   o: z.output<typeof createInput>,
   cutoff: Date | null,
-): Promise<{ conversation_id: string; events: number; first_at: Date; last_at: Date; hit_at: Date | null }[]> {
-  const { rows } = await tx.query<{ conversation_id: string; events: number; first_at: Date; last_at: Date; hit_at: Date | null }>(
+): Promise<ChosenRow[]> {
+  const { rows } = await tx.query<ChosenRow>(
     `SELECT e.conversation_id, count(*)::int AS events, min(e.created_at) AS first_at, max(e.created_at) AS last_at,
             (SELECT h.last_hit_at FROM conversation_hits h
              WHERE h.tenant_id = $1 AND h.conversation_id = e.conversation_id) AS hit_at
@@ -242,6 +267,7 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
         await tx.query(`CREATE TEMP TABLE archive_events (id text PRIMARY KEY) ON COMMIT DROP`)
         await tx.query(`CREATE TEMP TABLE archive_edges (id text PRIMARY KEY) ON COMMIT DROP`)
         const made: ArchiveInfo[] = []
+        const catalog = await format.catalog(tx)
         for (const { conversation_id: conversationId } of chosen) {
           await tx.query(`TRUNCATE archive_events, archive_edges`)
           await tx.query(`INSERT INTO archive_events SELECT id FROM events WHERE tenant_id = $1 AND conversation_id = $2`, [
@@ -259,19 +285,20 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
             [o.tenantId, conversationId],
           )
           await tx.query(`ANALYZE archive_edges`)
-          const file = await format.write(tx, { includeVectors: o.vectors, only: ARCHIVED_ROWS })
+          const file = await format.write(tx, { includeVectors: o.vectors, only: ARCHIVED_ROWS, catalog })
           const bytes = new Uint8Array(await file.arrayBuffer())
-          const { rows: vectorRows } = o.vectors
-            ? await tx.query<{ n: number }>(
-                `SELECT count(*)::int AS n FROM chunks WHERE source_id IN (SELECT id FROM archive_events) AND embedding IS NOT NULL`,
-              )
-            : { rows: [{ n: 0 }] }
+          // The chunks go, counting those whose vectors the file kept.
+          const { rows: gone } = await tx.query<{ chunks: number; vectors: number }>(
+            `WITH gone AS (DELETE FROM chunks WHERE source_id IN (SELECT id FROM archive_events) RETURNING embedding IS NOT NULL AS v)
+             SELECT count(*)::int AS chunks, count(*) FILTER (WHERE v AND $1)::int AS vectors FROM gone`,
+            [o.vectors],
+          )
           const counts: ArchiveCounts = {
-            chunks: await countChanged(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM archive_events)`),
+            chunks: gone[0]?.chunks ?? 0,
             artifacts: await countChanged(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM archive_events)`),
             edges: await countChanged(tx, `DELETE FROM edges WHERE id IN (SELECT id FROM archive_edges)`),
             events: 0,
-            vectors: vectorRows[0]?.n ?? 0,
+            vectors: gone[0]?.vectors ?? 0,
           }
           const { rows } = await tx.query<ArchiveRow & { events: number }>(
             `WITH gone AS (
@@ -294,7 +321,7 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
         return made
       })
       // Rows deleted are rows the planner statistics and the next vacuum must hear of.
-      ctx.changed(archived.reduce((n, a) => n + a.counts.events + a.counts.chunks + a.counts.edges + a.counts.artifacts, 0))
+      ctx.changed(archived.reduce((n, a) => n + rowsOf(a.counts), 0))
       return archived
     },
 
@@ -354,14 +381,12 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
     async restore(archiveId: string, options: { tenantId?: string } = {}): Promise<RestoreResult> {
       parseInput(identifier, archiveId, 'archive id')
       const o = parseInput(z.object({ tenantId: identifier.default('default') }).strict(), options, 'restore options')
-      const restored = await ctx.db.transaction(async (tx) => {
-        const { rows } = await tx.query(`SELECT 1 FROM archives WHERE id = $1 AND tenant_id = $2`, [archiveId, o.tenantId])
-        if (rows.length === 0) throw new MemoryError('NOT_FOUND', `No archive ${archiveId}`)
-        const [restored] = await restoreArchives(tx, format, [archiveId])
-        return restored as RestoreResult
+      const { rows, ...restored } = await ctx.db.transaction(async (tx) => {
+        const [done] = await restoreArchives(tx, format, [archiveId], o.tenantId)
+        if (!done) throw new MemoryError('NOT_FOUND', `No archive ${archiveId}`)
+        return done
       })
-      // Each event inserted comes with its chunks: about two rows.
-      ctx.changed(Object.values(restored.inserted).reduce((n, k) => n + k, 0) * 2)
+      ctx.changed(rows)
       return restored
     },
   }

@@ -92,7 +92,7 @@ interface ColumnInfo {
   sequence: string | null
 }
 
-interface Catalog {
+export interface Catalog {
   /** Exported tables in an order where every foreign key points backwards. */
   tables: string[]
   columns: Map<string, ColumnInfo[]>
@@ -364,12 +364,15 @@ export function createFileFormat(
   rebuildDerived: (tx: Queryable, eventIds?: readonly string[]) => Promise<unknown>,
 ) {
   return {
+    /** The memory's exported tables, their columns and keys (for several `write`s in one transaction). */
+    catalog: readCatalog,
+
     async write(
       tx: Queryable,
-      options: { includeVectors: boolean; passphrase?: string | undefined; only?: RowSelection },
+      options: { includeVectors: boolean; passphrase?: string | undefined; only?: RowSelection; catalog?: Catalog },
     ): Promise<Blob> {
       const { includeVectors, only } = options
-      const catalog = await readCatalog(tx)
+      const catalog = options.catalog ?? (await readCatalog(tx))
       const tables: Record<string, TableManifest> = {}
       const body: string[] = []
       for (const table of catalog.tables) {
