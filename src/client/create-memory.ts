@@ -18,7 +18,7 @@ import { installErrorTransfer } from './error-transfer.ts'
 export type { EmbedderBootOptions, EmbedderInfo, EngineErrorEvent, IndexStatus, ModelLoadProgress, StorageKind }
 
 /**
- * Also the engine's plain settings (`scoring`, `dedupThreshold`, `indexing`, `indexingPause`, `statistics`, as
+ * Also the engine's plain settings (`scoring`, `dedupThreshold`, `indexing`, `indexingPause`, `statistics`, `vault`, as
  * `createEngine` takes them), carried to the worker; invalid ones fail the boot with `INVALID_INPUT`.
  */
 export interface CreateMemoryOptions extends EngineSettings {
@@ -212,6 +212,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
           ...(options.indexing === undefined ? {} : { indexing: options.indexing }),
           ...(options.indexingPause === undefined ? {} : { indexingPause: options.indexingPause }),
           ...(options.statistics === undefined ? {} : { statistics: options.statistics }),
+          ...(options.vault === undefined ? {} : { vault: options.vault }),
         },
       }),
       new Promise<never>((_, reject) => {

@@ -9,6 +9,7 @@ import { recencyOf } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
 import { estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
+import { openingReads } from './vault.ts'
 
 export const SECTION_NAMES = [
   'identity',
@@ -711,7 +712,9 @@ export function createContext(ctx: EngineContext) {
       // prepared, and PGlite flushes its storage once, not after each.
       const limits = passLimits(cap.retrieved_evidence)
       const plan = i.retrieval ? await planEvidence(i, now, limits.first) : null
-      const read = await ctx.db.transaction(async (tx) => {
+      const read = await ctx.db.transaction(async (sqlTx) => {
+        // Sections cut and count their text: sealed text is opened as it is read.
+        const tx = openingReads(ctx.vault, sqlTx)
         const sections = await Promise.all([
           policy(tx, i, IDENTITY_NAMESPACES, now),
           policy(tx, i, RULE_NAMESPACES, now),

@@ -8,7 +8,8 @@ const BATCH = 500
 
 /**
  * Recreates the chunks of every event that has none — after an import, or when derived data
- * was dropped — or only of `eventIds` among them. Cut exactly as the write path cuts them, so
+ * was dropped — or only of `eventIds` among them. Events sealed at rest (src/core/vault.ts)
+ * keep none. Cut exactly as the write path cuts them, so
  * a rebuilt memory searches the same. Runs inside the caller's transaction; returns the
  * number of chunks written.
  */
@@ -21,6 +22,7 @@ export async function rebuildMissingChunks(tx: Queryable, eventIds?: readonly st
          FROM events e
         WHERE e.id > $1 AND ($2::text[] IS NULL OR e.id = ANY($2))
           AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.source_id = e.id)
+          AND NOT e.meta ? 'sealed'
         ORDER BY e.id
         LIMIT ${BATCH}`,
       [after, eventIds ?? null],

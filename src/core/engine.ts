@@ -26,6 +26,9 @@ import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
 import { createSearch, ensureVectorIndex } from './search.ts'
 import { createContext } from './context.ts'
 import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
+import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput } from './vault.ts'
+import { parseInput } from './validate.ts'
+import { normalizeMemoryText } from './memories.ts'
 
 export interface EngineOptions {
   db: Db
@@ -70,10 +73,21 @@ export interface EngineOptions {
    * the conservative `estimateTokens` is used.
    */
   tokenCounter?: (text: string) => number
+  /**
+   * Encrypts `high` sensitivity at rest (src/core/vault.ts, docs/privacy.md): `{ passphrase }`
+   * (at least 8 characters) or `{ key }` (an AES-GCM `CryptoKey`, e.g. a non-extractable one
+   * the app keeps in IndexedDB). The first open with a vault seals the `high` rows already
+   * stored. A memory with a vault opened without it is locked: sealed text reads as stored,
+   * and `high` writes fail with `VAULT_LOCKED`. A wrong key fails the open with `WRONG_PASSPHRASE`.
+   */
+  vault?: VaultInput
 }
 
-/** The engine's settings that are plain data, so they can cross to a worker. */
-export type EngineSettings = Pick<EngineOptions, 'indexing' | 'indexingPause' | 'statistics' | 'dedupThreshold' | 'scoring'>
+/** The engine's settings that are plain data (or a `CryptoKey`), so they can cross to a worker. */
+export type EngineSettings = Pick<
+  EngineOptions,
+  'indexing' | 'indexingPause' | 'statistics' | 'dedupThreshold' | 'scoring' | 'vault'
+>
 
 export interface EngineContext {
   db: Db
@@ -92,6 +106,8 @@ export interface EngineContext {
   beforeRead: () => Promise<void>
   /** When retrievals last returned each conversation (for `archives.create`); kept in memory. */
   hits: HitLog
+  /** Seals `high` content at rest, and opens it for reads (src/core/vault.ts). */
+  vault: Vault
 }
 
 export interface PingResult {
@@ -125,12 +141,17 @@ export async function createEngine(options: EngineOptions) {
     changed: () => {},
     beforeRead: () => Promise.resolve(),
     hits: createHitLog(options.db, { onError: (cause) => reportHitsError(cause) }),
+    vault: noVault(),
   }
+  const vaultKey = options.vault === undefined ? undefined : parseInput(vaultInput, options.vault, 'vault')
   // A failed background write of the retrieval hits is reported to `onError` listeners.
   let reportHitsError = (_cause: unknown): void => {}
   // Background indexing and the statistics refresh wait for the same pause in the writes.
   const pause = parseIndexingPause(options.indexingPause)
   const schemaVersion = await migrate(ctx.db)
+  ctx.vault = await openVault(ctx.db, vaultKey)
+  // Rows stored plain before the vault was given are sealed now, all in one transaction.
+  if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault, normalizeMemoryText))
   if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
   // A failed background refresh only leaves older statistics (the next writes retry it); it is
   // reported to `onError` listeners.
@@ -170,7 +191,11 @@ export async function createEngine(options: EngineOptions) {
   const memories = nudging(curated.memories, ['update'], wrote(1))
 
   const turns = createTurns(ctx)
-  const fileFormat = createFileFormat(ctx, schemaVersion, rebuildMissingChunks)
+  // Rows a file or an archive brings in are sealed before their chunks are cut.
+  const fileFormat = createFileFormat(ctx, schemaVersion, async (tx, eventIds) => {
+    await sealStored(tx, ctx.vault, normalizeMemoryText)
+    return rebuildMissingChunks(tx, eventIds)
+  })
   // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
   const log = withMemoryErrors({
     /** The workspace this engine resolves document paths in. */
@@ -277,8 +302,17 @@ export async function createEngine(options: EngineOptions) {
     callTool(name: string, args: unknown, identity?: ToolIdentity): Promise<unknown> {
       return callTool(engine, name, args, identity)
     },
+    vault: {
+      /**
+       * `none` (no vault: `high` is stored plain), `open` (sealed at rest, read plain) or
+       * `locked` (this memory has a vault but was opened without its key).
+       */
+      status(): Promise<VaultStatus> {
+        return Promise.resolve(ctx.vault.status)
+      },
+    },
   }
-  return engine
+  return openingResults(engine, () => ctx.vault)
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>

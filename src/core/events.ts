@@ -29,6 +29,7 @@ import { allowedSensitivities, readChannel } from './privacy.ts'
 import { asOfParam, iso, timeInput, toDate } from './time.ts'
 import { chunkText, estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
+import { PLAIN_CONTENT_KEYS, type Vault } from './vault.ts'
 
 export const EVENT_KINDS = ['message', 'tool_call', 'tool_result', 'decision', 'task_update', 'artifact'] as const
 export type EventKind = (typeof EVENT_KINDS)[number]
@@ -208,6 +209,22 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
     createdAt: draft.createdAt,
     chunks,
     ...(artifact ? { artifact } : {}),
+  }
+}
+
+/**
+ * With a vault, `high` events are sealed before they are written: their content's text
+ * (`PLAIN_CONTENT_KEYS` stay plain), their artifact, and no chunks (no derived text or vector
+ * of them is kept). Marked `meta.sealed`. Refused with `VAULT_LOCKED` when the vault is locked.
+ */
+export async function sealPrepared(vault: Vault, events: readonly PreparedEvent[]): Promise<void> {
+  if (vault.status === 'none') return
+  for (const e of events) {
+    if (e.sensitivity !== 'high') continue
+    e.content = await vault.sealJson(e.content, PLAIN_CONTENT_KEYS)
+    e.meta = { ...e.meta, sealed: true }
+    e.chunks = []
+    if (e.artifact) e.artifact = { ...e.artifact, content: await vault.seal(e.artifact.content) }
   }
 }
 
@@ -516,6 +533,7 @@ export function createEvents(ctx: EngineContext) {
       const i = parseInput(recordInput, input, 'event')
       const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
       const prepared = await prepareEvent({ ...i, createdAt })
+      await sealPrepared(ctx.vault, [prepared])
       await ctx.db.transaction(async (tx) => {
         await insertEvents(tx, [prepared])
         await insertEdges(

@@ -12,6 +12,7 @@ import {
 } from './search.ts'
 import { parseInput, z } from './validate.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../embed/vectors.ts'
+import { SEALED_SQL } from './vault.ts'
 
 /** Rows per indexing batch: embedded in the embedder's own batches (`batchSize`), written in one transaction. */
 export const INDEX_BATCH_SIZE = 32
@@ -128,11 +129,14 @@ const OTHER_MODEL_MEMORY = `m.status = 'active' AND m.vector IS NOT NULL
   AND (($1::text IS NULL AND m.embed_model IS NOT NULL) OR m.embed_model < $1::text OR m.embed_model > $1::text
        OR ($1::text IS NOT NULL AND m.embed_model IS NULL))`
 
+/** A memory sealed at rest (src/core/vault.ts) keeps no vector: the indexer never waits for one. */
+const UNSEALED = `NOT starts_with(m.content, ${SEALED_SQL})`
+
 /**
  * Active memories without a vector of the current model (`$1`): none yet (`memories_unembedded`)
  * or another model's (`memories_embed_model`), counted through the two indexes.
  */
-const WAITING_MEMORIES_SQL = `((SELECT count(*) FROM memories m WHERE m.status = 'active' AND m.vector IS NULL)
+const WAITING_MEMORIES_SQL = `((SELECT count(*) FROM memories m WHERE ${UNSEALED} AND m.status = 'active' AND m.vector IS NULL)
   + (SELECT count(*) FROM memories m WHERE ${OTHER_MODEL_MEMORY}))`
 
 /**
@@ -161,7 +165,7 @@ function waitingWalks(columns: string, from: string, vector: string, t: string):
  * model cost in all about the square of the number of chunks.
  */
 export const PENDING_BATCH_SQL = `SELECT kind, id, text, hash FROM (
-    ${waitingWalks(`'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at`, 'memories m', "m.status = 'active' AND m.vector", 'm')}
+    ${waitingWalks(`'memory' AS kind, 0 AS rank, m.id, m.content AS text, m.hash, m.created_at`, 'memories m', `${UNSEALED} AND m.status = 'active' AND m.vector`, 'm')}
     UNION ALL
     ${waitingWalks(`'chunk' AS kind, 1 AS rank, c.id, c.text, NULL AS hash, c.created_at`, 'chunks c', 'c.embedding', 'c')}
   ) pending

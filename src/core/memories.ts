@@ -13,6 +13,7 @@ import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
 import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
+import { isSealed, vaultLocked } from './vault.ts'
 
 export const MEMORY_CATEGORIES = [
   'preference',
@@ -649,6 +650,21 @@ export function memoriesApi(ctx: EngineContext) {
     }
   }
 
+  /**
+   * A memory's text as it is stored: sealed with its keyed hash when it is `high` under a
+   * vault (no vector is kept of it), else plain with its plain hash. `mac` is the keyed hash
+   * whenever the vault is open, so that a sealed memory of the same text is found.
+   */
+  async function sealedMemory(content: string, sensitivity: string) {
+    const plainHash = await memoryHash(content)
+    const { vault } = ctx
+    const sealing = sensitivity === 'high' && vault.status !== 'none'
+    const mac = vault.status === 'open' ? await vault.mac(normalizeMemoryText(content)) : undefined
+    if (!sealing) return { sealed: false, content, hash: plainHash, plainHash, mac }
+    const stored = await vault.seal(content)
+    return { sealed: true, content: stored, hash: mac as string, plainHash, mac }
+  }
+
   async function getRow(q: Queryable, id: string, tenantId: string): Promise<MemoryRow | undefined> {
     const { rows } = await q.query<MemoryRow>(`SELECT ${COLUMNS} FROM memories m WHERE m.id = $1 AND m.tenant_id = $2`, [
       id,
@@ -688,8 +704,11 @@ export function memoriesApi(ctx: EngineContext) {
     const { sensitivity } = parsed
     refuseSecret(sensitivity)
     const { value: m, redactions } = redactMemory(parsed)
-    const hash = await memoryHash(m.content)
-    const vector = await embedText(m.content)
+    const sealed = await sealedMemory(m.content, sensitivity)
+    // What an existing memory of this text has as its hash: plain, or keyed when it is sealed.
+    const hashes = sealed.mac ? [sealed.plainHash, sealed.mac] : [sealed.plainHash]
+    const hash = sealed.hash
+    const vector = sealed.sealed ? null : await embedText(m.content)
     const at = ctx.now()
     const result = await db.transaction(async (tx): Promise<RememberResult & { oldContent?: string }> => {
       const p = new Params()
@@ -698,7 +717,7 @@ export function memoriesApi(ctx: EngineContext) {
       const exact = await tx.query<{ id: string; content: string; sensitivity: string; hash: string; key: string | null }>(
         m.key === undefined
           ? `SELECT m.id, m.content, m.sensitivity, m.hash, m.key FROM memories m
-             WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.hash = ${p.add(hash)}
+             WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.hash = ANY(${p.add(hashes)})
              ORDER BY m.id LIMIT 1`
           : `SELECT m.id, m.content, m.sensitivity, m.hash, m.key FROM memories m
              WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.key = ${p.add(m.key)}
@@ -711,7 +730,7 @@ export function memoriesApi(ctx: EngineContext) {
       // The same text marked differently is restated: the new marking supersedes the old one;
       // so does any new text saved under the key of an existing memory.
       let near: { id: string; content: string; similarity: number | null; key: string | null } | undefined = same
-        ? { id: same.id, content: same.content, similarity: same.hash === hash ? 1 : null, key: same.key }
+        ? { id: same.id, content: same.content, similarity: hashes.includes(same.hash) ? 1 : null, key: same.key }
         : undefined
       if (!near && vector && m.dedup === 'semantic' && m.key === undefined) {
         // The nearest few in the scope through the HNSW index (the walk goes on past other
@@ -750,7 +769,7 @@ export function memoriesApi(ctx: EngineContext) {
           m.category,
           m.source,
           m.confidence ?? CONFIDENCE_BY_SOURCE[m.source],
-          m.content,
+          sealed.content,
           hash,
           JSON.stringify(m.metadata),
           vector ? toVectorParam(vector.value) : null,
@@ -772,7 +791,7 @@ export function memoriesApi(ctx: EngineContext) {
           memoryId: id,
           event: 'ADD',
           oldValue: null,
-          newValue: m.content,
+          newValue: sealed.content,
           ...(redactions.length > 0 ? { changes: { redactions: redactionList(redactions) } } : {}),
           ...who,
         },
@@ -999,6 +1018,22 @@ export function memoriesApi(ctx: EngineContext) {
         if (!old || old.status === 'deleted') {
           throw new MemoryError('NOT_FOUND', `No memory "${memoryId}"`, { details: { id: memoryId } })
         }
+        // Under a vault, the text is stored as the memory's final sensitivity asks: sealed
+        // when it becomes (or stays) `high`, opened when it leaves `high`.
+        let stored = { content: u.content ?? null, hash, vector: vector ? toVectorParam(vector.value) : null, model: vector?.model ?? null }
+        const wasSealed = isSealed(old.content)
+        const sealedNow = (sensitivity ?? old.sensitivity) === 'high' && ctx.vault.status !== 'none'
+        if (sealedNow ? u.content !== undefined || !wasSealed : wasSealed) {
+          const plain = u.content ?? (await ctx.vault.open(old.content))
+          if (isSealed(plain)) throw vaultLocked("a sealed memory's text cannot be opened")
+          const next = await sealedMemory(plain, sealedNow ? 'high' : 'none')
+          stored = {
+            content: next.content,
+            hash: next.hash,
+            vector: sealedNow || !stored.vector ? null : stored.vector,
+            model: sealedNow || !stored.vector ? null : stored.model,
+          }
+        }
         await tx.query(
           `UPDATE memories SET
              content = coalesce($2, content),
@@ -1013,10 +1048,10 @@ export function memoriesApi(ctx: EngineContext) {
            WHERE id = $1 AND tenant_id = $11`,
           [
             memoryId,
-            u.content ?? null,
-            hash,
-            vector ? toVectorParam(vector.value) : null,
-            vector?.model ?? null,
+            stored.content,
+            stored.hash,
+            stored.vector,
+            stored.model,
             u.category ?? null,
             u.confidence ?? null,
             u.metadata === undefined ? null : JSON.stringify(u.metadata),
@@ -1040,7 +1075,7 @@ export function memoriesApi(ctx: EngineContext) {
               memoryId,
               event: 'UPDATE',
               oldValue: old.content,
-              newValue: u.content ?? old.content,
+              newValue: stored.content ?? old.content,
               changes: other,
               tenantId: old.tenant_id,
               userId: old.user_id,

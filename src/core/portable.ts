@@ -11,6 +11,8 @@ import {
   MISSING_VECTORS_SQL,
 } from './search.ts'
 import { parseInput, z } from './validate.ts'
+import { memoryHash } from './memories.ts'
+import { SEALED_PREFIX, type Vault, vaultLocked } from './vault.ts'
 
 /**
  * One-file export and import of a memory's ground truth.
@@ -44,6 +46,7 @@ const NOT_EXPORTED = new Set([
   'memory_stats',
   'actor_terms',
   'vector_debt',
+  'vault',
   'schema_migrations',
 ])
 
@@ -369,7 +372,14 @@ export function createFileFormat(
 
     async write(
       tx: Queryable,
-      options: { includeVectors: boolean; passphrase?: string | undefined; only?: RowSelection; catalog?: Catalog },
+      options: {
+        includeVectors: boolean
+        passphrase?: string | undefined
+        only?: RowSelection
+        catalog?: Catalog
+        /** Writes sealed text opened (an export, which its own passphrase protects); an archive keeps it sealed. */
+        open?: boolean
+      },
     ): Promise<Blob> {
       const { includeVectors, only } = options
       const catalog = options.catalog ?? (await readCatalog(tx))
@@ -387,7 +397,8 @@ export function createFileFormat(
           `SELECT to_jsonb(x)::text AS row FROM (SELECT ${list} FROM ${quoteIdent(table)} WHERE ${where} ORDER BY ${key}) x`,
         )
         const prefix = `{"t":${JSON.stringify(table)},"r":`
-        const lines = rows.map((r) => `${prefix}${r.row}}`)
+        let lines = rows.map((r) => `${prefix}${r.row}}`)
+        if (options.open && ctx.vault.status !== 'none') lines = await openLines(ctx.vault, table, lines)
         tables[table] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: columns.map((c) => c.column) }
         body.push(...lines)
       }
@@ -461,7 +472,9 @@ export function createPortable(ctx: EngineContext, format: FileFormat) {
      */
     async exportFile(options: ExportOptions = {}): Promise<Blob> {
       const opts = parseInput(exportOptionsSchema, options, 'export options')
-      return ctx.db.transaction((tx) => format.write(tx, { includeVectors: opts.includeVectors ?? true, passphrase: opts.passphrase }))
+      return ctx.db.transaction((tx) =>
+        format.write(tx, { includeVectors: opts.includeVectors ?? true, passphrase: opts.passphrase, open: true }),
+      )
     },
 
     /**
@@ -479,6 +492,31 @@ export function createPortable(ctx: EngineContext, format: FileFormat) {
       return ctx.db.transaction((tx) => format.load(tx, file, { mode: opts.mode ?? 'merge', passphrase: opts.passphrase }))
     },
   }
+}
+
+/**
+ * Export lines with their sealed text opened, as plain rows: an event loses its `sealed`
+ * mark and a memory takes its plain hash again, so the memory that imports the file seals
+ * them under its own vault, or keeps them plain without one.
+ */
+async function openLines(vault: Vault, table: string, lines: string[]): Promise<string[]> {
+  return Promise.all(
+    lines.map(async (line) => {
+      const sealedText = line.includes(SEALED_PREFIX)
+      if (!sealedText && !(table === 'events' && line.includes('"sealed": true'))) return line
+      if (sealedText && vault.status !== 'open') throw vaultLocked('its sealed rows cannot be exported')
+      const { t, r } = JSON.parse(line) as { t: string; r: Record<string, unknown> }
+      const row = sealedText ? await vault.open(r) : { ...r }
+      if (table === 'events' && row.meta && typeof row.meta === 'object') {
+        const { sealed: _sealed, ...meta } = row.meta as Record<string, unknown>
+        row.meta = meta
+      }
+      if (table === 'memories' && typeof row.content === 'string' && r.content !== row.content) {
+        row.hash = await memoryHash(row.content)
+      }
+      return JSON.stringify({ t, r: row })
+    }),
+  )
 }
 
 async function loadRows(

@@ -7,6 +7,7 @@ import {
   prepareEvent,
   redactionMeta,
   requireConversation,
+  sealPrepared,
   tag,
 } from './events.ts'
 import { BUILTIN_RELATIONS, type EdgeWrite, insertEdges, relationName } from './graph.ts'
@@ -204,6 +205,15 @@ export function createTurns(ctx: EngineContext) {
     if (replyRedactions.length > 0) {
       agentEvent.redactions = mergeRedactions(agentEvent.redactions, replyRedactions)
       agentEvent.meta = { ...agentEvent.meta, ...redactionMeta(agentEvent.redactions) }
+    }
+    // A `high` turn under a vault: its events, and the arguments its edges carry, sealed.
+    if (i.sensitivity === 'high' && ctx.vault.status !== 'none') {
+      await sealPrepared(ctx.vault, [
+        userEvent,
+        agentEvent,
+        ...procedures.flatMap((p) => (p.kind === 'call' ? [p.call, ...(p.result ? [p.result] : [])] : [])),
+      ])
+      for (const p of procedures) p.args = await ctx.vault.sealJson(p.args)
     }
 
     return ctx.db.transaction(async (tx) => {

@@ -34,6 +34,11 @@ export interface OpenMemoryOptions {
   /** Counts tokens for context budgets (e.g. the model's tokenizer); default `estimateTokens`. */
   tokenCounter?: (text: string) => number
   /**
+   * Encrypts `high` sensitivity at rest: `{ passphrase }` or `{ key }` (an AES-GCM `CryptoKey`);
+   * see `createEngine` and docs/privacy.md.
+   */
+  vault?: EngineOptions['vault']
+  /**
    * How document paths are identified. `local`: relative to `root` (resolved against the
    * current directory when relative), so the memory survives moving the project. `global`
    * (default): absolute paths, one identity per file across projects.
@@ -73,6 +78,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
       ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
       ...(options.tokenCounter === undefined ? {} : { tokenCounter: options.tokenCounter }),
+      ...(options.vault === undefined ? {} : { vault: options.vault }),
       ...(workspace ? { workspace } : {}),
     })
   } catch (error) {

@@ -56,7 +56,9 @@ describe('foundation', () => {
     const countEveryWrite = keywordStats
       .slice(keywordStats.indexOf('CREATE FUNCTION engram_keyword_stats_add()'), keywordStats.indexOf('CREATE FUNCTION engram_chunks_text_guard()'))
       .replaceAll('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')
-    await pg.exec(`DROP TRIGGER chunks_vector_debt ON chunks; DROP FUNCTION engram_vector_debt();
+    await pg.exec(`DROP TABLE vault;
+                   ALTER TABLE memories ALTER COLUMN tsv SET EXPRESSION AS (to_tsvector('english', content));
+                   DROP TRIGGER chunks_vector_debt ON chunks; DROP FUNCTION engram_vector_debt();
                    DROP TRIGGER chunks_vector_replaced ON chunks; DROP FUNCTION engram_vector_replaced(); DROP TABLE vector_debt;
                    DROP TABLE archives; DROP TABLE conversation_hits;
                    DROP TRIGGER doc_versions_append_only ON doc_versions; DROP FUNCTION engram_doc_versions_guard();

@@ -14,6 +14,7 @@ import { memoryKeys } from './0012-memory-keys.ts'
 import { sharedContents } from './0013-shared-contents.ts'
 import { archives } from './0014-archives.ts'
 import { vectorDebt } from './0015-vector-debt.ts'
+import { vault } from './0016-vault.ts'
 
 export interface Migration {
   version: number
@@ -38,6 +39,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: 'shared-contents', sql: sharedContents },
   { version: 14, name: 'archives', sql: archives },
   { version: 15, name: 'vector-debt', sql: vectorDebt },
+  { version: 16, name: 'vault', sql: vault },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0

@@ -1,0 +1,21 @@
+/**
+ * The vault that seals `high` content at rest (src/core/vault.ts): the memory's data key,
+ * wrapped under the vault key, at most one row. Never exported: a file holds plain values
+ * (under its own passphrase) and the memory that imports it seals them with its own key.
+ *
+ * A sealed memory keeps no keyword terms: its text is ciphertext.
+ */
+export const vault = `
+CREATE TABLE vault (
+  id          boolean PRIMARY KEY DEFAULT true CHECK (id),
+  kind        text NOT NULL CHECK (kind IN ('passphrase', 'key')),
+  salt        bytea,
+  iterations  int,
+  wrapped     bytea NOT NULL,
+  created_at  timestamptz NOT NULL
+);
+
+ALTER TABLE memories ALTER COLUMN tsv SET EXPRESSION AS (
+  CASE WHEN starts_with(content, U&'\\E000sealed1:') THEN ''::tsvector ELSE to_tsvector('english', content) END
+);
+`

@@ -1,0 +1,250 @@
+import { describe, expect, it } from 'vitest'
+import type { Db } from '../../src/core/db.ts'
+import { createEngine, type Engine, type EngineOptions } from '../../src/core/engine.ts'
+import { MemoryError } from '../../src/core/errors.ts'
+import { SEALED_PREFIX } from '../../src/core/vault.ts'
+import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
+import { testClock } from '../support/clock.ts'
+import { openTestDb } from '../support/memory.ts'
+
+const WORD = 'zanzibar'
+const PASSPHRASE = 'correct horse battery'
+/** Every table that holds what a `high` row says. Documents carry no sensitivity and stay plain. */
+const SEALED_TABLES = ['events', 'artifacts', 'chunks', 'edges', 'memories', 'memory_history']
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise
+    return 'none'
+  } catch (error) {
+    return MemoryError.is(error) ? error.code : `not a MemoryError: ${String(error)}`
+  }
+}
+
+function engineOver(db: Db, options: Partial<EngineOptions> = {}) {
+  return createEngine({
+    db,
+    now: testClock('2025-03-01T10:00:00.000Z').now,
+    embedder: createHashEmbedder({ dims: 32 }),
+    indexing: 'manual',
+    workspace: { mode: 'local', root: '/repo' },
+    ...options,
+  })
+}
+
+/** The tables' rows as text, one string per table that mentions `word`. */
+async function tablesMentioning(db: Db, word: string): Promise<string[]> {
+  const found: string[] = []
+  for (const table of SEALED_TABLES) {
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${table} t WHERE t::text ILIKE '%' || $1 || '%'`,
+      [word],
+    )
+    if ((rows[0]?.n ?? 0) > 0) found.push(table)
+  }
+  return found
+}
+
+/** A `high` turn with a tool call, a long tool output (kept as an artifact) and a document read; a plain turn; a `high` task and memory. */
+async function writeHigh(m: Engine) {
+  const turn = await m.recordTurn({
+    conversationId: 'c-high',
+    scope: { userId: 'ann' },
+    sensitivity: 'high',
+    user: `My ${WORD} account number is 4411; where is it used?`,
+    agent: `The ${WORD} account pays the payroll run.`,
+    procedures: [
+      { tool: 'search_ledger', args: { query: `${WORD} 4411` }, output: `${WORD} row\n`.repeat(8_000) },
+      { tool: 'read_file', args: { path: 'src/payroll.ts', note: `${WORD} lookup` }, document: { path: 'src/payroll.ts', content: 'export const RUN = 1', effect: 'read' } },
+    ],
+  })
+  const task = await m.record({
+    kind: 'task_update',
+    scope: { conversationId: 'c-high', userId: 'ann' },
+    actor: { type: 'agent', id: 'coder' },
+    sensitivity: 'high',
+    content: { title: `Rotate the ${WORD} keys`, status: 'open' },
+  })
+  await m.recordTurn({ conversationId: 'c-plain', scope: { userId: 'ann' }, user: 'Is the weather fine?', agent: 'Sunny all week.' })
+  const memory = await m.remember({ content: `Ann's ${WORD} PIN hint is the harbour`, category: 'fact', source: 'explicit', sensitivity: 'high' })
+  await m.indexNow()
+  return { turn, task, memory }
+}
+
+describe('vault: high sensitivity encrypted at rest', () => {
+  it('stores high events, artifacts, tool arguments and memories sealed, and reads them back plain', async () => {
+    const db = await openTestDb()
+    const m = await engineOver(db, { vault: { passphrase: PASSPHRASE } })
+    expect(await m.vault.status()).toBe('open')
+    const { turn, task, memory } = await writeHigh(m)
+
+    // Nothing of the high rows is stored in plain text, and no chunk or vector is kept of them.
+    expect(await tablesMentioning(db, WORD)).toEqual([])
+    expect(await tablesMentioning(db, 'weather')).toEqual(['events', 'chunks'])
+    const { rows: chunks } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM chunks c JOIN events e ON e.id = c.source_id WHERE e.sensitivity = 'high'`,
+    )
+    expect(chunks[0]?.n).toBe(0)
+    expect(turn.chunkIds).toEqual([])
+    const { rows: stored } = await db.query<{ content: { title: string; status: string }; meta: { sealed?: boolean } }>(
+      `SELECT content, meta FROM events WHERE id = $1`,
+      [task.eventId],
+    )
+    // States and ids the database reads stay plain; text is sealed.
+    expect(stored[0]?.content.status).toBe('open')
+    expect(stored[0]?.content.title.startsWith(SEALED_PREFIX)).toBe(true)
+    expect(stored[0]?.meta.sealed).toBe(true)
+    const { rows: mem } = await db.query<{ vector: string | null; tsv: string; hash: string }>(
+      `SELECT vector::text, tsv::text, hash FROM memories WHERE id = $1`,
+      [memory.id],
+    )
+    expect(mem[0]).toMatchObject({ vector: null, tsv: '' })
+
+    // Every read opens what it returns.
+    const events = await m.events.list({ conversationId: 'c-high' })
+    expect(events.map((e) => e.content.text ?? e.content.title ?? e.content.tool)).toEqual([
+      `My ${WORD} account number is 4411; where is it used?`,
+      `The ${WORD} account pays the payroll run.`,
+      'search_ledger',
+      'search_ledger',
+      `Rotate the ${WORD} keys`,
+    ])
+    expect(events[2]?.content.args).toEqual({ query: `${WORD} 4411` })
+    expect(events.every((e) => e.meta.sealed === true)).toBe(true)
+    const resultEvent = events[3]
+    const artifact = await m.artifacts.get(String(resultEvent?.content.artifactId))
+    expect(artifact.content.startsWith(`${WORD} row\n`)).toBe(true)
+    const graph = await m.graph.conversation('c-high')
+    const read = graph.edges.find((e) => e.rel === 'read_file')
+    expect(read?.props).toEqual({ args: { path: 'src/payroll.ts', note: `${WORD} lookup` }, effect: 'read' })
+    expect((await m.memories.get(memory.id))?.content).toBe(`Ann's ${WORD} PIN hint is the harbour`)
+    expect((await m.memories.history(memory.id))[0]?.newValue).toBe(`Ann's ${WORD} PIN hint is the harbour`)
+
+    // The context bundle groups and shows sealed rows like plain ones.
+    const bundle = await m.buildContext({ query: 'rotate keys', conversationId: 'c-high', maxTokens: 4000, retrieval: false })
+    expect(bundle.sections.find((s) => s.name === 'task_state')?.items.map((i) => i.text).join('\n')).toContain(`Rotate the ${WORD} keys`)
+    expect(bundle.text).toContain(`The ${WORD} account pays the payroll run.`)
+    expect(bundle.text).not.toContain(SEALED_PREFIX)
+
+    // Search keeps no index of sealed text: neither keyword nor vector finds it.
+    const hits = await m.search(`${WORD} account`, { limit: 10 })
+    expect(hits.map((h) => h.conversationId)).not.toContain('c-high')
+    expect(hits.every((h) => h.explain.keyword === null)).toBe(true)
+    expect((await m.memories.search(`${WORD} PIN`, { limit: 10 })).map((r) => r.id)).not.toContain(memory.id)
+    // The indexer does not wait for vectors it will never make.
+    expect((await m.indexing()).pending).toBe(0)
+
+    // The same text again is unchanged; marked otherwise, it is restated.
+    expect((await m.remember({ content: `ann's ${WORD} pin hint is the  harbour`, category: 'fact', source: 'explicit', sensitivity: 'high' })).action).toBe('unchanged')
+    const restated = await m.remember({ content: `Ann's ${WORD} PIN hint is the harbour`, category: 'fact', source: 'explicit', sensitivity: 'low' })
+    expect(restated).toMatchObject({ action: 'superseded', supersededId: memory.id })
+    expect(await tablesMentioning(db, WORD)).toEqual(['memories', 'memory_history'])
+    await db.close()
+  })
+
+  it('seals what was stored before the vault, refuses a wrong key, and is locked without one', async () => {
+    const db = await openTestDb()
+    const plain = await engineOver(db)
+    expect(await plain.vault.status()).toBe('none')
+    const { memory } = await writeHigh(plain)
+    expect(await tablesMentioning(db, WORD)).toEqual(SEALED_TABLES)
+    await plain.stopIndexing()
+
+    const sealed = await engineOver(db, { vault: { passphrase: PASSPHRASE } })
+    expect(await tablesMentioning(db, WORD)).toEqual([])
+    expect((await sealed.events.list({ conversationId: 'c-high' }))[0]?.content.text).toBe(`My ${WORD} account number is 4411; where is it used?`)
+    expect((await sealed.memories.get(memory.id))?.content).toBe(`Ann's ${WORD} PIN hint is the harbour`)
+    await sealed.stopIndexing()
+
+    expect(await codeOf(engineOver(db, { vault: { passphrase: 'wrong horse battery' } }))).toBe('WRONG_PASSPHRASE')
+    const key = await crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'])
+    expect(await codeOf(engineOver(db, { vault: { key } }))).toBe('WRONG_PASSPHRASE')
+    expect(await codeOf(engineOver(db, { vault: { passphrase: 'short' } }))).toBe('INVALID_INPUT')
+    expect(await codeOf(engineOver(db, { vault: { key: 'not a key' } as never }))).toBe('INVALID_INPUT')
+    const signing = await crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])
+    expect(await codeOf(engineOver(db, { vault: { key: signing } }))).toBe('INVALID_INPUT')
+
+    // Opened without its key: sealed text reads as stored, high writes and exports are refused.
+    const locked = await engineOver(db)
+    expect(await locked.vault.status()).toBe('locked')
+    const text = (await locked.events.list({ conversationId: 'c-high' }))[0]?.content.text
+    expect(String(text).startsWith(SEALED_PREFIX)).toBe(true)
+    const high = { kind: 'message', scope: { conversationId: 'c-high' }, actor: { type: 'human', id: 'ann' }, content: { text: 'more' } } as const
+    expect(await codeOf(locked.record({ ...high, sensitivity: 'high' }))).toBe('VAULT_LOCKED')
+    expect(await codeOf(locked.recordTurn({ conversationId: 'c-high', user: 'a', agent: 'b', sensitivity: 'high' }))).toBe('VAULT_LOCKED')
+    expect(await codeOf(locked.remember({ content: 'x y z', category: 'fact', sensitivity: 'high' }))).toBe('VAULT_LOCKED')
+    expect(await codeOf(locked.memories.update(memory.id, { sensitivity: 'none' }))).toBe('VAULT_LOCKED')
+    expect(await codeOf(locked.exportFile())).toBe('VAULT_LOCKED')
+    expect(await codeOf(locked.record({ ...high, sensitivity: 'low' }))).toBe('none')
+    await db.close()
+  })
+
+  it('exports open text, and the importing memory seals it under its own vault or keeps it plain', async () => {
+    const a = await openTestDb()
+    const source = await engineOver(a, { vault: { passphrase: PASSPHRASE } })
+    const { memory } = await writeHigh(source)
+    const file = await source.exportFile()
+    const body = await new Response(
+      new Blob([new Uint8Array(await file.arrayBuffer()).subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip')),
+    ).text()
+    expect(body).toContain(`Rotate the ${WORD} keys`)
+    expect(body).not.toContain(SEALED_PREFIX)
+    expect(body).not.toContain('"sealed"')
+
+    const b = await openTestDb()
+    const key = await crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'])
+    const other = await engineOver(b, { vault: { key } })
+    await other.importFile(file, { mode: 'replace' })
+    expect(await tablesMentioning(b, WORD)).toEqual([])
+    expect((await other.events.list({ conversationId: 'c-high' })).map((e) => e.content.text ?? e.content.title)).toContain(
+      `Rotate the ${WORD} keys`,
+    )
+    expect((await other.memories.get(memory.id))?.content).toBe(`Ann's ${WORD} PIN hint is the harbour`)
+
+    const c = await openTestDb()
+    const open = await engineOver(c)
+    await open.importFile(file)
+    await open.indexNow()
+    expect((await open.search(`${WORD} account`, { limit: 3 })).length).toBeGreaterThan(0)
+    // Its plain hash again: the same text is the same memory.
+    expect((await open.remember({ content: `Ann's ${WORD} PIN hint is the harbour`, category: 'fact', source: 'explicit', sensitivity: 'high' })).action).toBe('unchanged')
+    for (const db of [a, b, c]) await db.close()
+  })
+
+  it('moves a memory into and out of the vault as its sensitivity changes', async () => {
+    const db = await openTestDb()
+    const m = await engineOver(db, { vault: { passphrase: PASSPHRASE } })
+    const { id } = await m.remember({ content: `The ${WORD} gate code changes monthly`, category: 'fact', source: 'explicit' })
+    await m.indexNow()
+    expect(await tablesMentioning(db, WORD)).toEqual(['memories', 'memory_history'])
+    await m.memories.update(id, { sensitivity: 'high' })
+    expect(await tablesMentioning(db, WORD)).toEqual(['memory_history'])
+    const { rows } = await db.query<{ vector: string | null }>(`SELECT vector::text FROM memories WHERE id = $1`, [id])
+    expect(rows[0]?.vector).toBeNull()
+    await m.memories.update(id, { content: `The ${WORD} gate code changes weekly` })
+    expect((await m.memories.get(id))?.content).toBe(`The ${WORD} gate code changes weekly`)
+    expect(await tablesMentioning(db, 'weekly')).toEqual([])
+    // Out of the vault, its text and the history entry of the change are plain again.
+    await m.memories.update(id, { sensitivity: 'none' })
+    expect(await tablesMentioning(db, 'weekly')).toEqual(['memories', 'memory_history'])
+    await m.indexNow()
+    expect((await m.memories.search(`${WORD} gate weekly`, { limit: 1 }))[0]?.id).toBe(id)
+    await db.close()
+  })
+
+  it('keeps archived high conversations sealed and restores them readable', async () => {
+    const db = await openTestDb()
+    const m = await engineOver(db, { vault: { passphrase: PASSPHRASE } })
+    await writeHigh(m)
+    const [archive] = await m.archives.create({ conversationIds: ['c-high'] })
+    const { rows } = await db.query<{ file: Uint8Array }>(`SELECT file FROM archives WHERE id = $1`, [archive?.id])
+    const bytes = new Uint8Array(rows[0]?.file ?? [])
+    const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
+    expect(text).toContain(SEALED_PREFIX)
+    expect(text).not.toContain(WORD)
+    await m.archives.restore(String(archive?.id))
+    expect(await tablesMentioning(db, WORD)).toEqual([])
+    expect((await m.events.list({ conversationId: 'c-high' }))[0]?.content.text).toBe(`My ${WORD} account number is 4411; where is it used?`)
+    await db.close()
+  })
+})
