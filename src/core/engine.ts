@@ -26,7 +26,7 @@ import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
 import { createSearch, ensureVectorIndex } from './search.ts'
 import { createContext } from './context.ts'
 import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
-import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput } from './vault.ts'
+import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
 import { parseInput } from './validate.ts'
 import { normalizeMemoryText } from './memories.ts'
 
@@ -302,7 +302,7 @@ export async function createEngine(options: EngineOptions) {
     callTool(name: string, args: unknown, identity?: ToolIdentity): Promise<unknown> {
       return callTool(engine, name, args, identity)
     },
-    vault: {
+    vault: withMemoryErrors({
       /**
        * `none` (no vault: `high` is stored plain), `open` (sealed at rest, read plain) or
        * `locked` (this memory has a vault but was opened without its key).
@@ -310,7 +310,27 @@ export async function createEngine(options: EngineOptions) {
       status(): Promise<VaultStatus> {
         return Promise.resolve(ctx.vault.status)
       },
-    },
+      /**
+       * Sets the vault key: on a memory without a vault, makes one and seals the `high` rows
+       * already stored (as opening with `vault` does); on an open one, wraps its data key under
+       * the new passphrase or key, so the old one no longer opens it (nothing sealed changes).
+       * `VAULT_LOCKED` on a locked memory: open it with its key first.
+       *
+       * @example
+       * await memory.vault.setKey({ passphrase: 'a new long passphrase' })
+       */
+      async setKey(input: VaultInput): Promise<VaultStatus> {
+        const key = parseInput(vaultInput, input, 'vault')
+        await ctx.db.transaction(async (tx) => {
+          if (ctx.vault.status === 'open') return ctx.vault.rewrap(tx, key)
+          if (ctx.vault.status === 'locked') throw vaultLocked('its key cannot be changed')
+          const vault = await openVault(tx, key)
+          await sealStored(tx, vault, normalizeMemoryText)
+          ctx.vault = vault
+        })
+        return ctx.vault.status
+      },
+    }),
   }
   return openingResults(engine, () => ctx.vault)
 }

@@ -1,4 +1,4 @@
-import type { Db, Queryable, QueryOptions } from './db.ts'
+import type { Queryable, QueryOptions } from './db.ts'
 import { MemoryError } from './errors.ts'
 import type { JsonObject, JsonValue } from './json.ts'
 import { z } from './validate.ts'
@@ -67,6 +67,8 @@ export interface Vault {
   open<T>(value: T): Promise<T>
   /** A keyed hash of the text (hex), in place of a plain SHA-256 that a guess could confirm. */
   mac(text: string): Promise<string>
+  /** Wraps the data key under another vault key; nothing sealed changes. */
+  rewrap(db: Queryable, input: VaultInput): Promise<void>
 }
 
 /** Content keys of a sealed event that stay plain: names, states and ids the database reads. */
@@ -118,6 +120,7 @@ const NO_VAULT: Vault = {
   sealJson: () => Promise.reject(new Error('vault: no vault')),
   open: (value) => Promise.resolve(value),
   mac: () => Promise.reject(new Error('vault: no vault')),
+  rewrap: () => Promise.reject(new Error('vault: no vault')),
 }
 
 const LOCKED: Vault = {
@@ -126,6 +129,7 @@ const LOCKED: Vault = {
   seal: () => Promise.reject(vaultLocked("'high' content cannot be written")),
   sealJson: () => Promise.reject(vaultLocked("'high' content cannot be written")),
   mac: () => Promise.reject(vaultLocked("'high' content cannot be written")),
+  rewrap: () => Promise.reject(vaultLocked('its key cannot be changed')),
 }
 
 export function noVault(): Vault {
@@ -213,6 +217,7 @@ async function sealingVault(dataKey: Uint8Array<ArrayBuffer>): Promise<Vault> {
     },
     open: async <T>(value: T) => (await openDeep(value)) as T,
     mac: async (text) => hex((await sign('hash', text)).buffer),
+    rewrap: (db, input) => storeDataKey(db, dataKey, input),
   }
 }
 
@@ -244,23 +249,13 @@ interface VaultRow {
  * opened when the key fits (`WRONG_PASSPHRASE` when it does not), locked when the memory has
  * one and no key is given.
  */
-export async function openVault(db: Db, input: VaultInput | undefined): Promise<Vault> {
+export async function openVault(db: Queryable, input: VaultInput | undefined): Promise<Vault> {
   const { rows } = await db.query<VaultRow>(`SELECT kind, salt, iterations, wrapped FROM vault`)
   const row = rows[0]
   if (!input) return row ? LOCKED : NO_VAULT
   if (!row) {
     const dataKey = crypto.getRandomValues(new Uint8Array(DATA_KEY_BYTES))
-    const salt = 'passphrase' in input ? crypto.getRandomValues(new Uint8Array(16)) : null
-    const wrappingKey = 'passphrase' in input ? await keyFromPassphrase(input.passphrase, salt!, PBKDF2_ITERATIONS) : input.key
-    const iv = crypto.getRandomValues(new Uint8Array(12))
-    const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, wrappingKey, dataKey))
-    const wrapped = new Uint8Array(iv.length + sealed.length)
-    wrapped.set(iv)
-    wrapped.set(sealed, iv.length)
-    await db.query(
-      `INSERT INTO vault (kind, salt, iterations, wrapped, created_at) VALUES ($1, $2, $3, $4, now())`,
-      ['passphrase' in input ? 'passphrase' : 'key', salt, salt ? PBKDF2_ITERATIONS : null, wrapped],
-    )
+    await storeDataKey(db, dataKey, input)
     return sealingVault(dataKey)
   }
   const wanted = row.kind === 'passphrase' ? 'a passphrase' : 'a CryptoKey'
@@ -283,6 +278,23 @@ export async function openVault(db: Db, input: VaultInput | undefined): Promise<
     })
   }
   return sealingVault(dataKey)
+}
+
+/** Stores the data key wrapped under `input`, replacing the wrapping it had. */
+async function storeDataKey(db: Queryable, dataKey: Uint8Array<ArrayBuffer>, input: VaultInput): Promise<void> {
+  const salt = 'passphrase' in input ? crypto.getRandomValues(new Uint8Array(16)) : null
+  const wrappingKey = salt && 'passphrase' in input ? await keyFromPassphrase(input.passphrase, salt, PBKDF2_ITERATIONS) : (input as { key: CryptoKey }).key
+  const iv = crypto.getRandomValues(new Uint8Array(12))
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, wrappingKey, dataKey))
+  const wrapped = new Uint8Array(iv.length + sealed.length)
+  wrapped.set(iv)
+  wrapped.set(sealed, iv.length)
+  await db.query(
+    `INSERT INTO vault (kind, salt, iterations, wrapped, created_at) VALUES ($1, $2, $3, $4, now())
+     ON CONFLICT (id) DO UPDATE SET kind = EXCLUDED.kind, salt = EXCLUDED.salt, iterations = EXCLUDED.iterations,
+                                    wrapped = EXCLUDED.wrapped`,
+    ['passphrase' in input ? 'passphrase' : 'key', salt, salt ? PBKDF2_ITERATIONS : null, wrapped],
+  )
 }
 
 /**

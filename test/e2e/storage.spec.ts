@@ -346,3 +346,88 @@ test('opfs: retrieval hits written at close, and an archive, survive reopening t
     after: ['c-idle'],
   })
 })
+
+test('opfs: with a vault, high content never reaches the memory files in plain text', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    // A key the app keeps; non-extractable, so no script can read it back.
+    const key = await crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'])
+    const base = { name: 'vaulted', storage: 'opfs', embedder: { kind: 'none' }, warmUp: 0 } as const
+    const codeOf = async (run: () => Promise<unknown>) => {
+      try {
+        await run()
+        return 'none'
+      } catch (error) {
+        return (error as { code?: string }).code ?? String(error)
+      }
+    }
+    let memory = await window.engram.createMemory({ ...base, vault: { key } })
+    await memory.recordTurn({
+      conversationId: 'c1',
+      sensitivity: 'high',
+      user: 'My quokkaverse account number is 4411',
+      agent: 'Noted the quokkaverse account.',
+      procedures: [{ tool: 'lookup', args: { account: 'quokkaverse-4411' }, output: 'quokkaverse: active' }],
+    })
+    await memory.remember({ content: 'The quokkaverse PIN hint is the harbour', category: 'fact', sensitivity: 'high' })
+    await memory.recordTurn({ conversationId: 'c1', user: 'Is the wallabyform open?', agent: 'The wallabyform is open.' })
+    await memory.close()
+
+    // Every byte of the memory's folder (data files and write-ahead log).
+    const text = async (dir: FileSystemDirectoryHandle): Promise<string> => {
+      let all = ''
+      for await (const [, handle] of (dir as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> }).entries()) {
+        all +=
+          handle.kind === 'directory'
+            ? await text(handle as FileSystemDirectoryHandle)
+            : new TextDecoder('latin1').decode(await (await (handle as FileSystemFileHandle).getFile()).arrayBuffer())
+      }
+      return all
+    }
+    const files = await text(await (await navigator.storage.getDirectory()).getDirectoryHandle('engram-vaulted'))
+
+    memory = await window.engram.createMemory({ ...base, vault: { key } })
+    const reopened = {
+      status: await memory.vault.status(),
+      texts: (await memory.events.list({ conversationId: 'c1' })).map((e) => e.content.text ?? e.content.tool),
+      memory: (await memory.memories.list()).map((m) => m.content),
+    }
+    await memory.close()
+    memory = await window.engram.createMemory(base)
+    const locked = {
+      status: await memory.vault.status(),
+      write: await codeOf(() => memory.recordTurn({ conversationId: 'c2', sensitivity: 'high', user: 'a', agent: 'b' })),
+    }
+    await memory.close()
+    const wrong = await codeOf(async () => {
+      const m = await window.engram.createMemory({ ...base, vault: { passphrase: 'not the key at all' } })
+      await m.ready
+    })
+    await window.engram.deleteMemory('vaulted')
+    return {
+      sealedFound: files.includes('quokkaverse'),
+      plainFound: files.includes('wallabyform'),
+      reopened,
+      locked,
+      wrong,
+    }
+  })
+  expect(outcome).toEqual({
+    sealedFound: false,
+    plainFound: true,
+    reopened: {
+      status: 'open',
+      texts: [
+        'My quokkaverse account number is 4411',
+        'Noted the quokkaverse account.',
+        'lookup',
+        'lookup',
+        'Is the wallabyform open?',
+        'The wallabyform is open.',
+      ],
+      memory: ['The quokkaverse PIN hint is the harbour'],
+    },
+    locked: { status: 'locked', write: 'VAULT_LOCKED' },
+    wrong: 'WRONG_PASSPHRASE',
+  })
+})

@@ -112,7 +112,7 @@ describe('vault: high sensitivity encrypted at rest', () => {
     expect(events[2]?.content.args).toEqual({ query: `${WORD} 4411` })
     expect(events.every((e) => e.meta.sealed === true)).toBe(true)
     const resultEvent = events[3]
-    const artifact = await m.artifacts.get(String(resultEvent?.content.artifactId))
+    const artifact = await m.artifacts.get(resultEvent?.content.artifactId as string)
     expect(artifact.content.startsWith(`${WORD} row\n`)).toBe(true)
     const graph = await m.graph.conversation('c-high')
     const read = graph.edges.find((e) => e.rel === 'read_file')
@@ -168,7 +168,7 @@ describe('vault: high sensitivity encrypted at rest', () => {
     const locked = await engineOver(db)
     expect(await locked.vault.status()).toBe('locked')
     const text = (await locked.events.list({ conversationId: 'c-high' }))[0]?.content.text
-    expect(String(text).startsWith(SEALED_PREFIX)).toBe(true)
+    expect((text as string).startsWith(SEALED_PREFIX)).toBe(true)
     const high = { kind: 'message', scope: { conversationId: 'c-high' }, actor: { type: 'human', id: 'ann' }, content: { text: 'more' } } as const
     expect(await codeOf(locked.record({ ...high, sensitivity: 'high' }))).toBe('VAULT_LOCKED')
     expect(await codeOf(locked.recordTurn({ conversationId: 'c-high', user: 'a', agent: 'b', sensitivity: 'high' }))).toBe('VAULT_LOCKED')
@@ -176,6 +176,27 @@ describe('vault: high sensitivity encrypted at rest', () => {
     expect(await codeOf(locked.memories.update(memory.id, { sensitivity: 'none' }))).toBe('VAULT_LOCKED')
     expect(await codeOf(locked.exportFile())).toBe('VAULT_LOCKED')
     expect(await codeOf(locked.record({ ...high, sensitivity: 'low' }))).toBe('none')
+    await db.close()
+  })
+
+  it('setKey makes a vault on a memory without one, and wraps the data key under a new key', async () => {
+    const db = await openTestDb()
+    const m = await engineOver(db)
+    const { task } = await writeHigh(m)
+    expect(await m.vault.setKey({ passphrase: PASSPHRASE })).toBe('open')
+    expect(await tablesMentioning(db, WORD)).toEqual([])
+    expect((await m.events.get(task.eventId)).content.title).toBe(`Rotate the ${WORD} keys`)
+    const key = await crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'])
+    expect(await m.vault.setKey({ key })).toBe('open')
+    expect(await codeOf(m.vault.setKey({ passphrase: 'short' }))).toBe('INVALID_INPUT')
+    await m.stopIndexing()
+    // The old passphrase opens it no more; the new key opens what was sealed before the change.
+    expect(await codeOf(engineOver(db, { vault: { passphrase: PASSPHRASE } }))).toBe('WRONG_PASSPHRASE')
+    const reopened = await engineOver(db, { vault: { key } })
+    expect((await reopened.events.get(task.eventId)).content.title).toBe(`Rotate the ${WORD} keys`)
+    await reopened.stopIndexing()
+    const locked = await engineOver(db)
+    expect(await codeOf(locked.vault.setKey({ passphrase: PASSPHRASE }))).toBe('VAULT_LOCKED')
     await db.close()
   })
 
