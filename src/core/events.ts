@@ -219,13 +219,19 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
  */
 export async function sealPrepared(vault: Vault, events: readonly PreparedEvent[]): Promise<void> {
   if (vault.status === 'none') return
-  for (const e of events) {
-    if (e.sensitivity !== 'high') continue
-    e.content = await vault.sealJson(e.content, PLAIN_CONTENT_KEYS)
-    e.meta = { ...e.meta, sealed: true }
-    e.chunks = []
-    if (e.artifact) e.artifact = { ...e.artifact, content: await vault.seal(e.artifact.content) }
-  }
+  await Promise.all(
+    events.map(async (e) => {
+      if (e.sensitivity !== 'high') return
+      const [content, artifact] = await Promise.all([
+        vault.sealJson(e.content, PLAIN_CONTENT_KEYS),
+        e.artifact ? vault.seal(e.artifact.content) : undefined,
+      ])
+      e.content = content
+      e.meta = { ...e.meta, sealed: true }
+      e.chunks = []
+      if (e.artifact && artifact !== undefined) e.artifact = { ...e.artifact, content: artifact }
+    }),
+  )
 }
 
 async function normaliseToolResult(raw: JsonObject) {

@@ -208,12 +208,15 @@ export function createTurns(ctx: EngineContext) {
     }
     // A `high` turn under a vault: its events, and the arguments its edges carry, sealed.
     if (i.sensitivity === 'high' && ctx.vault.status !== 'none') {
-      await sealPrepared(ctx.vault, [
-        userEvent,
-        agentEvent,
-        ...procedures.flatMap((p) => (p.kind === 'call' ? [p.call, ...(p.result ? [p.result] : [])] : [])),
+      const { vault } = ctx
+      await Promise.all([
+        sealPrepared(vault, [
+          userEvent,
+          agentEvent,
+          ...procedures.flatMap((p) => (p.kind === 'call' ? [p.call, ...(p.result ? [p.result] : [])] : [])),
+        ]),
+        ...procedures.map(async (p) => (p.args = await vault.sealJson(p.args))),
       ])
-      for (const p of procedures) p.args = await ctx.vault.sealJson(p.args)
     }
 
     return ctx.db.transaction(async (tx) => {

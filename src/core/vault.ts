@@ -187,8 +187,22 @@ async function sealingVault(dataKey: Uint8Array<ArrayBuffer>): Promise<Vault> {
     }
     return value
   }
+  // Sealing is deterministic: a short text sealed again (a tool call's arguments, on its
+  // event and its edge; a title restated) is taken from here, not from two more crypto calls.
+  const sealedCache = new Map<string, string>()
   async function seal(text: string): Promise<string> {
     if (text.startsWith(SEALED_PREFIX)) return text
+    const short = text.length <= 1024
+    const known = short ? sealedCache.get(text) : undefined
+    if (known !== undefined) return known
+    const sealed = await sealNew(text)
+    if (short) {
+      if (sealedCache.size >= 2_000) sealedCache.clear()
+      sealedCache.set(text, sealed)
+    }
+    return sealed
+  }
+  async function sealNew(text: string): Promise<string> {
     const iv = (await sign('iv', text)).subarray(0, 12)
     const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, aes, encoder.encode(text)))
     const out = new Uint8Array(iv.length + sealed.length)
