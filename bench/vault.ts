@@ -18,6 +18,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 300)
 const WARMUP = 40
 const PASSPHRASE = 'correct horse battery'
 
+const print = (line: string) => process.stdout.write(`${line}\n`)
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
 const show = (xs: number[]) => `p50 ${percentile(sorted(xs), 50).toFixed(2)} ms, p95 ${percentile(sorted(xs), 95).toFixed(2)} ms`
 
@@ -60,7 +61,7 @@ for (let i = 0; i < WARMUP + ROUNDS; i++) {
     if (i >= WARMUP) written[name]?.push(performance.now() - started)
   }
 }
-for (const [name, xs] of Object.entries(written)) console.log(`recordTurn ${name}: ${show(xs)}`)
+for (const [name, xs] of Object.entries(written)) print(`recordTurn ${name}: ${show(xs)}`)
 
 const reads = { list: { plain: [] as number[], vault: [] as number[] }, context: { plain: [] as number[], vault: [] as number[] } }
 for (let i = 0; i < WARMUP + ROUNDS; i++) {
@@ -73,8 +74,8 @@ for (let i = 0; i < WARMUP + ROUNDS; i++) {
     if (i >= WARMUP) reads.context[name].push(performance.now() - started)
   }
 }
-console.log(`events.list (50 events): no vault ${show(reads.list.plain)} | vault ${show(reads.list.vault)}`)
-console.log(`buildContext without retrieval: no vault ${show(reads.context.plain)} | vault ${show(reads.context.vault)}`)
+print(`events.list (50 events): no vault ${show(reads.list.plain)} | vault ${show(reads.list.vault)}`)
+print(`buildContext without retrieval: no vault ${show(reads.context.plain)} | vault ${show(reads.context.vault)}`)
 
 const key = await crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt'])
 const keyed = await open({ key })
@@ -92,6 +93,6 @@ for (let i = 0; i < 12; i++) {
     if (i >= 2) opens[name]?.push(ms)
   }
 }
-console.log(`createEngine over a memory with a vault: ${Object.entries(opens).map(([k, xs]) => `${k} p50 ${percentile(sorted(xs), 50).toFixed(1)} ms`).join(', ')}`)
+print(`createEngine over a memory with a vault: ${Object.entries(opens).map(([k, xs]) => `${k} p50 ${percentile(sorted(xs), 50).toFixed(1)} ms`).join(', ')}`)
 for (const m of [plain, vaulted, keyed]) await m.engine.stopIndexing()
 process.exit(0)
