@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { Engine } from '../../src/core/engine.ts'
-import { MemoryError } from '../../src/core/errors.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
+import { codeOf } from '../support/errors.ts'
 
 const T0 = Date.parse('2026-03-01T09:00:00Z')
 
@@ -46,15 +46,6 @@ async function corruptBody(file: Blob, edit: (jsonl: string) => string): Promise
   const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
   const gz = await new Response(new Blob([edit(text)]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()
   return new Blob([header, gz])
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-    return 'none'
-  } catch (error) {
-    return MemoryError.is(error) ? error.code : `not a MemoryError: ${String(error)}`
-  }
 }
 
 describe('one-file export and import', () => {

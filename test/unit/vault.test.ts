@@ -1,25 +1,16 @@
 import { describe, expect, it } from 'vitest'
 import type { Db } from '../../src/core/db.ts'
 import { createEngine, type Engine, type EngineOptions } from '../../src/core/engine.ts'
-import { MemoryError } from '../../src/core/errors.ts'
 import { SEALED_PREFIX } from '../../src/core/vault.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { testClock } from '../support/clock.ts'
 import { openTestDb } from '../support/memory.ts'
+import { codeOf } from '../support/errors.ts'
 
 const WORD = 'zanzibar'
 const PASSPHRASE = 'correct horse battery'
 /** Every table that holds what a `high` row says. Documents carry no sensitivity and stay plain. */
 const SEALED_TABLES = ['events', 'artifacts', 'chunks', 'edges', 'memories', 'memory_history']
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise
-    return 'none'
-  } catch (error) {
-    return MemoryError.is(error) ? error.code : `not a MemoryError: ${String(error)}`
-  }
-}
 
 function engineOver(db: Db, options: Partial<EngineOptions> = {}) {
   return createEngine({
