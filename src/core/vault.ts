@@ -343,8 +343,7 @@ export async function sealStored(
     `SELECT id, content, meta FROM events WHERE sensitivity = 'high' AND NOT meta ? 'sealed' ORDER BY id`,
   )
   const { rows: memories } = await tx.query<{ id: string; content: string }>(
-    `SELECT id, content FROM memories WHERE sensitivity = 'high' AND NOT starts_with(content, $1) ORDER BY id`,
-    [SEALED_PREFIX],
+    `SELECT id, content FROM memories WHERE sensitivity = 'high' AND NOT starts_with(content, ${SEALED_SQL}) ORDER BY id`,
   )
   if (events.length === 0 && memories.length === 0) return { events: 0, memories: 0 }
   if (vault.status === 'locked') throw vaultLocked(`${events.length + memories.length} 'high' rows would be stored plain`)

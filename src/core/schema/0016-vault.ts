@@ -15,6 +15,12 @@ CREATE TABLE vault (
   created_at  timestamptz NOT NULL
 );
 
+-- The rows a vault must still seal (normally none): found at each open with a vault, and after
+-- an import or an archive restore, without reading every event.
+CREATE INDEX events_unsealed ON events (id) WHERE sensitivity = 'high' AND NOT meta ? 'sealed';
+CREATE INDEX memories_unsealed ON memories (id)
+  WHERE sensitivity = 'high' AND NOT starts_with(content, U&'\\E000sealed1:');
+
 ALTER TABLE memories ALTER COLUMN tsv SET EXPRESSION AS (
   CASE WHEN starts_with(content, U&'\\E000sealed1:') THEN ''::tsvector ELSE to_tsvector('english', content) END
 );
