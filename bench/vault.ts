@@ -4,7 +4,7 @@
  * (3 procedures, unique texts) alternately: `none` and `high` in each. Then each lists a
  * conversation's events and builds a context without retrieval, alternately; in the vault's
  * memory half of those events are sealed. Last, opening an engine over a memory that has a
- * vault: without a key (locked), with its passphrase (PBKDF2, 210,000 iterations) and with a
+ * vault: without a key (locked), with its passphrase (PBKDF2, 600,000 iterations) and with a
  * `CryptoKey`. The first WARMUP rounds are not counted. Prints p50 / p95.
  *
  *   node bench/run.mjs bench/vault.ts            # ROUNDS (default 300)

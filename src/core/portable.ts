@@ -33,7 +33,7 @@ export const EXPORT_FORMAT = 'engram-export'
 export const EXPORT_FORMAT_VERSION = 1
 const CONTAINER_VERSION = 1
 const MAGIC = new TextEncoder().encode('ENGRAM\u0000')
-const PBKDF2_ITERATIONS = 210_000
+const PBKDF2_ITERATIONS = 600_000
 const VECTORS = '@vectors'
 const BATCH_ROWS = 500
 

@@ -26,7 +26,7 @@ export const SEALED_PREFIX = '\uE000sealed1:'
 /** `SEALED_PREFIX` as an SQL literal. */
 export const SEALED_SQL = "U&'\\E000sealed1:'"
 const SEALED_TOKEN = /\uE000sealed1:([A-Za-z0-9+/]+={0,2})/g
-const PBKDF2_ITERATIONS = 210_000
+const PBKDF2_ITERATIONS = 600_000
 const DATA_KEY_BYTES = 32
 
 /** How a memory is given its vault: a passphrase, or a key the app keeps (e.g. non-extractable, in IndexedDB). */
