@@ -1,3 +1,4 @@
+import type { VaultStatus } from './vault.ts'
 import type { EngineContext } from './engine.ts'
 import type { IndexStatus } from './indexer.ts'
 
@@ -20,6 +21,8 @@ export interface Stats {
   indexing: IndexStatus
   oldestEventAt: string | null
   newestEventAt: string | null
+  /** Whether `high` is sealed at rest: `none`, `open` or `locked` (docs/privacy.md, "Encryption at rest"). */
+  vault: VaultStatus
 }
 
 export function createStats(
@@ -70,6 +73,7 @@ export function createStats(
         oldestEventAt: row?.oldest ? new Date(row.oldest).toISOString() : null,
         newestEventAt: row?.newest ? new Date(row.newest).toISOString() : null,
         indexing: status,
+        vault: ctx.vault.status,
       }
     },
   }

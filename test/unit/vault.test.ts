@@ -67,6 +67,7 @@ describe('vault: high sensitivity encrypted at rest', () => {
     const db = await openTestDb()
     const m = await engineOver(db, { vault: { passphrase: PASSPHRASE } })
     expect(await m.vault.status()).toBe('open')
+    expect((await m.stats()).vault).toBe('open')
     const { turn, task, memory } = await writeHigh(m)
 
     // Nothing of the high rows is stored in plain text, and no chunk or vector is kept of them.
@@ -158,6 +159,7 @@ describe('vault: high sensitivity encrypted at rest', () => {
     // Opened without its key: sealed text reads as stored, high writes and exports are refused.
     const locked = await engineOver(db)
     expect(await locked.vault.status()).toBe('locked')
+    expect((await locked.stats()).vault).toBe('locked')
     const text = (await locked.events.list({ conversationId: 'c-high' }))[0]?.content.text
     expect((text as string).startsWith(SEALED_PREFIX)).toBe(true)
     const high = { kind: 'message', scope: { conversationId: 'c-high' }, actor: { type: 'human', id: 'ann' }, content: { text: 'more' } } as const
