@@ -29,7 +29,7 @@ import { allowedSensitivities, readChannel } from './privacy.ts'
 import { asOfParam, iso, timeInput, toDate } from './time.ts'
 import { chunkText, estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
-import { PLAIN_CONTENT_KEYS, type Vault } from './vault.ts'
+import { PLAIN_CONTENT_KEYS, refuseSealedLookalike, type Vault } from './vault.ts'
 
 export const EVENT_KINDS = ['message', 'tool_call', 'tool_result', 'decision', 'task_update', 'artifact'] as const
 export type EventKind = (typeof EVENT_KINDS)[number]
@@ -192,6 +192,8 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
   content = redacted.value
   redactions = mergeRedactions(redactions, redacted.redactions)
 
+  refuseSealedLookalike(content, 'content')
+  if (artifact) refuseSealedLookalike(artifact.content, 'content.output')
   const text = eventText(draft.kind, content)
   const chunks = chunkText(text).map((t) => ({ id: newId('chunk'), text: t, tokens: estimateTokens(t) }))
   return {

@@ -13,7 +13,7 @@ import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
 import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
-import { isSealed, vaultLocked } from './vault.ts'
+import { isSealed, refuseSealedLookalike, vaultLocked } from './vault.ts'
 
 export const MEMORY_CATEGORIES = [
   'preference',
@@ -704,6 +704,7 @@ export function memoriesApi(ctx: EngineContext) {
     const { sensitivity } = parsed
     refuseSecret(sensitivity)
     const { value: m, redactions } = redactMemory(parsed)
+    refuseSealedLookalike(m.content, 'content')
     const sealed = await sealedMemory(m.content, sensitivity)
     // What an existing memory of this text has as its hash: plain, or keyed when it is sealed.
     const hashes = sealed.mac ? [sealed.plainHash, sealed.mac] : [sealed.plainHash]
@@ -1010,6 +1011,7 @@ export function memoriesApi(ctx: EngineContext) {
         ...(redactedContent ? { content: redactedContent.text } : {}),
         ...(redactedMetadata ? { metadata: redactedMetadata.value as Record<string, unknown> } : {}),
       }
+      if (u.content !== undefined) refuseSealedLookalike(u.content, 'content')
       const vector = u.content === undefined ? null : await embedText(u.content)
       const hash = u.content === undefined ? null : await memoryHash(u.content)
       const at = ctx.now()

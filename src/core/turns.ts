@@ -1,5 +1,6 @@
 import { documentSight, type Observation, observeInTx, type PreparedSight, prepareSight } from './documents.ts'
 import type { EngineContext } from './engine.ts'
+import { refuseSealedLookalike } from './vault.ts'
 import {
   type EventDraft,
   insertEvents,
@@ -176,6 +177,7 @@ export function createTurns(ctx: EngineContext) {
     for (const [n, p] of i.procedures.entries()) {
       const redactedArgs = redactJson(toStoredJson(p.args ?? {}))
       const args = redactedArgs.value
+      refuseSealedLookalike(args, `procedures[${n}].args`)
       if (p.document) {
         const { effect, ...ref } = p.document
         const sight = await prepareSight(parseInput(documentSight, ref, `procedure ${n} document`), ctx.workspace)

@@ -86,6 +86,19 @@ export function isSealed(value: unknown): boolean {
   return typeof value === 'string' && value.startsWith(SEALED_PREFIX)
 }
 
+/**
+ * Refuses text that reads as sealed: a sealed value is told apart from plain text by its
+ * prefix alone, so no plain text written may contain it (`INVALID_INPUT`).
+ */
+export function refuseSealedLookalike(value: unknown, field: string): void {
+  const text = typeof value === 'string' ? value : JSON.stringify(value)
+  if (text?.includes(SEALED_PREFIX)) {
+    throw new MemoryError('INVALID_INPUT', `${field} contains "\\uE000sealed1:", which marks text sealed at rest; remove it.`, {
+      details: { field },
+    })
+  }
+}
+
 export function vaultLocked(what: string): MemoryError {
   return new MemoryError(
     'VAULT_LOCKED',

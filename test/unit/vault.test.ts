@@ -172,6 +172,23 @@ describe('vault: high sensitivity encrypted at rest', () => {
     await db.close()
   })
 
+  it('refuses plain text that would read as sealed', async () => {
+    const db = await openTestDb()
+    const m = await engineOver(db, { vault: { passphrase: PASSPHRASE } })
+    const lookalike = `${SEALED_PREFIX}bm90IHNlYWxlZA==`
+    const say = { kind: 'message', scope: { conversationId: 'c1' }, actor: { type: 'human', id: 'ann' }, sensitivity: 'high' } as const
+    expect(await codeOf(m.record({ ...say, content: { text: lookalike } }))).toBe('INVALID_INPUT')
+    expect(await codeOf(m.record({ ...say, content: { text: `see ${lookalike}` } }))).toBe('INVALID_INPUT')
+    expect(await codeOf(m.recordTurn({ conversationId: 'c1', user: 'a', agent: 'b', procedures: [{ tool: 't', args: { q: lookalike } }] }))).toBe('INVALID_INPUT')
+    expect(await codeOf(m.remember({ content: lookalike, category: 'fact', sensitivity: 'high' }))).toBe('INVALID_INPUT')
+    const { id } = await m.remember({ content: 'plain fact', category: 'fact' })
+    expect(await codeOf(m.memories.update(id, { content: lookalike }))).toBe('INVALID_INPUT')
+    // The private-use character alone is ordinary text.
+    expect(await codeOf(m.record({ ...say, content: { text: 'icon \uE000 here' } }))).toBe('none')
+    expect((await m.events.list({ conversationId: 'c1' })).length).toBe(1)
+    await db.close()
+  })
+
   it('setKey makes a vault on a memory without one, and wraps the data key under a new key', async () => {
     const db = await openTestDb()
     const m = await engineOver(db)
