@@ -181,24 +181,37 @@ async function sealingVault(dataKey: Uint8Array<ArrayBuffer>): Promise<Vault> {
     cache.set(token, text)
     return text
   }
-  async function openString(value: string): Promise<string> {
-    if (!value.includes(SEALED_PREFIX)) return value
-    if (value.startsWith(SEALED_PREFIX) && /^[A-Za-z0-9+/]+={0,2}$/.test(value.slice(SEALED_PREFIX.length))) {
-      return openToken(value.slice(SEALED_PREFIX.length))
+  /** The sealed tokens in `value`'s strings (a walk without promises). */
+  function collectTokens(value: unknown, into: Set<string>): void {
+    if (typeof value === 'string') {
+      if (value.includes(SEALED_PREFIX)) for (const m of value.matchAll(SEALED_TOKEN)) into.add(m[1] as string)
+    } else if (Array.isArray(value)) {
+      for (const v of value) collectTokens(v, into)
+    } else if (value !== null && typeof value === 'object' && isPlainObject(value)) {
+      for (const v of Object.values(value)) collectTokens(v, into)
     }
-    const tokens = [...value.matchAll(SEALED_TOKEN)].map((m) => m[1] as string)
-    const opened = await Promise.all(tokens.map((t) => openToken(t)))
-    let n = 0
-    return value.replace(SEALED_TOKEN, () => opened[n++] as string)
   }
-  async function openDeep(value: unknown): Promise<unknown> {
-    if (typeof value === 'string') return openString(value)
-    if (Array.isArray(value)) return Promise.all(value.map(openDeep))
+  /** `value` with every sealed token replaced by its text; parts without one are kept as they are. */
+  function replaceTokens(value: unknown, opened: ReadonlyMap<string, string>): unknown {
+    if (typeof value === 'string') {
+      return value.includes(SEALED_PREFIX) ? value.replace(SEALED_TOKEN, (_, t: string) => opened.get(t) ?? SEALED_PREFIX + t) : value
+    }
+    if (Array.isArray(value)) return value.map((v) => replaceTokens(v, opened))
     if (value !== null && typeof value === 'object' && isPlainObject(value)) {
-      const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await openDeep(v)] as const))
-      return Object.fromEntries(entries)
+      const out: Record<string, unknown> = {}
+      for (const [k, v] of Object.entries(value)) out[k] = replaceTokens(v, opened)
+      return out
     }
     return value
+  }
+  /** Finds the sealed tokens first, opens them all at once, then rebuilds: nothing to open, nothing copied. */
+  async function openDeep(value: unknown): Promise<unknown> {
+    const tokens = new Set<string>()
+    collectTokens(value, tokens)
+    if (tokens.size === 0) return value
+    const list = [...tokens]
+    const texts = await Promise.all(list.map((t) => openToken(t)))
+    return replaceTokens(value, new Map(list.map((t, i) => [t, texts[i] as string])))
   }
   // Sealing is deterministic: a short text sealed again (a tool call's arguments, on its
   // event and its edge; a title restated) is taken from here, not from two more crypto calls.
