@@ -29,7 +29,7 @@ import { allowedSensitivities, readChannel } from './privacy.ts'
 import { asOfParam, iso, timeInput, toDate } from './time.ts'
 import { chunkText, estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
-import { PLAIN_CONTENT_KEYS, refuseSealedLookalike, type Vault } from './vault.ts'
+import { EVENT_CONTENT_KEYS, refuseSealedLookalike, type Vault } from './vault.ts'
 
 export const EVENT_KINDS = ['message', 'tool_call', 'tool_result', 'decision', 'task_update', 'artifact'] as const
 export type EventKind = (typeof EVENT_KINDS)[number]
@@ -216,7 +216,7 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
 
 /**
  * With a vault, `high` events are sealed before they are written: their content's text
- * (`PLAIN_CONTENT_KEYS` stay plain), their artifact, and no chunks (no derived text or vector
+ * (as `EVENT_CONTENT_KEYS` says), their artifact, and no chunks (no derived text or vector
  * of them is kept). Marked `meta.sealed`. Refused with `VAULT_LOCKED` when the vault is locked.
  */
 export async function sealPrepared(vault: Vault, events: readonly PreparedEvent[]): Promise<void> {
@@ -225,7 +225,7 @@ export async function sealPrepared(vault: Vault, events: readonly PreparedEvent[
     events.map(async (e) => {
       if (e.sensitivity !== 'high') return
       const [content, artifact] = await Promise.all([
-        vault.sealJson(e.content, PLAIN_CONTENT_KEYS),
+        vault.sealJson(e.content, EVENT_CONTENT_KEYS),
         e.artifact ? vault.seal(e.artifact.content) : undefined,
       ])
       e.content = content

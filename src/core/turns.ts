@@ -217,8 +217,12 @@ export function createTurns(ctx: EngineContext) {
           agentEvent,
           ...procedures.flatMap((p) => (p.kind === 'call' ? [p.call, ...(p.result ? [p.result] : [])] : [])),
         ]),
-        ...procedures.map(async (p) => (p.args = await vault.sealJson(p.args))),
+        ...procedures.map(async (p) => {
+          if (p.kind === 'document') p.args = await vault.sealJson(p.args)
+        }),
       ])
+      // A tool call's edge carries the arguments its event holds, sealed once.
+      for (const p of procedures) if (p.kind === 'call') p.args = p.call.content.args as JsonObject
     }
 
     return ctx.db.transaction(async (tx) => {

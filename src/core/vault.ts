@@ -17,10 +17,10 @@ import { z } from './validate.ts'
  * `CryptoKey` (AES-GCM, encrypt and decrypt) is used as it is. From the data key, HKDF derives
  * the sealing key (AES-GCM) and a MAC key (HMAC-SHA-256).
  *
- * A sealed string is `SEALED_PREFIX` + base64(iv ‖ ciphertext ‖ tag). The iv is the first 12
- * bytes of an HMAC of the text, so equal texts seal equally (deterministic encryption): the
- * database can still group and compare sealed values (a task's title), and learns which
- * sealed strings are equal, nothing more.
+ * A sealed string is `SEALED_PREFIX` + base64(iv ‖ ciphertext ‖ tag). The iv is random, except
+ * for what the task state groups by (`EVENT_CONTENT_KEYS.equal`: a task's id, name and title):
+ * there it is the first 12 bytes of an HMAC of the text, so equal texts seal equally and the
+ * database can still group them, learning which of those sealed strings are equal, nothing more.
  */
 export const SEALED_PREFIX = '\uE000sealed1:'
 /** `SEALED_PREFIX` as an SQL literal. */
@@ -59,10 +59,16 @@ export type VaultStatus = 'none' | 'open' | 'locked'
 
 export interface Vault {
   readonly status: VaultStatus
-  /** The text sealed (deterministic); a sealed string is returned as it is. */
-  seal(text: string): Promise<string>
-  /** Every string of a JSON value sealed; top-level keys in `plainKeys` keep their values. */
-  sealJson<T extends JsonValue>(value: T, plainKeys?: ReadonlySet<string>): Promise<T>
+  /**
+   * The text sealed under a random iv, or with `equal` under an iv derived from the text, so
+   * that equal texts seal equally; a sealed string is returned as it is.
+   */
+  seal(text: string, equal?: boolean): Promise<string>
+  /**
+   * Every string of a JSON value sealed; of an object, the values of the top-level keys in
+   * `keys.plain` are kept, and those in `keys.equal` are sealed so that equal texts seal equally.
+   */
+  sealJson<T extends JsonValue>(value: T, keys?: ContentKeys): Promise<T>
   /** Every sealed string, or sealed token inside a string, in `value` opened again. */
   open<T>(value: T): Promise<T>
   /** A keyed hash of the text (hex), in place of a plain SHA-256 that a guess could confirm. */
@@ -71,16 +77,20 @@ export interface Vault {
   rewrap(db: Queryable, input: VaultInput): Promise<void>
 }
 
-/** Content keys of a sealed event that stay plain: names, states and ids the database reads. */
-export const PLAIN_CONTENT_KEYS: ReadonlySet<string> = new Set([
-  'tool',
-  'status',
-  'to',
-  'artifactId',
-  'truncated',
-  'supersedes',
-  'mediaType',
-])
+export interface ContentKeys {
+  plain?: ReadonlySet<string>
+  equal?: ReadonlySet<string>
+}
+
+/**
+ * How a sealed event's content keys are sealed: names, states and ids the database reads stay
+ * plain; what the task state groups by is sealed so that equal texts seal equally; every other
+ * string under a random iv.
+ */
+export const EVENT_CONTENT_KEYS: ContentKeys = {
+  plain: new Set(['tool', 'status', 'to', 'artifactId', 'truncated', 'supersedes', 'mediaType']),
+  equal: new Set(['taskId', 'task', 'title']),
+}
 
 export function isSealed(value: unknown): boolean {
   return typeof value === 'string' && value.startsWith(SEALED_PREFIX)
@@ -213,34 +223,34 @@ async function sealingVault(dataKey: Uint8Array<ArrayBuffer>): Promise<Vault> {
     const texts = await Promise.all(list.map((t) => openToken(t)))
     return replaceTokens(value, new Map(list.map((t, i) => [t, texts[i] as string])))
   }
-  // Sealing is deterministic: a short text sealed again (a tool call's arguments, on its
-  // event and its edge; a title restated) is taken from here, not from two more crypto calls.
-  const sealedCache = new Map<string, string>()
-  async function seal(text: string): Promise<string> {
+  // A text sealed with `equal` again (a task's title restated) is taken from here, not from
+  // two more crypto calls.
+  const equalCache = new Map<string, string>()
+  async function seal(text: string, equal = false): Promise<string> {
     if (text.startsWith(SEALED_PREFIX)) return text
+    if (!equal) return sealUnder(crypto.getRandomValues(new Uint8Array(12)), text)
     const short = text.length <= 1024
-    const known = short ? sealedCache.get(text) : undefined
+    const known = short ? equalCache.get(text) : undefined
     if (known !== undefined) return known
-    const sealed = await sealNew(text)
+    const sealed = await sealUnder((await sign('iv', text)).subarray(0, 12), text)
     if (short) {
-      if (sealedCache.size >= 2_000) sealedCache.clear()
-      sealedCache.set(text, sealed)
+      if (equalCache.size >= 2_000) equalCache.clear()
+      equalCache.set(text, sealed)
     }
     return sealed
   }
-  async function sealNew(text: string): Promise<string> {
-    const iv = (await sign('iv', text)).subarray(0, 12)
+  async function sealUnder(iv: Uint8Array<ArrayBuffer>, text: string): Promise<string> {
     const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, aes, encoder.encode(text)))
     const out = new Uint8Array(iv.length + sealed.length)
     out.set(iv)
     out.set(sealed, iv.length)
     return SEALED_PREFIX + toBase64(out)
   }
-  async function sealDeep(value: JsonValue): Promise<JsonValue> {
-    if (typeof value === 'string') return seal(value)
-    if (Array.isArray(value)) return Promise.all(value.map(sealDeep))
+  async function sealDeep(value: JsonValue, equal: boolean): Promise<JsonValue> {
+    if (typeof value === 'string') return seal(value, equal)
+    if (Array.isArray(value)) return Promise.all(value.map((v) => sealDeep(v, equal)))
     if (value !== null && typeof value === 'object') {
-      const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await sealDeep(v)] as const))
+      const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await sealDeep(v, equal)] as const))
       return Object.fromEntries<JsonValue>(entries)
     }
     return value
@@ -248,10 +258,12 @@ async function sealingVault(dataKey: Uint8Array<ArrayBuffer>): Promise<Vault> {
   return {
     status: 'open',
     seal,
-    async sealJson<T extends JsonValue>(value: T, plainKeys?: ReadonlySet<string>): Promise<T> {
-      if (!plainKeys || value === null || typeof value !== 'object' || Array.isArray(value)) return (await sealDeep(value)) as T
+    async sealJson<T extends JsonValue>(value: T, keys: ContentKeys = {}): Promise<T> {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return (await sealDeep(value, false)) as T
       const entries = await Promise.all(
-        Object.entries(value).map(async ([k, v]) => [k, plainKeys.has(k) ? v : await sealDeep(v)] as const),
+        Object.entries(value).map(
+          async ([k, v]) => [k, keys.plain?.has(k) ? v : await sealDeep(v, keys.equal?.has(k) ?? false)] as const,
+        ),
       )
       return Object.fromEntries(entries) as T
     },
@@ -377,7 +389,7 @@ export async function sealStored(
   try {
     if (events.length > 0) {
       const ids = events.map((e) => e.id)
-      const contents = await Promise.all(events.map((e) => vault.sealJson(e.content, PLAIN_CONTENT_KEYS)))
+      const contents = await Promise.all(events.map((e) => vault.sealJson(e.content, EVENT_CONTENT_KEYS)))
       await tx.query(
         `UPDATE events e SET content = x.content::jsonb, meta = e.meta || '{"sealed":true}'
            FROM unnest($1::text[], $2::text[]) AS x(id, content) WHERE e.id = x.id`,

@@ -118,6 +118,25 @@ describe('vault: high sensitivity encrypted at rest', () => {
     expect(bundle.text).toContain(`The ${WORD} account pays the payroll run.`)
     expect(bundle.text).not.toContain(SEALED_PREFIX)
 
+    // What the task state groups by seals equally; other text under a random iv.
+    const taskUpdate = {
+      kind: 'task_update',
+      scope: { conversationId: 'c-high', userId: 'ann' },
+      actor: { type: 'agent', id: 'coder' },
+      sensitivity: 'high',
+    } as const
+    const done = await m.record({ ...taskUpdate, content: { title: `Rotate the ${WORD} keys`, status: 'done', text: 'Rotated.' } })
+    const twice = await m.record({ ...taskUpdate, content: { title: 'Other', status: 'open', text: 'Rotated.' } })
+    const { rows: sealedRows } = await db.query<{ title: string; text: string | null }>(
+      `SELECT content ->> 'title' AS title, content ->> 'text' AS text FROM events WHERE id = ANY($1) ORDER BY seq`,
+      [[task.eventId, done.eventId, twice.eventId]],
+    )
+    expect(sealedRows[0]?.title).toBe(sealedRows[1]?.title)
+    expect(sealedRows[1]?.text).not.toBe(sealedRows[2]?.text)
+    // The task is closed: its two updates are one task to the database.
+    const after = await m.buildContext({ query: 'rotate keys', conversationId: 'c-high', maxTokens: 4000, retrieval: false })
+    expect(after.sections.find((x) => x.name === 'task_state')?.items.map((i) => i.text)).toEqual(['- [open] Other: Rotated.'])
+
     // Search keeps no index of sealed text: neither keyword nor vector finds it.
     const hits = await m.search(`${WORD} account`, { limit: 10 })
     expect(hits.map((h) => h.conversationId)).not.toContain('c-high')
