@@ -120,6 +120,53 @@ async function recordTurnLatencies(
   )
 }
 
+/**
+ * What sealing costs a turn (docs/privacy.md, "Encryption at rest"): two memories in one page,
+ * the same turns recorded in each in turn: every turn `high` in a memory with a vault, and
+ * `none` in one without. Alternating keeps the machine's noise off the ratio; timed once both
+ * models have loaded.
+ */
+async function sealedTurnLatencies(
+  page: Page,
+  turns: RecordTurnInput[],
+  warmup: number,
+): Promise<{ sealed: number[]; plain: number[] }> {
+  return page.evaluate(
+    async ({ json, warmup }) => {
+      const base = {
+        storage: 'opfs',
+        workspace: { mode: 'local', root: '/bench/repo' },
+        embedder: { kind: 'bundled', device: 'wasm' },
+      } as const
+      const sealed = await window.engram.createMemory({ ...base, name: 'bench-turns-sealed', vault: { passphrase: 'bench vault passphrase' } })
+      const plain = await window.engram.createMemory({ ...base, name: 'bench-turns-beside-sealed' })
+      const turns = JSON.parse(json) as Parameters<typeof sealed.recordTurn>[0][]
+      for (const memory of [sealed, plain]) {
+        for (let i = 0; i < 600 && (await memory.embedderInfo()).state === 'loading'; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+      }
+      const timings = { sealed: [] as number[], plain: [] as number[] }
+      try {
+        for (const [i, turn] of turns.entries()) {
+          for (const [name, memory, sensitivity] of [
+            ['sealed', sealed, 'high'],
+            ['plain', plain, 'none'],
+          ] as const) {
+            const t0 = performance.now()
+            await memory.recordTurn({ ...turn, sensitivity })
+            if (i >= warmup) timings[name].push(performance.now() - t0)
+          }
+        }
+        return timings
+      } finally {
+        await Promise.all([sealed.close(), plain.close()])
+      }
+    },
+    { json: JSON.stringify(turns), warmup },
+  )
+}
+
 /** Worker creation → first answer (createMemory + ping). */
 async function coldStart(page: Page, name: string, storage: 'opfs' | 'idb') {
   return page.evaluate(
@@ -215,6 +262,8 @@ export const BROWSER_METRICS = [
   'record_turn_no_index_ms',
   'record_turn_model_busy_ms',
   'record_turn_idb_ms',
+  'record_turn_sealed_ms',
+  'record_turn_beside_sealed_ms',
   'cold_start_new_ms',
   'cold_start_existing_ms',
   'cold_start_existing_returning_ms',
@@ -265,6 +314,20 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
               : `the bundled model (WASM, its own worker) indexing in the background after a pause in the writes (the default), ${run.embedded} chunks embedded when the last turn returned`) +
           '; timed once the model has loaded',
       )
+      await context.close()
+    }
+
+    if (options.wants('record_turn_sealed_ms') || options.wants('record_turn_beside_sealed_ms')) {
+      options.log('Chromium: recordTurn sealed at rest, beside a memory without a vault')
+      const turns = makeTurns(sessionShape(4 * (options.warmup + options.ops)), 4242)
+      const context = await browser.newContext()
+      const page = await openHarness(context, origin)
+      const run = await sealedTurnLatencies(page, turns, options.warmup)
+      const what =
+        'recordTurn with 3 procedures, worker, OPFS, acknowledged after the flush; timed on the page; two memories in one page, ' +
+        'the same turns in each in turn, the bundled model (WASM) indexing in the background'
+      out.metrics.record_turn_sealed_ms = latency(run.sealed, `${what}; this one: every turn 'high', in a memory with a vault (sealed at rest, no chunks)`)
+      out.metrics.record_turn_beside_sealed_ms = latency(run.plain, `${what}; this one: every turn 'none', in a memory without a vault`)
       await context.close()
     }
 

@@ -61,6 +61,8 @@ export const METRIC_ORDER = [
   'record_turn_no_index_ms',
   'record_turn_model_busy_ms',
   'record_turn_idb_ms',
+  'record_turn_sealed_ms',
+  'record_turn_beside_sealed_ms',
   'search_ms',
   'build_context_ms',
   'build_context_fast_ms',
@@ -182,6 +184,7 @@ export function markdownReport(result: BenchResult): string {
     ['cold_start_existing_returning_ms', 'cold_start_existing_ms'],
     ['record_turn_ms', 'record_turn_no_index_ms'],
     ['record_turn_model_busy_ms', 'record_turn_no_index_ms'],
+    ['record_turn_sealed_ms', 'record_turn_beside_sealed_ms'],
   ]
   for (const [a, b] of pairs) {
     lines.push(`| \`${a}\` / \`${b}\` | ${ratio(metrics[a], metrics[b], 'p50')} | ${ratio(metrics[a], metrics[b], 'p95')} |`)
