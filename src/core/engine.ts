@@ -28,7 +28,6 @@ import { createContext } from './context.ts'
 import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
 import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
 import { parseInput } from './validate.ts'
-import { normalizeMemoryText } from './memories.ts'
 
 export interface EngineOptions {
   db: Db
@@ -151,7 +150,7 @@ export async function createEngine(options: EngineOptions) {
   const schemaVersion = await migrate(ctx.db)
   ctx.vault = await openVault(ctx.db, vaultKey)
   // Rows stored plain before the vault was given are sealed now, all in one transaction.
-  if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault, normalizeMemoryText))
+  if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault))
   if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
   // A failed background refresh only leaves older statistics (the next writes retry it); it is
   // reported to `onError` listeners.
@@ -193,7 +192,7 @@ export async function createEngine(options: EngineOptions) {
   const turns = createTurns(ctx)
   // Rows a file or an archive brings in are sealed before their chunks are cut.
   const fileFormat = createFileFormat(ctx, schemaVersion, async (tx, eventIds) => {
-    await sealStored(tx, ctx.vault, normalizeMemoryText)
+    await sealStored(tx, ctx.vault)
     return rebuildMissingChunks(tx, eventIds)
   })
   // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
@@ -325,7 +324,7 @@ export async function createEngine(options: EngineOptions) {
           if (ctx.vault.status === 'open') return ctx.vault.rewrap(tx, key)
           if (ctx.vault.status === 'locked') throw vaultLocked('its key cannot be changed')
           const vault = await openVault(tx, key)
-          await sealStored(tx, vault, normalizeMemoryText)
+          await sealStored(tx, vault)
           ctx.vault = vault
         })
         return ctx.vault.status

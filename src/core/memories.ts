@@ -4,7 +4,7 @@ import type { EngineContext } from './engine.ts'
 import { type JsonObject, missingReferences, writeEdges } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
 import { compileFilter, type FilterColumn } from './filters.ts'
-import { sha256Hex } from './hash.ts'
+import { memoryHash, normalizeMemoryText } from './hash.ts'
 import { refuseSecret } from './events.ts'
 import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
@@ -256,14 +256,7 @@ export type MemoryUpdate = z.input<typeof updateInput>
 const forgetAllInput = z.strictObject({ ...selector, confirm: z.literal(true) })
 export type ForgetAllInput = z.input<typeof forgetAllInput>
 
-/** Lowercased, whitespace-collapsed, trimmed: two texts with the same normal form are the same memory. */
-export function normalizeMemoryText(text: string): string {
-  return text.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim()
-}
-
-export function memoryHash(text: string): Promise<string> {
-  return sha256Hex(normalizeMemoryText(text))
-}
+export { memoryHash, normalizeMemoryText }
 
 /** Numbered SQL parameters collected as a statement is put together. */
 class Params {

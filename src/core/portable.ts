@@ -1,7 +1,7 @@
 import type { EngineContext } from './engine.ts'
 import type { Queryable } from './db.ts'
 import { MemoryError } from './errors.ts'
-import { sha256Hex } from './hash.ts'
+import { memoryHash, sha256Hex } from './hash.ts'
 import {
   buildVectorIndexes,
   bulkWorthIt,
@@ -11,7 +11,6 @@ import {
   MISSING_VECTORS_SQL,
 } from './search.ts'
 import { parseInput, z } from './validate.ts'
-import { memoryHash } from './memories.ts'
 import { SEALED_PREFIX, type Vault, vaultLocked } from './vault.ts'
 
 /**

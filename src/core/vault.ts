@@ -1,5 +1,6 @@
 import type { Queryable, QueryOptions } from './db.ts'
 import { MemoryError } from './errors.ts'
+import { normalizeMemoryText } from './hash.ts'
 import type { JsonObject, JsonValue } from './json.ts'
 import { z } from './validate.ts'
 
@@ -374,7 +375,6 @@ export function openingReads(vault: Vault, q: Queryable): Queryable {
 export async function sealStored(
   tx: Queryable,
   vault: Vault,
-  normalize: (text: string) => string,
 ): Promise<{ events: number; memories: number }> {
   if (vault.status === 'none') return { events: 0, memories: 0 }
   const { rows: events } = await tx.query<{ id: string; content: JsonObject; meta: JsonObject }>(
@@ -421,7 +421,7 @@ export async function sealStored(
     if (memories.length > 0) {
       const ids = memories.map((m) => m.id)
       const sealed = await Promise.all(memories.map((m) => vault.seal(m.content)))
-      const hashes = await Promise.all(memories.map((m) => vault.mac(normalize(m.content))))
+      const hashes = await Promise.all(memories.map((m) => vault.mac(normalizeMemoryText(m.content))))
       await tx.query(
         `UPDATE memories m SET content = x.content, hash = x.hash, vector = NULL, embed_model = NULL
            FROM unnest($1::text[], $2::text[], $3::text[]) AS x(id, content, hash) WHERE m.id = x.id`,
@@ -436,12 +436,12 @@ export async function sealStored(
 }
 
 /** The `args` of a tool-call edge of a sealed turn, sealed; its other properties stay. */
-export async function sealEdgeProps(vault: Vault, props: JsonObject): Promise<JsonObject> {
+async function sealEdgeProps(vault: Vault, props: JsonObject): Promise<JsonObject> {
   return props.args === undefined ? props : { ...props, args: await vault.sealJson(props.args) }
 }
 
 /** Seals the plain old and new values in the history of `memoryIds`. */
-export async function sealHistory(tx: Queryable, vault: Vault, memoryIds: readonly string[]): Promise<void> {
+async function sealHistory(tx: Queryable, vault: Vault, memoryIds: readonly string[]): Promise<void> {
   const { rows } = await tx.query<{ id: string; old_value: string | null; new_value: string | null }>(
     `SELECT id, old_value, new_value FROM memory_history
       WHERE memory_id = ANY($1)
