@@ -65,6 +65,7 @@ const provenance = {
   taskId: z.string().min(1).max(200).optional(),
 }
 const entityId = z.string().min(1).max(1000)
+const entityIds = z.array(entityId).min(1).max(10_000)
 const payloadSchema = z.record(z.string(), z.unknown())
 
 const nodeInput = z.strictObject({
@@ -699,15 +700,18 @@ export function entityGraphApi(ctx: EngineContext) {
     },
 
     /**
-     * Links of a node, outgoing, incoming or both, optionally of some relations, as they
-     * are now or were at `asOf`. Oldest first, ties by edge id. A link whose relation or
-     * payload is damaged fails the read with CORRUPT.
+     * Links of a node, or of several nodes in one read, outgoing, incoming or both,
+     * optionally of some relations, as they are now or were at `asOf`. Oldest first, ties by
+     * edge id; `limit` counts the links of all the nodes together. With several ids, a link
+     * between two of them comes once from each end (`direction` tells which). A link whose
+     * relation or payload is damaged fails the read with CORRUPT.
      *
      * @example
      * const defs = await memory.graph.neighbors('file:src/app.ts', { rel: 'defines' })
+     * const both = await memory.graph.neighbors(['person:ada', 'person:alan'], { direction: 'both' })
      */
-    async neighbors(id: string, options: NeighborsOptions = {}): Promise<Neighbor[]> {
-      const nodeId = parseInput(entityId, id, 'node id')
+    async neighbors(id: string | readonly string[], options: NeighborsOptions = {}): Promise<Neighbor[]> {
+      const nodeIds = typeof id === 'string' ? [parseInput(entityId, id, 'node id')] : parseInput(entityIds, id, 'node ids')
       const o = parseInput(neighborsOptions, options, 'neighbor options')
       const rels =
         o.rel === undefined
@@ -728,10 +732,10 @@ export function entityGraphApi(ctx: EngineContext) {
       }>(
         `WITH hits AS (
            SELECT e.*, 'out' AS direction, e.dst AS neighbor FROM edges e
-           WHERE $3 IN ('out', 'both') AND e.tenant_id = $1 AND e.src = $2
+           WHERE $3 IN ('out', 'both') AND e.tenant_id = $1 AND e.src = ANY($2::text[])
            UNION ALL
            SELECT e.*, 'in' AS direction, e.src AS neighbor FROM edges e
-           WHERE $3 IN ('in', 'both') AND e.tenant_id = $1 AND e.dst = $2
+           WHERE $3 IN ('in', 'both') AND e.tenant_id = $1 AND e.dst = ANY($2::text[])
          )
          SELECT h.id, h.src, h.rel AS rel_id, r.name AS rel, h.dst, h.props, h.direction, h.run_id,
                 h.task_id, h.created_at, CASE WHEN nt.tombstone THEN NULL ELSE nt.type END AS neighbor_type
@@ -748,7 +752,7 @@ export function entityGraphApi(ctx: EngineContext) {
            AND ($4::timestamptz IS NOT NULL OR h.tombstoned_at IS NULL)
          ORDER BY h.created_at, h.id, h.direction
          LIMIT $6`,
-        [o.tenantId, nodeId, o.direction, o.asOf ?? null, rels, o.limit],
+        [o.tenantId, [...new Set(nodeIds)], o.direction, o.asOf ?? null, rels, o.limit],
       )
       const out = rows.map((r): Neighbor => {
         if (r.rel === null) {
@@ -775,7 +779,7 @@ export function entityGraphApi(ctx: EngineContext) {
       })
       telemetry.emit({
         op: 'query',
-        memoryId: nodeId,
+        memoryId: nodeIds.length === 1 ? (nodeIds[0] as string) : null,
         entityType: 'edge',
         scope: null,
         runId: null,

@@ -134,7 +134,7 @@ export interface MemoryEngine {
 export interface MemoryGraph {
   putGraph(input: GraphWriteInput): Promise<{ nodes: unknown[]; edges: EdgeWriteResult[] }>
   nodes(options?: NodesOptions): Promise<NodeRecord[]>
-  neighbors(id: string, options?: NeighborsOptions): Promise<Neighbor[]>
+  neighbors(id: string | readonly string[], options?: NeighborsOptions): Promise<Neighbor[]>
   removeNodes(ids: string[], options?: RemoveOptions): Promise<{ removed: string[]; edges: number }>
 }
 
@@ -548,7 +548,13 @@ export class Memory {
     // The entities named are looked up by key (`${scope}/${name}`), never by reading them all.
     const candidates = namedInText(query).map((name) => `${key}/${name}`)
     const named = await graph.nodes({ ids: candidates, type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
-    const links = (await Promise.all(named.map((n) => graph.neighbors(n.id, { direction: 'both', ...this.#tenant })))).flat()
+    const links =
+      named.length === 0
+        ? []
+        : await graph.neighbors(
+            named.map((n) => n.id),
+            { direction: 'both', limit: 100_000, ...this.#tenant },
+          )
     const ends = links.filter((l) => l.rel.startsWith(RELATION_PREFIX)).map((l) => l.neighbor)
     const others = ends.length === 0 ? [] : await graph.nodes({ ids: [...new Set(ends)], type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
     const known = [...named, ...others]

@@ -55,6 +55,26 @@ describe('entity graph', () => {
     expect((await g.neighbors('sym:a.ts#main', { direction: 'in', rel: 'tests' })).map((n) => n.src)).toEqual(
       ['test:a.test.ts'],
     )
+    // Several nodes in one read: a link between two of them comes once from each end, the
+    // limit counts them all, and a repeated id is read once.
+    const many = await g.neighbors(['sym:a.ts#helper', 'test:a.test.ts', 'sym:a.ts#helper'], { direction: 'both' })
+    expect(many.map((n) => [n.direction, n.src, n.rel, n.dst])).toEqual([
+      ['in', 'file:a.ts', 'defines', 'sym:a.ts#helper'],
+      ['in', 'sym:a.ts#main', 'calls', 'sym:a.ts#helper'],
+      ['out', 'test:a.test.ts', 'tests', 'sym:a.ts#main'],
+    ])
+    const pair = await g.neighbors(['sym:a.ts#main', 'sym:a.ts#helper'], { direction: 'both', rel: 'calls' })
+    expect(pair.map((n) => [n.direction, n.neighbor])).toEqual([
+      ['in', 'sym:a.ts#main'],
+      ['out', 'sym:a.ts#helper'],
+    ])
+    expect(new Set(pair.map((n) => n.edgeId)).size).toBe(1)
+    expect((await g.neighbors(['file:a.ts', 'sym:a.ts#main'], { limit: 2 })).map((n) => n.neighbor)).toEqual([
+      'sym:a.ts#main',
+      'sym:a.ts#helper',
+    ])
+    expect((await errorOf(g.neighbors([]))).code).toBe('INVALID_INPUT')
+    expect((await errorOf(g.neighbors(['file:a.ts', '']))).code).toBe('INVALID_INPUT')
     expect(await g.removeEdge('file:a.ts', 'defines', 'sym:a.ts#helper')).toEqual({ removed: true })
     expect(await g.removeEdge('file:a.ts', 'defines', 'sym:a.ts#helper')).toEqual({ removed: false })
     expect((await g.neighbors('file:a.ts')).map((n) => n.neighbor)).toEqual(['sym:a.ts#main'])
