@@ -29,7 +29,7 @@ import { allowedSensitivities, readChannel } from './privacy.ts'
 import { asOfParam, iso, timeInput, toDate } from './time.ts'
 import { chunkText, estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
-import { EVENT_CONTENT_KEYS, refuseSealedLookalike, type Vault } from './vault.ts'
+import { EVENT_CONTENT_KEYS, refuseSealedLookalike, type Vault, vaultMadeSince } from './vault.ts'
 
 export const EVENT_KINDS = ['message', 'tool_call', 'tool_result', 'decision', 'task_update', 'artifact'] as const
 export type EventKind = (typeof EVENT_KINDS)[number]
@@ -541,8 +541,10 @@ export function createEvents(ctx: EngineContext) {
       const i = parseInput(recordInput, input, 'event')
       const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
       const prepared = await prepareEvent({ ...i, createdAt })
-      await sealPrepared(ctx.vault, [prepared])
+      const { vault } = ctx
+      await sealPrepared(vault, [prepared])
       await ctx.db.transaction(async (tx) => {
+        if (vaultMadeSince(vault, ctx.vault)) await sealPrepared(ctx.vault, [prepared])
         await insertEvents(tx, [prepared])
         await insertEdges(
           tx,

@@ -13,7 +13,7 @@ import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
 import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { parseInput, z } from './validate.ts'
-import { isSealed, refuseSealedLookalike, vaultLocked } from './vault.ts'
+import { isSealed, refuseSealedLookalike, vaultLocked, vaultMadeSince } from './vault.ts'
 
 export const MEMORY_CATEGORIES = [
   'preference',
@@ -698,13 +698,18 @@ export function memoriesApi(ctx: EngineContext) {
     refuseSecret(sensitivity)
     const { value: m, redactions } = redactMemory(parsed)
     refuseSealedLookalike(m.content, 'content')
-    const sealed = await sealedMemory(m.content, sensitivity)
-    // What an existing memory of this text has as its hash: plain, or keyed when it is sealed.
-    const hashes = sealed.mac ? [sealed.plainHash, sealed.mac] : [sealed.plainHash]
-    const hash = sealed.hash
-    const vector = sealed.sealed ? null : await embedText(m.content)
+    const { vault } = ctx
+    let sealed = await sealedMemory(m.content, sensitivity)
+    let vector = sealed.sealed ? null : await embedText(m.content)
     const at = ctx.now()
     const result = await db.transaction(async (tx): Promise<RememberResult & { oldContent?: string }> => {
+      if (vaultMadeSince(vault, ctx.vault)) {
+        sealed = await sealedMemory(m.content, sensitivity)
+        if (sealed.sealed) vector = null
+      }
+      // What an existing memory of this text has as its hash: plain, or keyed when it is sealed.
+      const hashes = sealed.mac ? [sealed.plainHash, sealed.mac] : [sealed.plainHash]
+      const { hash } = sealed
       const p = new Params()
       // With a key, the memory it names is the one to keep or replace; without one, the same
       // text in the scope.

@@ -1,6 +1,6 @@
 import { documentSight, type Observation, observeInTx, type PreparedSight, prepareSight } from './documents.ts'
 import type { EngineContext } from './engine.ts'
-import { refuseSealedLookalike } from './vault.ts'
+import { refuseSealedLookalike, type Vault, vaultMadeSince } from './vault.ts'
 import {
   type EventDraft,
   insertEvents,
@@ -209,8 +209,8 @@ export function createTurns(ctx: EngineContext) {
       agentEvent.meta = { ...agentEvent.meta, ...redactionMeta(agentEvent.redactions) }
     }
     // A `high` turn under a vault: its events, and the arguments its edges carry, sealed.
-    if (i.sensitivity === 'high' && ctx.vault.status !== 'none') {
-      const { vault } = ctx
+    const sealTurn = async (vault: Vault) => {
+      if (i.sensitivity !== 'high' || vault.status === 'none') return
       await Promise.all([
         sealPrepared(vault, [
           userEvent,
@@ -224,8 +224,11 @@ export function createTurns(ctx: EngineContext) {
       // A tool call's edge carries the arguments its event holds, sealed once.
       for (const p of procedures) if (p.kind === 'call') p.args = p.call.content.args as JsonObject
     }
+    const { vault } = ctx
+    await sealTurn(vault)
 
     return ctx.db.transaction(async (tx) => {
+      if (vaultMadeSince(vault, ctx.vault)) await sealTurn(ctx.vault)
       // Every event of the turn in one statement, in the order of the turn.
       const events = [userEvent, agentEvent]
       for (const p of procedures) {

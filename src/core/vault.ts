@@ -110,6 +110,15 @@ export function refuseSealedLookalike(value: unknown, field: string): void {
   }
 }
 
+/**
+ * Whether a vault was made (`vault.setKey` on a memory without one) after a write read
+ * `before` to prepare its rows: the write then seals them in its own transaction, which
+ * runs after the one that made the vault and sealed what was stored.
+ */
+export function vaultMadeSince(before: Vault, current: Vault): boolean {
+  return before.status === 'none' && current.status !== 'none'
+}
+
 export function vaultLocked(what: string): MemoryError {
   return new MemoryError(
     'VAULT_LOCKED',

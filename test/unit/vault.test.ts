@@ -229,6 +229,34 @@ describe('vault: high sensitivity encrypted at rest', () => {
     await db.close()
   })
 
+  it('setKey seals the high writes that were already under way when it was called', async () => {
+    const db = await openTestDb()
+    const m = await engineOver(db)
+    // Each write starts before the key is set and commits after: none of them may land plain.
+    const writes = Promise.all([
+      writeHigh(m),
+      m.remember({ content: `The ${WORD} vault code is 7`, category: 'fact', source: 'explicit', sensitivity: 'high' }),
+      m.record({
+        kind: 'message',
+        scope: { conversationId: 'c-race', userId: 'ann' },
+        actor: { type: 'human', id: 'ann' },
+        sensitivity: 'high',
+        content: { text: `${WORD} in flight` },
+      }),
+    ])
+    const keyed = m.vault.setKey({ passphrase: PASSPHRASE })
+    const [[{ turn, task }, remembered, event], status] = await Promise.all([writes, keyed])
+    expect(status).toBe('open')
+    expect(turn.chunkIds).toEqual([])
+    expect(event.chunkIds).toEqual([])
+    expect(await tablesMentioning(db, WORD)).toEqual([])
+    expect((await m.events.get(task.eventId)).content.title).toBe(`Rotate the ${WORD} keys`)
+    expect((await m.events.get(event.eventId)).content.text).toBe(`${WORD} in flight`)
+    expect((await m.memories.get(remembered.id))?.content).toBe(`The ${WORD} vault code is 7`)
+    await m.stopIndexing()
+    await db.close()
+  })
+
   it('exports open text, and the importing memory seals it under its own vault or keeps it plain', async () => {
     const a = await openTestDb()
     const source = await engineOver(a, { vault: { passphrase: PASSPHRASE } })
