@@ -220,7 +220,7 @@ export async function respond(store: Store, text: string): Promise<AgentReply> {
   if (remember?.[1]) {
     const content = remember[1].trim()
     const category = guessCategory(content)
-    const saved = await store.memory.remember({ content, category, source: 'explicit', userId: USER_ID })
+    const saved = await store.memory.remember({ content, category, source: 'explicit', userId: USER_ID, ...(store.sensitive ? { sensitivity: 'high' as const } : {}) })
     const how = saved.action === 'superseded' ? ' It replaces what I remembered before.' : saved.action === 'unchanged' ? ' I already knew that.' : ''
     return {
       ...empty,

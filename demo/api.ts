@@ -25,7 +25,7 @@ interface OptionalApi {
   search(query: string, options?: Record<string, unknown>): Promise<SearchHit[] | { hits: SearchHit[] }>
   buildContext(input: BuildContextInput): Promise<ContextBundle>
   exportFile(options?: Record<string, unknown>): Promise<Blob>
-  importFile(file: Blob, options?: { mode: 'replace' | 'merge' }): Promise<unknown>
+  importFile(file: Blob, options?: { mode: 'replace' | 'merge'; passphrase?: string }): Promise<unknown>
   stats(): Promise<Record<string, unknown>>
 }
 

@@ -1,7 +1,7 @@
 import { respond } from './agent.ts'
 import { showError } from './errors.ts'
 import { relPath } from './project.ts'
-import { AGENT_ID, type Store, USER_ID } from './store.ts'
+import { AGENT_ID, readable, type Store, USER_ID } from './store.ts'
 import { el } from './tabs.ts'
 
 const SHOWN_TURNS = 40
@@ -24,6 +24,7 @@ export function setupChat(store: Store): { render: () => Promise<void> } {
   const editContent = q<HTMLTextAreaElement>('#edit-content')
   const editTitle = q<HTMLHeadingElement>('#edit-title')
   const suggestions = q<HTMLParagraphElement>('#suggestions')
+  const sensitive = q<HTMLInputElement>('#sensitive')
   let editing = ''
 
   const renderConversations = () => {
@@ -65,9 +66,14 @@ export function setupChat(store: Store): { render: () => Promise<void> } {
     if (from > 0) items.push(el('li', { className: 'note', text: `${from / 2} earlier turns are in the memory (see the Graph panel).` }))
     for (const event of shown.slice(from)) {
       const human = event.actor.type === 'human'
-      const text = typeof event.content.text === 'string' ? event.content.text : ''
+      const shown = readable(typeof event.content.text === 'string' ? event.content.text : '')
       const bubble = el('li', { className: human ? 'msg user' : 'msg agent', attrs: { 'data-event': event.id } })
-      bubble.append(el('span', { className: 'who', text: human ? 'You' : 'Agent' }), el('div', { className: 'text', text }))
+      const who = el('span', { className: 'who', text: human ? 'You' : 'Agent' })
+      if (event.sensitivity === 'high') {
+        const sealed = event.meta.sealed === true
+        who.append(el('span', { className: 'sensitive', text: sealed ? 'sensitive · encrypted' : 'sensitive', attrs: { title: sealed ? 'Encrypted at rest' : 'Stored as written: set a passphrase in the Storage panel to encrypt it' } }))
+      }
+      bubble.append(who, el('div', { className: shown.sealed ? 'text sealed' : 'text', text: shown.text }))
       if (!human) {
         const chips = toolEdges
           .filter((e) => e.src === event.id)
@@ -104,6 +110,7 @@ export function setupChat(store: Store): { render: () => Promise<void> } {
     try {
       const conversation = store.current ?? (await store.newConversation())
       store.query = text
+      store.sensitive = sensitive.checked
       const reply = await respond(store, text)
       await store.memory.recordTurn({
         conversationId: conversation.id,
@@ -111,6 +118,7 @@ export function setupChat(store: Store): { render: () => Promise<void> } {
         user: text,
         agent: reply.answer,
         procedures: reply.procedures,
+        ...(store.sensitive ? { sensitivity: 'high' as const } : {}),
       })
       for (const [path, content] of reply.writes) {
         store.files.set(path, content)
@@ -118,7 +126,8 @@ export function setupChat(store: Store): { render: () => Promise<void> } {
       }
       await store.saveConversation({
         ...conversation,
-        title: conversation.turns === 0 ? text.slice(0, 60) : conversation.title,
+        // The list of conversations is kept plain: a sensitive first message does not name it.
+        title: conversation.turns === 0 ? (store.sensitive ? 'Sensitive conversation' : text.slice(0, 60)) : conversation.title,
         turns: conversation.turns + 1,
       })
       input.value = ''
@@ -162,7 +171,7 @@ export function setupChat(store: Store): { render: () => Promise<void> } {
       return
     }
     store.memory
-      .remember({ content, category, source: 'explicit', userId: USER_ID })
+      .remember({ content, category, source: 'explicit', userId: USER_ID, ...(sensitive.checked ? { sensitivity: 'high' as const } : {}) })
       .then((saved) => {
         suggestions.textContent =
           saved.action === 'superseded'

@@ -8,6 +8,7 @@ const ADVICE: Partial<Record<ErrorCode, string>> = {
   IMPORT_CORRUPT: 'The file is damaged or not an Engram export. Export again and retry.',
   IMPORT_UNSUPPORTED_VERSION: 'The file was written by a newer Engram. Update the demo and retry.',
   WRONG_PASSPHRASE: 'Check the passphrase and try again.',
+  VAULT_LOCKED: 'This page opened the memory without its passphrase. Reload the page and unlock it.',
   STORAGE_UNAVAILABLE: 'This browser will not let the page store data (private mode?). Use a normal window.',
   QUOTA_EXCEEDED: 'The browser has run out of space for this site. Export, then clear the memory to free space.',
   BOOT_TIMEOUT: 'Close other tabs with the demo and reload.',

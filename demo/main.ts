@@ -1,4 +1,4 @@
-import { createMemory, deleteMemory, type Memory } from '../src/index.ts'
+import { createMemory, deleteMemory, type Memory, type VaultInput } from '../src/index.ts'
 import { indexingView } from './api.ts'
 import { setupChat } from './chat.ts'
 import { explainError, showError } from './errors.ts'
@@ -23,10 +23,55 @@ function q<T extends HTMLElement>(selector: string): T {
 
 const status = q<HTMLParagraphElement>('#status')
 
+const OPTIONS = { name: MEMORY_NAME, persist: true, workspace: { mode: 'local', root: ROOT } } as const
+
+/** Opens the memory; one that is ready has booted (a wrong passphrase fails here). */
+async function open(vault?: VaultInput): Promise<Memory> {
+  const memory = await createMemory({ ...OPTIONS, ...(vault ? { vault } : {}) })
+  try {
+    await memory.ready
+    return memory
+  } catch (error) {
+    await memory.close().catch(() => {})
+    throw error
+  }
+}
+
+/**
+ * A memory whose sensitive content is encrypted asks for its passphrase before the page uses
+ * it; the person may also open it locked. Each try closes the locked memory and opens it with
+ * the passphrase given.
+ */
+async function unlock(locked: Memory): Promise<Memory> {
+  const dialog = q<HTMLDialogElement>('#unlock-dialog')
+  const input = q<HTMLInputElement>('#unlock-passphrase')
+  const error = q<HTMLParagraphElement>('#unlock-error')
+  let memory: Memory | null = locked
+  for (;;) {
+    input.value = ''
+    dialog.showModal()
+    const choice = await new Promise<string>((resolve) => {
+      dialog.addEventListener('close', () => resolve(dialog.returnValue), { once: true })
+    })
+    if (choice !== 'unlock') return memory ?? open()
+    status.textContent = 'Unlocking…'
+    await memory?.close()
+    memory = null
+    try {
+      return await open({ passphrase: input.value })
+    } catch (cause) {
+      const e = explainError(cause)
+      error.textContent = `${e.message} ${e.advice}`
+      status.textContent = 'This memory is encrypted.'
+    }
+  }
+}
+
 async function start(): Promise<void> {
   let memory: Memory
   try {
-    memory = await createMemory({ name: MEMORY_NAME, persist: true, workspace: { mode: 'local', root: ROOT } })
+    memory = await open()
+    if ((await memory.vault.status()) === 'locked') memory = await unlock(memory)
   } catch (error) {
     const e = explainError(error)
     status.textContent = `The memory could not start (${e.code}): ${e.message} ${e.advice}`
@@ -35,7 +80,9 @@ async function start(): Promise<void> {
   const boot = await memory.ready
   const store = new Store(memory)
   await store.load()
-  status.textContent = `Memory ready in ${boot.storage === 'opfs' ? 'OPFS' : boot.storage === 'idb' ? 'IndexedDB' : 'memory'} (${boot.created ? 'new' : 'reopened'}, ${Math.round(boot.bootMs)} ms).`
+  const where = boot.storage === 'opfs' ? 'OPFS' : boot.storage === 'idb' ? 'IndexedDB' : 'memory'
+  const lock = store.vault === 'open' ? ', sensitive content encrypted' : store.vault === 'locked' ? ', locked: sensitive content unreadable' : ''
+  status.textContent = `Memory ready in ${where} (${boot.created ? 'new' : 'reopened'}, ${Math.round(boot.bootMs)} ms${lock}).`
   document.body.dataset.ready = 'true'
 
   const chat = setupChat(store)

@@ -1,4 +1,4 @@
-import { type Memory, MemoryError } from '../src/index.ts'
+import { isSealed, type Memory, MemoryError, type VaultStatus } from '../src/index.ts'
 import { docPath, SAMPLE_FILES } from './project.ts'
 
 /** The demo's own bookkeeping lives in the memory's key-value store, so export/import carries it. */
@@ -20,6 +20,13 @@ export interface TrackedDocument {
   workspace: boolean
 }
 
+/** What the page shows for text a locked memory reads as stored (sealed). */
+export function readable(text: string): { text: string; sealed: boolean } {
+  return isSealed(text)
+    ? { text: 'Encrypted. Reload the page and unlock this memory with its passphrase to read it.', sealed: true }
+    : { text, sealed: false }
+}
+
 export type Change = 'turn' | 'conversation' | 'files' | 'memories' | 'all'
 
 /** Everything the page shares: the memory, the open conversation and the sample project's files. */
@@ -31,6 +38,10 @@ export class Store extends EventTarget {
   currentId = ''
   /** The last message typed, or being typed: the query the Context panel explains. */
   query = ''
+  /** Whether sensitive content is encrypted at rest here (`open`), and readable (not `locked`). */
+  vault: VaultStatus = 'none'
+  /** Whether what is sent or remembered next is marked sensitive (`high`). */
+  sensitive = false
 
   constructor(memory: Memory) {
     super()
@@ -52,6 +63,7 @@ export class Store extends EventTarget {
 
   /** Reads conversations, tracked documents and the files' latest contents back from the memory. */
   async load(): Promise<void> {
+    this.vault = await this.memory.vault.status()
     const conversations = await this.memory.kv.list(KV_SCOPE, 'conversations')
     this.conversations = conversations
       .map((entry) => entry.payload as Conversation)

@@ -29,5 +29,7 @@ export type {
 export { anthropicTools, MEMORY_GUIDELINES, openAITools } from './core/tools.ts'
 export { type RedactionFinding, type RedactionResult, redact } from './core/redact.ts'
 export { allowedSensitivities, CHANNEL_SENSITIVITIES } from './core/privacy.ts'
+// Whether a string is sealed text as stored (what a memory opened without its vault key reads).
+export { isSealed, type VaultInput, type VaultStatus } from './core/vault.ts'
 export type { Channel, Sensitivity } from './core/scope.ts'
 export type { Workspace } from './core/paths.ts'

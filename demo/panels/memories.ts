@@ -1,5 +1,5 @@
 import { showError } from '../errors.ts'
-import { type Store, USER_ID } from '../store.ts'
+import { readable, type Store, USER_ID } from '../store.ts'
 import { el } from '../tabs.ts'
 
 /** The Memories panel: curated memories by category, with what replaced what and each one's history. */
@@ -14,14 +14,17 @@ export function memoriesPanel(store: Store, root: HTMLElement) {
         .sort((a, b) => (a.status === 'active' ? 0 : 1) - (b.status === 'active' ? 0 : 1) || new Date(b.createdAt).getTime() - new Date(a.createdAt).getTime())
         .map((m) => {
           const history = el('button', { className: 'link', text: 'History', attrs: { type: 'button', 'aria-expanded': 'false' } })
+          const shown = readable(m.content)
+          const meta = el('div', { className: 'meta', text: `${m.status} · ${m.source} · confidence ${m.confidence} · used ${m.useCount}×` })
+          if (m.sensitivity === 'high') meta.append(el('span', { className: 'sensitive', text: store.vault === 'none' ? 'sensitive' : 'sensitive · encrypted' }))
           const li = el('li', { className: `memory ${m.status}`, attrs: { 'data-memory': m.id } },
-            el('div', { className: 'text', text: m.content }),
-            el('div', { className: 'meta', text: `${m.status} · ${m.source} · confidence ${m.confidence} · used ${m.useCount}×` }),
+            el('div', { className: shown.sealed ? 'text sealed' : 'text', text: shown.text }),
+            meta,
           )
           const successor = m.supersededBy ? byId.get(m.supersededBy) : undefined
-          if (successor) li.append(el('div', { className: 'chain', text: `Replaced by: “${successor.content}”` }))
+          if (successor) li.append(el('div', { className: 'chain', text: `Replaced by: “${readable(successor.content).text}”` }))
           const predecessors = all.filter((p) => p.supersededBy === m.id)
-          for (const p of predecessors) li.append(el('div', { className: 'chain', text: `Replaces: “${p.content}”` }))
+          for (const p of predecessors) li.append(el('div', { className: 'chain', text: `Replaces: “${readable(p.content).text}”` }))
           li.append(history)
           history.addEventListener('click', () => {
             const open = li.querySelector('.history')
@@ -33,7 +36,7 @@ export function memoriesPanel(store: Store, root: HTMLElement) {
             store.memory.memories
               .history(m.id)
               .then((rows) => {
-                li.append(el('ol', { className: 'history' }, ...rows.map((r) => el('li', { text: `${new Date(r.createdAt).toLocaleString()} ${r.event}${r.newValue ? `: “${r.newValue}”` : ''}${r.oldValue && r.event !== 'ADD' ? ` (was “${r.oldValue}”)` : ''}` }))))
+                li.append(el('ol', { className: 'history' }, ...rows.map((r) => el('li', { text: `${new Date(r.createdAt).toLocaleString()} ${r.event}${r.newValue ? `: “${readable(r.newValue).text}”` : ''}${r.oldValue && r.event !== 'ADD' ? ` (was “${readable(r.oldValue).text}”)` : ''}` }))))
                 history.setAttribute('aria-expanded', 'true')
               })
               .catch((error: unknown) => showError(error, 'read the memory history'))

@@ -1,4 +1,4 @@
-import type { BootInfo } from '../../src/index.ts'
+import type { BootInfo, VaultStatus } from '../../src/index.ts'
 import { indexingView, optionalApi, tryOptional } from '../api.ts'
 import { showError } from '../errors.ts'
 import type { Store } from '../store.ts'
@@ -22,6 +22,18 @@ const STORAGE_NAMES: Record<string, string> = {
   memory: 'memory only (nothing kept after closing)',
 }
 
+const VAULT_STATES: Record<VaultStatus, string> = {
+  none: 'stored as written (no passphrase set)',
+  open: 'encrypted at rest',
+  locked: 'encrypted, and unreadable here: this page opened the memory without its passphrase',
+}
+
+const VAULT_HINTS: Record<VaultStatus, string> = {
+  none: 'Messages and memories marked “Sensitive” are kept out of search. With a passphrase they are also encrypted in this browser’s storage, and the demo asks for it each time it opens. Export files hold them open: give the file a passphrase of its own.',
+  open: 'Messages and memories marked “Sensitive” are encrypted in this browser’s storage. A new passphrase replaces the old one.',
+  locked: 'Reload the page and give the passphrase to read sensitive content or change the passphrase.',
+}
+
 export interface StorageActions {
   /** Deletes this memory from the browser and starts an empty one. */
   clear(): Promise<void>
@@ -35,13 +47,20 @@ export function storagePanel(store: Store, root: HTMLElement, boot: BootInfo, ac
   const exportButton = el('button', { text: 'Export memory', attrs: { type: 'button', id: 'export' } })
   const fileInput = el('input', { attrs: { type: 'file', id: 'import-file', accept: '.engram,application/octet-stream,*/*' } })
   const importButton = el('button', { text: 'Import (replaces everything)', attrs: { type: 'button', id: 'import' } })
+  const filePassphrase = el('input', { attrs: { type: 'password', id: 'file-passphrase', autocomplete: 'off' } })
   const clearButton = el('button', { className: 'danger', text: 'Clear memory', attrs: { type: 'button', id: 'clear' } })
   const facts = el('dl', { className: 'facts' })
+  const vaultLabel = el('label', { attrs: { for: 'vault-passphrase' } })
+  const vaultInput = el('input', { attrs: { type: 'password', id: 'vault-passphrase', autocomplete: 'new-password', minlength: '8' } })
+  const vaultButton = el('button', { attrs: { type: 'button', id: 'vault-set' } })
+  const vaultHint = el('p', { className: 'hint' })
+  const vaultRow = el('div', { className: 'row wrap' }, vaultLabel, vaultInput, vaultButton)
   const counts = el('table', { className: 'counts' })
 
   exportButton.addEventListener('click', () => {
     status.textContent = 'Exporting…'
-    tryOptional(() => optionalApi(store.memory).exportFile())
+    const passphrase = filePassphrase.value
+    tryOptional(() => optionalApi(store.memory).exportFile(passphrase ? { passphrase } : {}))
       .then((result) => {
         if (!result.available) {
           status.textContent = 'Export is not in this build of the memory yet.'
@@ -69,7 +88,8 @@ export function storagePanel(store: Store, root: HTMLElement, boot: BootInfo, ac
       return
     }
     status.textContent = `Importing ${file.name}…`
-    tryOptional(() => optionalApi(store.memory).importFile(file, { mode: 'replace' }))
+    const passphrase = filePassphrase.value
+    tryOptional(() => optionalApi(store.memory).importFile(file, { mode: 'replace', ...(passphrase ? { passphrase } : {}) }))
       .then(async (result) => {
         if (!result.available) {
           status.textContent = 'Import is not in this build of the memory yet.'
@@ -84,6 +104,27 @@ export function storagePanel(store: Store, root: HTMLElement, boot: BootInfo, ac
       })
   })
 
+  vaultButton.addEventListener('click', () => {
+    const passphrase = vaultInput.value
+    const first = store.vault === 'none'
+    status.textContent = first ? 'Encrypting the sensitive content already stored…' : 'Changing the passphrase…'
+    store.memory.vault
+      .setKey({ passphrase })
+      .then(async (state) => {
+        store.vault = state
+        vaultInput.value = ''
+        status.textContent = first
+          ? 'Sensitive content is now encrypted at rest. The demo asks for this passphrase when it opens again.'
+          : 'Passphrase changed: the old one opens this memory no more.'
+        await render()
+        store.changed('all')
+      })
+      .catch((error: unknown) => {
+        status.textContent = ''
+        showError(error, 'set the passphrase')
+      })
+  })
+
   clearButton.addEventListener('click', () => {
     if (!confirm('Delete everything this memory holds? Export first if you want to keep it.')) return
     status.textContent = 'Clearing…'
@@ -93,8 +134,12 @@ export function storagePanel(store: Store, root: HTMLElement, boot: BootInfo, ac
   root.replaceChildren(
     el('h3', { text: 'Storage' }),
     facts,
+    el('div', { className: 'row wrap' }, el('label', { text: 'File passphrase (optional: encrypts the export, opens an encrypted file)', attrs: { for: 'file-passphrase' } }), filePassphrase),
     el('div', { className: 'row wrap' }, exportButton, clearButton),
     el('div', { className: 'row wrap' }, el('label', { text: 'Exported file', attrs: { for: 'import-file' } }), fileInput, importButton),
+    el('h4', { text: 'Encryption at rest' }),
+    vaultHint,
+    vaultRow,
     status,
     el('h4', { text: 'Rows by table' }),
     counts,
@@ -105,11 +150,16 @@ export function storagePanel(store: Store, root: HTMLElement, boot: BootInfo, ac
     const estimate = typeof navigator.storage?.estimate === 'function' ? await navigator.storage.estimate() : null
     const persisted = typeof navigator.storage?.persisted === 'function' ? await navigator.storage.persisted() : null
     const indexing = indexingView(stats as unknown as Record<string, unknown>)
+    vaultRow.hidden = store.vault === 'locked'
+    vaultLabel.textContent = store.vault === 'none' ? 'New passphrase (8 characters or more)' : 'New passphrase'
+    vaultButton.textContent = store.vault === 'none' ? 'Encrypt sensitive content' : 'Change passphrase'
+    vaultHint.textContent = VAULT_HINTS[store.vault]
     const rows: [string, string][] = [
       ['Stored in', STORAGE_NAMES[boot.storage] ?? boot.storage],
       ['Data directory', boot.dataDir],
       ['This tab', boot.role === 'follower' ? 'uses the memory another tab holds' : 'holds the memory'],
       ['Started', `${boot.created ? (boot.fromTemplate ? 'new, from the bundled template' : 'new') : 'existing memory'} in ${Math.round(boot.bootMs)} ms`],
+      ['Sensitive content', VAULT_STATES[store.vault]],
       ['Database size', formatBytes(stats.bytes)],
       ['Schema', `v${stats.schemaVersion}`],
       ['Site storage used', estimate?.usage === undefined ? 'unknown' : `${formatBytes(estimate.usage)} of ${estimate.quota === undefined ? '?' : formatBytes(estimate.quota)} allowed`],

@@ -130,6 +130,7 @@ export {
 } from '../core/limits.ts'
 export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
 export { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../core/privacy.ts'
+export { isSealed, type VaultInput, type VaultStatus } from '../core/vault.ts'
 export { type RedactionCount, type RedactionFinding, type RedactionResult, redact } from '../core/redact.ts'
 export type { Channel, Sensitivity } from '../core/scope.ts'
 export type { FilterExpression } from '../core/filters.ts'

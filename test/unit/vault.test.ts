@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { Db } from '../../src/core/db.ts'
 import { createEngine, type Engine, type EngineOptions } from '../../src/core/engine.ts'
 import { SEALED_PREFIX } from '../../src/core/vault.ts'
+import { isSealed } from '../../src/node/index.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { testClock } from '../support/clock.ts'
 import { openTestDb } from '../support/memory.ts'
@@ -181,6 +182,9 @@ describe('vault: high sensitivity encrypted at rest', () => {
     expect((await locked.stats()).vault).toBe('locked')
     const text = (await locked.events.list({ conversationId: 'c-high' }))[0]?.content.text
     expect((text as string).startsWith(SEALED_PREFIX)).toBe(true)
+    // What an app shows in place of it: the package's `isSealed` tells sealed text apart.
+    expect(isSealed(text)).toBe(true)
+    expect(isSealed((await locked.events.list({ conversationId: 'c-plain' }))[0]?.content.text)).toBe(false)
     const high = { kind: 'message', scope: { conversationId: 'c-high' }, actor: { type: 'human', id: 'ann' }, content: { text: 'more' } } as const
     expect(await codeOf(locked.record({ ...high, sensitivity: 'high' }))).toBe('VAULT_LOCKED')
     expect(await codeOf(locked.recordTurn({ conversationId: 'c-high', user: 'a', agent: 'b', sensitivity: 'high' }))).toBe('VAULT_LOCKED')
