@@ -212,6 +212,15 @@ export function anthropicTools(names: readonly ToolName[] = TOOL_NAMES) {
 }
 
 /** Who a tool call acts for: it can only see and change this user's memories. */
+const identityField = z.string().min(1).optional()
+const toolIdentity = z.strictObject({
+  tenantId: identityField,
+  userId: identityField,
+  agentId: identityField,
+  projectId: identityField,
+  runId: identityField,
+})
+
 export interface ToolIdentity {
   tenantId?: string
   userId?: string
@@ -287,8 +296,10 @@ export async function callTool(
   host: ToolHost,
   name: string,
   args: unknown,
-  identity: ToolIdentity = {},
+  identityInput: ToolIdentity = {},
 ): Promise<unknown> {
+  parseInput(z.string(), name, 'tool name')
+  const identity = parseInput(toolIdentity, identityInput, 'tool identity') as ToolIdentity
   if (!Object.hasOwn(TOOL_SCHEMAS, name)) {
     throw new MemoryError('INVALID_INPUT', `Unknown tool "${name}"; known tools: ${TOOL_NAMES.join(', ')}`, {
       details: { tool: name },

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MemoryError } from '../../src/core/errors.ts'
+import { Memory } from '../../src/core/mem0.ts'
+import type { NodeMemory } from '../../src/node/index.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+let memory: NodeMemory
+
+beforeAll(async () => {
+  memory = await openTestMemory({ workspace: { mode: 'local', root: '/repo' } })
+  await memory.recordTurn({ conversationId: 'c0', user: 'hi', agent: 'hello' })
+})
+afterAll(() => memory.close())
+
+/** Calls that end the memory or its background work; their input is checked elsewhere. */
+const SKIP = new Set(['close', 'stopIndexing'])
+
+const circular: Record<string, unknown> = {}
+circular.self = circular
+
+/** What an untyped caller might pass, as each call's arguments. */
+const GARBAGE: unknown[][] = [
+  [undefined],
+  [42],
+  [null],
+  [[]],
+  [{ bogus: true }],
+  [circular],
+  [Symbol('s')],
+  [() => 1],
+  [Number.NaN],
+  [10n],
+  [new Date('not a date')],
+  [Object.create(null)],
+  ['a\u0000b'],
+  ['x', 42],
+  ['x', null],
+  ['x', { bogus: 1 }],
+  ['x', { tenantId: 'a\u0000b' }],
+  [{ conversationId: 'c\u0000' }],
+  [{ scope: { conversationId: 'a\u0000b' } }],
+  ['c0', { limit: -1 }],
+  ['c0', { limit: 1e12 }],
+  ['c0', { asOf: 'garbage' }],
+  ['x', {}, null],
+  ['x', {}, 42],
+  ['save_memory', { content: 'a', category: 'fact' }, { tenantId: 5 }],
+]
+
+function describeArgs(args: unknown[]): string {
+  return args
+    .map((a) => {
+      if (typeof a === 'symbol' || typeof a === 'function' || typeof a === 'bigint') return typeof a
+      try {
+        return JSON.stringify(a) ?? String(a)
+      } catch {
+        return 'circular'
+      }
+    })
+    .join(', ')
+}
+
+/** Every function of the API, by its dotted path, walking the namespaces (`memories`, `graph`, …). */
+function methods(api: object, path = ''): [string, object, (...args: unknown[]) => unknown][] {
+  return Object.entries(api).flatMap(([key, value]): [string, object, (...args: unknown[]) => unknown][] => {
+    if (SKIP.has(key)) return []
+    if (typeof value === 'function') return [[`${path}${key}`, api, value as (...args: unknown[]) => unknown]]
+    if (value && typeof value === 'object' && !Array.isArray(value)) return methods(value as object, `${path}${key}.`)
+    return []
+  })
+}
+
+describe('the whole API against garbage', () => {
+  it('answers every bad argument of every public method with a MemoryError, and a method that refused them all wrote nothing', async () => {
+    const all = methods(memory)
+    // The walk finds the namespaces' methods, not only the top level.
+    expect(all.length).toBeGreaterThan(70)
+    expect(all.map(([name]) => name)).toEqual(expect.arrayContaining(['recordTurn', 'memories.update', 'graph.neighbors', 'kv.put', 'vault.setKey']))
+    const wrong: string[] = []
+    for (const [name, self, fn] of all) {
+      const before = (await memory.stats()).counts
+      let refusedAll = true
+      for (const args of GARBAGE) {
+        try {
+          await fn.apply(self, args)
+          refusedAll = false
+        } catch (error) {
+          if (!MemoryError.is(error)) wrong.push(`${name}(${describeArgs(args)}) threw ${String(error)}`)
+          else if (error.code === 'INTERNAL') wrong.push(`${name}(${describeArgs(args)}) failed inside: ${error.message}`)
+        }
+      }
+      if (refusedAll) {
+        const after = (await memory.stats()).counts
+        if (JSON.stringify(after) !== JSON.stringify(before)) wrong.push(`${name} refused every call but changed the counts`)
+      }
+    }
+    expect(wrong).toEqual([])
+  })
+
+  it('answers every bad argument of the mem0-compatible facade with a MemoryError', async () => {
+    const facade = new Memory(memory)
+    const names = Object.getOwnPropertyNames(Memory.prototype).filter((n) => n !== 'constructor' && n !== 'reset')
+    expect(names).toEqual(expect.arrayContaining(['add', 'search', 'get', 'getAll', 'update', 'delete', 'deleteAll', 'history']))
+    const wrong: string[] = []
+    for (const name of names) {
+      const fn = (facade as unknown as Record<string, (...args: unknown[]) => unknown>)[name] as (...args: unknown[]) => unknown
+      for (const args of GARBAGE) {
+        try {
+          await fn.apply(facade, args)
+        } catch (error) {
+          if (!MemoryError.is(error)) wrong.push(`${name}(${describeArgs(args)}) threw ${String(error)}`)
+          else if (error.code === 'INTERNAL') wrong.push(`${name}(${describeArgs(args)}) failed inside: ${error.message}`)
+        }
+      }
+    }
+    expect(wrong).toEqual([])
+  })
+})
