@@ -231,7 +231,11 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
 
   const invoke = async (path: string[], args: unknown[]): Promise<unknown> => {
     await ready
-    return track(remote.call(path, args))
+    try {
+      return await track(remote.call(path, args))
+    } catch (error) {
+      throw uncloneable(path, args, error) ?? error
+    }
   }
 
   const close = async () => {
@@ -271,6 +275,24 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
       return node([key])
     },
   }) as unknown as Memory
+}
+
+/**
+ * Arguments cross to the worker by structured clone, which refuses functions, symbols and
+ * some objects: that is bad input, and says so as INVALID_INPUT. Null for any other failure.
+ */
+function uncloneable(path: string[], args: unknown[], error: unknown): MemoryError | null {
+  if (!(error instanceof Error) || error.name !== 'DataCloneError') return null
+  try {
+    structuredClone(args)
+    return null
+  } catch {
+    return new MemoryError(
+      'INVALID_INPUT',
+      `Invalid arguments to ${path.join('.')}: ${error.message} Arguments cross to the worker by structured clone: plain data only, no functions or symbols.`,
+      { cause: error },
+    )
+  }
 }
 
 /**

@@ -54,6 +54,40 @@ test('a MemoryError thrown in the worker keeps its class, code and message on th
   expect(outcome.message).toContain('noSuchMethod')
 })
 
+test('arguments that cannot cross to the worker are refused as INVALID_INPUT, and the memory goes on', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
+    const refusal = async (run: () => Promise<unknown>) => {
+      try {
+        await run()
+        return 'none'
+      } catch (error) {
+        return `${error instanceof window.engram.MemoryError ? 'MemoryError' : (error as Error).name} ${(error as { code?: string }).code ?? ''}`
+      }
+    }
+    const loose = memory as unknown as { remember(input: unknown): Promise<unknown>; search(q: unknown): Promise<unknown> }
+    try {
+      return {
+        fn: await refusal(() => loose.remember({ content: 'x', category: 'fact', metadata: { f: () => 1 } })),
+        symbol: await refusal(() => loose.search(Symbol('q'))),
+        nul: await refusal(() => loose.search('a\u0000b')),
+        after: (await memory.remember({ content: 'still here', category: 'fact' })).action,
+        memories: (await memory.memories.list()).length,
+      }
+    } finally {
+      await memory.close()
+    }
+  })
+  expect(outcome).toEqual({
+    fn: 'MemoryError INVALID_INPUT',
+    symbol: 'MemoryError INVALID_INPUT',
+    nul: 'MemoryError INVALID_INPUT',
+    after: 'created',
+    memories: 1,
+  })
+})
+
 test('the demo page starts its memory', async ({ page }) => {
   await page.goto('/')
   await expect(page.getByRole('status')).toContainText('Memory ready in OPFS')
