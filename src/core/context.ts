@@ -10,6 +10,7 @@ import { iso, timeInput, toDate } from './time.ts'
 import { estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
 import { openingReads } from './vault.ts'
+import { unexpired } from './memories.ts'
 
 export const SECTION_NAMES = [
   'identity',
@@ -483,7 +484,7 @@ export function createContext(ctx: EngineContext) {
                  WHERE e.src = m.id AND e.tombstoned_at IS NULL), 0.5)))::float8 AS weight
        FROM memories m
        WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = ANY($2::text[]) AND m.created_at <= $3
-         AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
+         AND ${unexpired('$3')} AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
        ORDER BY weight DESC, m.use_count DESC, m.updated_at DESC, m.id
        LIMIT 500`,
       [i.tenantId, categories, now, i.userId ?? null],
@@ -521,7 +522,7 @@ export function createContext(ctx: EngineContext) {
          SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory'
          FROM memories m
          WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = 'decision' AND m.created_at <= $3
-           AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
+           AND ${unexpired('$3')} AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
        ), superseding AS (
          SELECT d.id AS by_id, s.old_id
          FROM dec d

@@ -14,6 +14,7 @@ import type {
   RememberInput,
   RememberResult,
 } from './memories.ts'
+import { timeInput } from './time.ts'
 import { parseInput, z } from './validate.ts'
 
 /** Asks the model for atomic facts; answers `{ "facts": [...] }`. */
@@ -74,6 +75,8 @@ export interface Mem0Item {
   user_id?: string
   agent_id?: string
   run_id?: string
+  /** When it expires (`add(…, { expirationDate })`). */
+  expiration_date?: string
 }
 
 export interface Mem0Event {
@@ -167,6 +170,8 @@ const addOptions = z.strictObject({
   filters: z.unknown().optional(),
   prompt: z.string().min(1).optional(),
   infer: z.boolean().optional(),
+  /** When the memories this call adds expire: they leave search and getAll from then on. */
+  expirationDate: timeInput.optional(),
 })
 export type Mem0AddOptions = z.input<typeof addOptions>
 const searchOptions = z.strictObject({
@@ -212,6 +217,7 @@ function toItem(m: MemoryRecord, score?: number): Mem0Item {
     ...(m.userId === null ? {} : { user_id: m.userId }),
     ...(m.agentId === null ? {} : { agent_id: m.agentId }),
     ...(m.runId === null ? {} : { run_id: m.runId }),
+    ...(m.expiresAt === null ? {} : { expiration_date: m.expiresAt.toISOString() }),
   }
 }
 
@@ -400,6 +406,7 @@ export class Memory {
         category: 'fact',
         source: 'explicit',
         metadata: o.metadata ?? {},
+        ...(o.expirationDate === undefined ? {} : { expiresAt: o.expirationDate }),
         ...scopeOf(o),
         ...this.#tenant,
       })
@@ -498,6 +505,7 @@ export class Memory {
             source: 'inferred',
             dedup: 'exact',
             metadata: o.metadata ?? {},
+            ...(o.expirationDate === undefined ? {} : { expiresAt: o.expirationDate }),
             ...scope,
             ...this.#tenant,
           })

@@ -12,6 +12,7 @@ import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUn
 import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
 import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
+import { timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
 import { isSealed, refuseSealedLookalike, vaultLocked, vaultMadeSince } from './vault.ts'
 
@@ -73,6 +74,12 @@ export interface MemoryRecord {
   contexts: string[]
   /** The name it was saved under (`remember({ key })`), or null. */
   key: string | null
+  /**
+   * When it expires, or null for never: from then on it leaves recall, search, listing (but
+   * `status: 'expired'` or `'any'`) and the context's standing memories, and stays readable
+   * by id with its history.
+   */
+  expiresAt: Date | null
   createdAt: Date
   updatedAt: Date
 }
@@ -178,6 +185,8 @@ const rememberInput = z
     metadata: metadataSchema.default({}),
     /** `semantic` (default) also supersedes near duplicates; `exact` only skips identical text. */
     dedup: z.enum(['semantic', 'exact']).default('semantic'),
+    /** When it expires (see `MemoryRecord.expiresAt`); never when left out. */
+    expiresAt: timeInput.optional(),
     ...identity,
   })
   .refine((v) => v.scope !== 'project' || v.projectId !== undefined, {
@@ -231,7 +240,8 @@ const listOptions = z.strictObject({
   /** Only the memory (or, with `status`, the memories) saved under this key. */
   key: z.string().trim().min(1).max(200).optional(),
   channel: readChannel,
-  status: z.enum(['active', 'superseded', 'deleted', 'any']).default('active'),
+  /** `active` leaves out expired memories; `expired` lists only them (active, past `expiresAt`). */
+  status: z.enum(['active', 'expired', 'superseded', 'deleted', 'any']).default('active'),
   limit: z.number().int().min(1).max(10_000).default(100),
 })
 export type MemoryListOptions = z.input<typeof listOptions>
@@ -243,6 +253,8 @@ const updateInput = z
     confidence: z.number().min(0).max(1).optional(),
     sensitivity: z.enum(SENSITIVITIES).optional(),
     metadata: metadataSchema.optional(),
+    /** A new expiry; null: it never expires (an expired memory comes back). */
+    expiresAt: timeInput.nullable().optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'nothing to update' })
 
@@ -277,6 +289,11 @@ class Params {
   }
 }
 
+/** A memory that has not expired at `at` (a parameter placeholder). */
+export function unexpired(at: string, alias = 'm'): string {
+  return `(${alias}.expires_at IS NULL OR ${alias}.expires_at > ${at})`
+}
+
 const text = (sql: string): FilterColumn => ({ sql, type: 'text' })
 const num = (sql: string): FilterColumn => ({ sql, type: 'number' })
 const time = (sql: string): FilterColumn => ({ sql, type: 'timestamp' })
@@ -306,13 +323,15 @@ export const MEMORY_FILTER_COLUMNS: Record<string, FilterColumn> = {
   createdAt: time('m.created_at'),
   updated_at: time('m.updated_at'),
   updatedAt: time('m.updated_at'),
+  expires_at: time('m.expires_at'),
+  expiresAt: time('m.expires_at'),
   last_used_at: time('m.last_used_at'),
   lastUsedAt: time('m.last_used_at'),
 }
 
 const COLUMNS = `m.id, m.content, m.category, m.source, m.confidence, m.scope, m.tenant_id, m.user_id,
   m.agent_id, m.run_id, m.project_id, m.sensitivity, m.metadata, m.hash, m.status, m.superseded_by, m.use_count,
-  m.last_used_at, m.embed_model, m.key, m.created_at, m.updated_at,
+  m.last_used_at, m.embed_model, m.key, m.expires_at, m.created_at, m.updated_at,
   ARRAY(SELECT c.name FROM edges e
         JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
         JOIN memory_contexts c ON c.id = e.dst
@@ -340,6 +359,7 @@ interface MemoryRow {
   last_used_at: Date | null
   embed_model: string | null
   key: string | null
+  expires_at: Date | null
   contexts: string[]
   created_at: Date
   updated_at: Date
@@ -368,6 +388,7 @@ function toRecord(r: MemoryRow): MemoryRecord {
     embedModel: r.embed_model,
     contexts: r.contexts,
     key: r.key,
+    expiresAt: r.expires_at,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   }
@@ -457,6 +478,12 @@ interface RankArgs {
    * pool's size and mean length are then summed from those groups, not counted row by row.
    */
   grouped: boolean
+  /**
+   * Memories that have not expired: a condition on the hits, not on the pool BM25 counts
+   * (`memory_stats` keeps no expiry), so expired memories weigh in the keyword statistics
+   * until they are deleted.
+   */
+  live: string
   text: string
   vector: { value: Float32Array; model: string } | null
   limit: number
@@ -495,7 +522,7 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
        FROM (
          SELECT m.id, 1 - (${distance}) AS similarity
          FROM memories m
-         WHERE ${a.where} AND ${indexed.predicate} AND m.embed_model = ${p.add(a.vector.model)}
+         WHERE ${a.where} AND ${a.live} AND ${indexed.predicate} AND m.embed_model = ${p.add(a.vector.model)}
          ORDER BY ${distance}
          LIMIT ${candidates}
        ) scored
@@ -535,7 +562,7 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
               coalesce(array_length(u.positions, 1), 1)::float8 AS tf
        FROM memories m, kwq
        CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', kwq.lexemes), '{a}')) u
-       WHERE m.tsv @@ kwq.q AND ${a.where}
+       WHERE m.tsv @@ kwq.q AND ${a.where} AND ${a.live}
      ),
      corpus AS (${
        a.grouped
@@ -699,6 +726,7 @@ export function memoriesApi(ctx: EngineContext) {
     const { value: m, redactions } = redactMemory(parsed)
     refuseSealedLookalike(m.content, 'content')
     const { vault } = ctx
+    const expiresAt = m.expiresAt === undefined ? null : toDate(m.expiresAt)
     let sealed = await sealedMemory(m.content, sensitivity)
     let vector = sealed.sealed ? null : await embedText(m.content)
     const at = ctx.now()
@@ -713,21 +741,37 @@ export function memoriesApi(ctx: EngineContext) {
       const p = new Params()
       // With a key, the memory it names is the one to keep or replace; without one, the same
       // text in the scope.
-      const exact = await tx.query<{ id: string; content: string; sensitivity: string; hash: string; key: string | null }>(
+      const exact = await tx.query<{
+        id: string
+        content: string
+        sensitivity: string
+        hash: string
+        key: string | null
+        expires_at: Date | null
+      }>(
         m.key === undefined
-          ? `SELECT m.id, m.content, m.sensitivity, m.hash, m.key FROM memories m
+          ? `SELECT m.id, m.content, m.sensitivity, m.hash, m.key, m.expires_at FROM memories m
              WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.hash = ANY(${p.add(hashes)})
              ORDER BY m.id LIMIT 1`
-          : `SELECT m.id, m.content, m.sensitivity, m.hash, m.key FROM memories m
+          : `SELECT m.id, m.content, m.sensitivity, m.hash, m.key, m.expires_at FROM memories m
              WHERE ${sameScope(p, m)} AND m.status = 'active' AND m.key = ${p.add(m.key)}
              ORDER BY m.id LIMIT 1`,
         p.values,
       )
       const same = exact.rows[0]
-      if (same && same.hash === hash && same.sensitivity === sensitivity) return { id: same.id, action: 'unchanged' }
+      if (
+        same &&
+        same.hash === hash &&
+        same.sensitivity === sensitivity &&
+        (same.expires_at?.getTime() ?? null) === (expiresAt?.getTime() ?? null) &&
+        !(same.expires_at && same.expires_at <= at)
+      ) {
+        return { id: same.id, action: 'unchanged' }
+      }
 
-      // The same text marked differently is restated: the new marking supersedes the old one;
-      // so does any new text saved under the key of an existing memory.
+      // The same text marked differently (another sensitivity or expiry), or said again once
+      // it has expired, is restated: the new memory supersedes the old one; so does any new
+      // text saved under the key of an existing memory.
       let near: { id: string; content: string; similarity: number | null; key: string | null } | undefined = same
         ? { id: same.id, content: same.content, similarity: hashes.includes(same.hash) ? 1 : null, key: same.key }
         : undefined
@@ -755,8 +799,8 @@ export function memoriesApi(ctx: EngineContext) {
       await tx.query(
         `INSERT INTO memories (id, tenant_id, user_id, agent_id, run_id, project_id, scope, category, source,
                                confidence, content, hash, metadata, vector, embed_model, created_at, updated_at,
-                               sensitivity, key)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $16, $17, $18)`,
+                               sensitivity, key, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::vector, $15, $16, $16, $17, $18, $19)`,
         [
           id,
           m.tenantId,
@@ -777,6 +821,7 @@ export function memoriesApi(ctx: EngineContext) {
           sensitivity,
           // A memory that replaces a keyed one keeps its key.
           m.key ?? near?.key ?? null,
+          expiresAt,
         ],
       )
       const who = {
@@ -885,6 +930,7 @@ export function memoriesApi(ctx: EngineContext) {
     const text = parseInput(z.string().trim().min(1).max(MAX_CONTENT), query, 'recall query')
     const o = parseInput(recallOptions, options, 'recall options')
     const vector = await embedText(text)
+    const at = ctx.now()
     const p = new Params()
     const user = p.add(o.userId ?? null)
     const where = [
@@ -898,10 +944,10 @@ export function memoriesApi(ctx: EngineContext) {
     if (o.category) where.push(`m.category = ANY(${p.add([o.category].flat())}::text[])`)
     where.push(`m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`)
     where.push(p.filter(o.filters))
-    const at = ctx.now()
     const hits = await rankMemories(db, p, {
       where: where.join(' AND '),
       grouped: o.filters === undefined,
+      live: unexpired(p.add(at)),
       text,
       vector,
       limit: o.limit,
@@ -941,7 +987,14 @@ export function memoriesApi(ctx: EngineContext) {
       const o = parseInput(listOptions, options, 'list options')
       const p = new Params()
       const where = `${selectWhere(p, o)} AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
-      const status = o.status === 'any' ? 'true' : `m.status = ${p.add(o.status)}`
+      const status =
+        o.status === 'any'
+          ? 'true'
+          : o.status === 'active'
+            ? `m.status = 'active' AND ${unexpired(p.add(ctx.now()))}`
+            : o.status === 'expired'
+              ? `m.status = 'active' AND m.expires_at <= ${p.add(ctx.now())}`
+              : `m.status = ${p.add(o.status)}`
       const key = o.key === undefined ? 'true' : `m.key = ${p.add(o.key)}`
       const { rows } = await db.query<MemoryRow>(
         `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${status} AND ${key}
@@ -972,6 +1025,7 @@ export function memoriesApi(ctx: EngineContext) {
       const hits = await rankMemories(db, p, {
         where,
         grouped: o.filters === undefined,
+        live: unexpired(p.add(ctx.now())),
         text,
         vector,
         limit: o.limit,
@@ -1012,6 +1066,7 @@ export function memoriesApi(ctx: EngineContext) {
       if (u.content !== undefined) refuseSealedLookalike(u.content, 'content')
       const vector = u.content === undefined ? null : await embedText(u.content)
       const hash = u.content === undefined ? null : await memoryHash(u.content)
+      const expiresAt = u.expiresAt === undefined || u.expiresAt === null ? null : toDate(u.expiresAt)
       const at = ctx.now()
       const row = await db.transaction(async (tx) => {
         const old = await getRow(tx, memoryId, tenantId)
@@ -1044,7 +1099,8 @@ export function memoriesApi(ctx: EngineContext) {
              confidence = coalesce($7, confidence),
              metadata = coalesce($8::jsonb, metadata),
              updated_at = $9,
-             sensitivity = coalesce($10, sensitivity)
+             sensitivity = coalesce($10, sensitivity),
+             expires_at = CASE WHEN $12::boolean THEN $13::timestamptz ELSE expires_at END
            WHERE id = $1 AND tenant_id = $11`,
           [
             memoryId,
@@ -1058,9 +1114,13 @@ export function memoriesApi(ctx: EngineContext) {
             at,
             sensitivity ?? null,
             tenantId,
+            u.expiresAt !== undefined,
+            expiresAt,
           ],
         )
         const other: JsonObject = {}
+        if (u.expiresAt !== undefined && (old.expires_at?.getTime() ?? null) !== (expiresAt?.getTime() ?? null))
+          other.expiresAt = [old.expires_at?.toISOString() ?? null, expiresAt?.toISOString() ?? null]
         if (u.category !== undefined && u.category !== old.category)
           other.category = [old.category, u.category]
         if (u.confidence !== undefined && u.confidence !== old.confidence)

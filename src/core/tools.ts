@@ -57,6 +57,12 @@ const saveMemory = z.strictObject({
     .max(200)
     .optional()
     .describe('A short name for the memory, e.g. "code-style". Saving again under the same name replaces it.'),
+  expires_at: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .describe(
+      'When it stops being true, for a temporary fact ("on leave until Friday"), as ISO 8601 with offset, e.g. 2025-06-01T00:00:00Z. Default: never.',
+    ),
 })
 
 const recallMemories = z.strictObject({
@@ -318,6 +324,7 @@ export async function callTool(
         ...(a.context ? { context: a.context } : {}),
         ...(a.related_to ? { relatedTo: a.related_to } : {}),
         ...(a.key ? { key: a.key } : {}),
+        ...(a.expires_at ? { expiresAt: a.expires_at } : {}),
         ...who(identity),
         ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
         ...project,
@@ -491,6 +498,7 @@ Also save what you infer (source: inferred): the user keeps correcting the same 
 - One fact per memory. Present tense: "User prefers …".
 - Project-only knowledge gets scope "project"; the rest is the user's, everywhere.
 - Saving something close to an existing memory replaces it: you do not need to delete the old one first.
+- Something true only for a while ("on leave until Friday", "the staging freeze this week") gets expires_at: it is forgotten by itself afterwards.
 
 ### Never save
 - Passwords, API keys, tokens or any other secret.

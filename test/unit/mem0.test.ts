@@ -393,6 +393,23 @@ describe('mem0-compatible Memory: update decisions by the model', () => {
   })
 })
 
+describe('mem0-compatible Memory: expiration', () => {
+  it('expirationDate marks what add stores; past it, a memory leaves search and getAll but get still reads it', async () => {
+    const llm = scriptedLLM({ facts: { 'on call': ['User is on call this week'] } })
+    await using mem = await open({ llm })
+    const lasting = await mem.add('I am on call this week', { userId: 'u', expirationDate: '2030-01-01T00:00:00Z' })
+    const item = await mem.get(lasting.results[0]?.id as string)
+    expect(item?.expiration_date).toBe('2030-01-01T00:00:00.000Z')
+    // Already past (the test clock is in 2025): stored, but expired at once.
+    const stale = await mem.add('Raw note about the old sprint', { userId: 'u', infer: false, expirationDate: new Date('2025-01-01T00:00:00Z') })
+    const staleId = stale.results[0]?.id as string
+    expect((await mem.getAll({ userId: 'u' })).results.map((r) => r.memory)).toEqual(['User is on call this week'])
+    expect((await mem.search('old sprint', { userId: 'u' })).results.map((r) => r.id)).not.toContain(staleId)
+    expect((await mem.get(staleId))?.expiration_date).toBe('2025-01-01T00:00:00.000Z')
+    expect((await errorOf(mem.add('x', { userId: 'u', expirationDate: 'tomorrow' }))).code).toBe('INVALID_INPUT')
+  })
+})
+
 describe('mem0-compatible Memory: scoping', () => {
   it("alice's memories are not found when searching as bob", async () => {
     await using mem = await open()

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { memoryHash } from '../../src/core/memories.ts'
 import type { TelemetryEvent } from '../../src/core/telemetry.ts'
-import { steppingClock } from '../support/clock.ts'
+import { steppingClock, testClock } from '../support/clock.ts'
 import { atSimilarity, createTestEmbedder } from '../support/embedder.ts'
 import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -476,6 +476,65 @@ describe('curated memories', () => {
     const { rows } = await t.db.query<{ status: string }>(`SELECT DISTINCT status FROM memory_stats ORDER BY status`)
     expect(rows.map((r) => r.status)).not.toContain('active')
     await counted()
+  })
+
+  it('a memory with expiresAt leaves recall, search, listing and the context once it expires, and stays readable by id', async () => {
+    const clock = testClock('2025-03-01T10:00:00.000Z')
+    await using memory = await openTestMemory({ now: clock.now })
+    const who = { userId: 'ann' }
+    const leave = await memory.remember({ content: 'Ann is on leave until Friday', category: 'fact', expiresAt: '2025-03-07T00:00:00Z', ...who })
+    const freeze = await memory.remember({ content: 'Deploys are frozen this week', category: 'constraint', expiresAt: new Date('2025-03-07T00:00:00Z'), ...who })
+    await memory.remember({ content: 'Deploys go out from main only', category: 'constraint', ...who })
+    const recalled = async (q: string) => (await memory.recall(q, who)).map((h) => h.content)
+    const searched = async (q: string) => (await memory.memories.search(q, who)).map((h) => h.content)
+    const listed = async (status?: 'expired' | 'any') => (await memory.memories.list({ ...who, ...(status ? { status } : {}) })).map((m) => m.content).sort()
+    const rules = async () => {
+      const bundle = await memory.buildContext({ query: 'deploys', conversationId: 'c1', retrieval: false, ...who })
+      return bundle.sections.find((x) => x.name === 'rules')?.items.map((item) => item.text) ?? []
+    }
+
+    expect((await memory.memories.get(leave.id))?.expiresAt?.toISOString()).toBe('2025-03-07T00:00:00.000Z')
+    expect(await recalled('leave')).toEqual(['Ann is on leave until Friday'])
+    expect(await searched('deploys frozen')).toContain('Deploys are frozen this week')
+    expect(await rules()).toContain('- Deploys are frozen this week')
+    expect(await listed('expired')).toEqual([])
+
+    // One millisecond past the expiry: gone from every read but by id, and listed as expired.
+    clock.set('2025-03-07T00:00:00.001Z')
+    expect(await recalled('leave')).toEqual([])
+    expect(await searched('deploys frozen')).toEqual(['Deploys go out from main only'])
+    expect(await rules()).toEqual(['- Deploys go out from main only'])
+    expect(await listed()).toEqual(['Deploys go out from main only'])
+    expect(await listed('expired')).toEqual(['Ann is on leave until Friday', 'Deploys are frozen this week'])
+    expect(await listed('any')).toHaveLength(3)
+    expect((await memory.memories.get(leave.id))?.status).toBe('active')
+
+    // Cleared, it comes back, and the change is in its history.
+    await memory.memories.update(freeze.id, { expiresAt: null })
+    expect(await rules()).toContain('- Deploys are frozen this week')
+    const history = await memory.memories.history(freeze.id)
+    expect(history.at(-1)?.changes).toMatchObject({ expiresAt: ['2025-03-07T00:00:00.000Z', null] })
+
+    // Said again after it expired, it is a new memory that supersedes the expired one; said
+    // again with another expiry, the same.
+    const again = await memory.remember({ content: 'Ann is on leave until Friday', category: 'fact', ...who })
+    expect(again).toMatchObject({ action: 'superseded', supersededId: leave.id })
+    expect(await recalled('leave')).toEqual(['Ann is on leave until Friday'])
+    expect((await memory.remember({ content: 'Ann is on leave until Friday', category: 'fact', ...who })).action).toBe('unchanged')
+    const moved = await memory.remember({ content: 'Ann is on leave until Friday', category: 'fact', expiresAt: '2025-03-14T00:00:00Z', ...who })
+    expect(moved).toMatchObject({ action: 'superseded', supersededId: again.id })
+
+    // Filters name it too; a malformed expiry is refused.
+    const expiring = await memory.memories.list({ ...who, filters: { field: 'expires_at', operator: 'gt', value: '2025-03-10T00:00:00Z' } })
+    expect(expiring.map((m) => m.id)).toEqual([moved.id])
+    await rejects(memory.remember({ content: 'x y', category: 'fact', expiresAt: 'next week' }), 'INVALID_INPUT')
+    await rejects(memory.memories.update(freeze.id, { expiresAt: 'soon' }), 'INVALID_INPUT')
+
+    // An export carries it.
+    await using copy = await openTestMemory({ now: clock.now })
+    await copy.importFile(await memory.exportFile())
+    expect((await copy.memories.get(moved.id))?.expiresAt?.toISOString()).toBe('2025-03-14T00:00:00.000Z')
+    expect((await copy.memories.get(leave.id))?.expiresAt?.toISOString()).toBe('2025-03-07T00:00:00.000Z')
   })
 
   it('memory operations are reported to telemetry subscribers', async () => {

@@ -58,6 +58,7 @@ describe('agent tools', () => {
       'category',
       'content',
       'context',
+      'expires_at',
       'key',
       'related_to',
       'scope',
@@ -92,6 +93,13 @@ describe('agent tools', () => {
       { content: 'Bob wants implicit return types', category: 'preference' },
       { userId: 'bob' },
     )
+    const temporary = (await memory.callTool(
+      'save_memory',
+      { content: 'Alice is away until June', category: 'fact', expires_at: '2099-06-01T00:00:00Z' },
+      alice,
+    )) as { id: string }
+    expect((await memory.memories.get(temporary.id))?.expiresAt?.toISOString()).toBe('2099-06-01T00:00:00.000Z')
+    await memory.memories.delete(temporary.id)
 
     const recalled = (await memory.callTool('recall_memories', { query: 'return types' }, alice)) as {
       memories: { id: string; content: string; contexts: string[]; score: number }[]

@@ -15,6 +15,7 @@ import { sharedContents } from './0013-shared-contents.ts'
 import { archives } from './0014-archives.ts'
 import { vectorDebt } from './0015-vector-debt.ts'
 import { vault } from './0016-vault.ts'
+import { memoryExpiry } from './0017-memory-expiry.ts'
 
 export interface Migration {
   version: number
@@ -40,6 +41,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, name: 'archives', sql: archives },
   { version: 15, name: 'vector-debt', sql: vectorDebt },
   { version: 16, name: 'vault', sql: vault },
+  { version: 17, name: 'memory-expiry', sql: memoryExpiry },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
