@@ -6,7 +6,7 @@ import { newId } from './ids.ts'
 import { storableText } from './json.ts'
 import type { FileFormat } from './portable.ts'
 import { identifier } from './scope.ts'
-import { iso } from './time.ts'
+import { iso, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
 
 const reason = storableText.pipe(z.string().max(1000)).optional()
@@ -20,11 +20,13 @@ const forgetTarget = z.union([
       reason,
     })
     .strict(),
+  z.object({ artifactsBefore: timeInput, tenantId: identifier.default('default'), reason }).strict(),
 ])
 
 /**
- * What to forget: one event, a whole conversation, or everything of a tenant (optionally
- * narrowed to a user and/or agent).
+ * What to forget: one event, a whole conversation, everything of a tenant (optionally
+ * narrowed to a user and/or agent), or a tenant's tool-output artifacts stored before a time
+ * (a retention policy: their events keep their excerpt).
  */
 export type ForgetTarget = z.input<typeof forgetTarget>
 
@@ -64,6 +66,8 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
      *   number, hash, provenance, time — so other conversations' staleness stays right, but
      *   lose their content and their link to the forgotten conversation.
      * - A tenant-wide scope (no user or agent) also deletes the tenant's documents and versions.
+     * - `artifactsBefore` deletes only the full tool outputs stored before that time; their
+     *   events, and the excerpt each keeps, stay. Archived conversations keep theirs.
      *
      * @example
      * await memory.forget({ conversationId: 'c1' })
@@ -74,6 +78,15 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
       const forgetId = newId('forget')
       const counts = await ctx.db.transaction(async (tx) => {
         await tx.query(`SET LOCAL engram.forgetting = 'on'`)
+        if ('artifactsBefore' in t) {
+          const artifacts = await countChanged(tx, `DELETE FROM artifacts WHERE tenant_id = $1 AND created_at < $2`, [
+            t.tenantId,
+            toDate(t.artifactsBefore),
+          ])
+          const result = { ...NOTHING, artifacts }
+          await logForget(tx, forgetId, t, result, createdAt)
+          return result
+        }
         await tx.query(`CREATE TEMP TABLE forget_events (id text PRIMARY KEY) ON COMMIT DROP`)
         let conversation: { tenantId: string; conversationId: string } | null = null
         let wholeTenant: string | null = null
@@ -130,19 +143,41 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
         if ('eventId' in t && result.events === 0) {
           throw new MemoryError('NOT_FOUND', `No event ${t.eventId} to forget`)
         }
-        const { reason: why, ...what } = t
-        await tx.query(`INSERT INTO forget_log (id, target, counts, reason, created_at) VALUES ($1, $2, $3, $4, $5)`, [
-          forgetId,
-          JSON.stringify(what),
-          JSON.stringify(result),
-          why ?? null,
-          createdAt,
-        ])
+        await logForget(tx, forgetId, t, result, createdAt)
         return result
       })
       return { forgetId, counts, createdAt: iso(createdAt) }
     },
   }
+}
+
+const NOTHING: ForgetCounts = {
+  events: 0,
+  chunks: 0,
+  artifacts: 0,
+  edges: 0,
+  versionsCleared: 0,
+  versionsDeleted: 0,
+  documentsDeleted: 0,
+  archives: 0,
+}
+
+/** The content-free audit row: what was targeted (without the reason), the counts, the time. */
+async function logForget(
+  tx: Queryable,
+  forgetId: string,
+  target: { reason?: string | undefined },
+  counts: ForgetCounts,
+  createdAt: Date,
+): Promise<void> {
+  const { reason, ...what } = target
+  await tx.query(`INSERT INTO forget_log (id, target, counts, reason, created_at) VALUES ($1, $2, $3, $4, $5)`, [
+    forgetId,
+    JSON.stringify(what),
+    JSON.stringify(counts),
+    reason ?? null,
+    createdAt,
+  ])
 }
 
 async function forgetRows(

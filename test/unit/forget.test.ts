@@ -115,6 +115,49 @@ describe('forget', () => {
     expect((await m.stats()).counts.forget_log).toBe(1)
   })
 
+  it("artifactsBefore deletes the tenant's older full tool outputs and keeps their events' excerpts", async () => {
+    const { t, m, a, clock } = await seeded()
+    await using _ = t
+    const cutoff = clock.now().toISOString()
+    clock.advance(1000)
+    const later = await m.recordTurn({
+      conversationId: 'c3',
+      scope: { userId: 'ann' },
+      user: 'test it',
+      agent: 'Tests pass.',
+      procedures: [{ tool: 'test', args: {}, output: 'test output line\n'.repeat(5000) }],
+    })
+    const other = await m.recordTurn({
+      conversationId: 'c4',
+      scope: { userId: 'ann', tenantId: 'acme' },
+      user: 'lint it',
+      agent: 'Clean.',
+      procedures: [{ tool: 'lint', args: {}, output: 'lint output line\n'.repeat(5000) }],
+    })
+    clock.advance(1000)
+    const artifactOf = async (eventId: string, tenantId?: string) => {
+      const event = await m.events.get(eventId, tenantId ? { tenantId } : {})
+      return { id: event.content.artifactId as string, excerpt: event.content.output as string, truncated: event.content.truncated }
+    }
+    const old = await artifactOf(a.toolEventIds[1] as string)
+    const kept = await artifactOf(later.toolEventIds[1] as string)
+    const elsewhere = await artifactOf(other.toolEventIds[1] as string, 'acme')
+
+    const r = await m.forget({ artifactsBefore: cutoff, reason: 'retention: 30 days' })
+    expect(r.counts).toEqual({ events: 0, chunks: 0, artifacts: 1, edges: 0, versionsCleared: 0, versionsDeleted: 0, documentsDeleted: 0, archives: 0 })
+    await expect(m.artifacts.get(old.id)).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    expect(await artifactOf(a.toolEventIds[1] as string)).toEqual(old)
+    expect(old.truncated).toBe(true)
+    expect((await m.artifacts.get(kept.id)).content).toContain('test output line')
+    expect((await m.artifacts.get(elsewhere.id, { tenantId: 'acme' })).content).toContain('lint output line')
+    // The audit row says what and when, and the change feed lists it.
+    const changes = await m.diffSince(cutoff)
+    expect(changes.forgets.map((f) => f.target)).toEqual([{ artifactsBefore: cutoff, tenantId: 'default' }])
+    // Nothing older is left: forgetting again deletes nothing.
+    expect((await m.forget({ artifactsBefore: cutoff })).counts.artifacts).toBe(0)
+    await expect(m.forget({ artifactsBefore: 'last month' })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
   it('forgetting a user scope leaves other users alone; a whole tenant takes its documents too', async () => {
     const { t, m, b } = await seeded()
     await using _ = t
