@@ -9,7 +9,8 @@
 //
 // Without --grid: the z-score fusion over `vector` × `zShift`, and reciprocal rank over
 // `vector` × `rrfK`. The query's vector is embedded once per question and reused.
-import { writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Embedder } from '../src/core/embedder.ts'
@@ -107,5 +108,8 @@ const result = {
 }
 const json = JSON.stringify(result, null, 2)
 process.stdout.write(`${json}\n`)
-if (out) await writeFile(out, `${json}\n`)
+if (out) {
+  await mkdir(dirname(out), { recursive: true })
+  await writeFile(out, `${json}\n`)
+}
 if ('dispose' in model) await (model as { dispose(): Promise<void> }).dispose()

@@ -11,7 +11,8 @@
 // query's lexemes) or pg_textsearch BM25 instead of `search`, for comparison. `--ranker
 // memories` saves each turn as a curated memory ("Speaker: text") and asks `memories.search`
 // (`--mode keyword`: with no embedder); there `--weights` takes only `fusion` ('zscore' or 'rrf').
-import { writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Embedder } from '../src/core/embedder.ts'
@@ -129,5 +130,8 @@ const result = {
 }
 const json = JSON.stringify(result, null, 2)
 process.stdout.write(`${json}\n`)
-if (out) await writeFile(out, `${json}\n`)
+if (out) {
+  await mkdir(dirname(out), { recursive: true })
+  await writeFile(out, `${json}\n`)
+}
 if (embedder && 'dispose' in embedder) await (embedder as { dispose(): Promise<void> }).dispose()
