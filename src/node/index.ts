@@ -93,6 +93,14 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
 }
 
 export type { Embedder } from '../core/embedder.ts'
+// The bundled model (or another local one) for openMemory's `embedder`, on Node's CPU runtime.
+export {
+  BUNDLED_MODEL,
+  createTransformersEmbedder,
+  type ModelLoadProgress,
+  type TransformersEmbedder,
+  type TransformersEmbedderOptions,
+} from '../embed/transformers-embedder.ts'
 export type { ErrorCode } from '../core/errors.ts'
 export { MemoryError } from '../core/errors.ts'
 export type { Engine, EngineOptions } from '../core/engine.ts'

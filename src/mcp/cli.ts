@@ -1,0 +1,80 @@
+/**
+ * `engram-mcp` (src/mcp/bin.ts): a memory on this machine served to an MCP client (Claude
+ * Desktop, VS Code, OpenCode …) over stdio. Run `engram-mcp --help` for the options.
+ */
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
+import { createTransformersEmbedder, openMemory } from '../node/index.ts'
+import { createMcpServer } from './server.ts'
+
+const HELP = `engram-mcp — long-term memory for an MCP client, kept on this machine
+
+Options:
+  --data-dir DIR        where the memory lives (default ~/.engram/mcp)
+  --user ID             whose memories the tools read and write (default: none)
+  --agent ID            the agent the tools act as
+  --project ID          the project for project-scoped memories
+  --tenant ID           the tenant (default 'default')
+  --workspace-root DIR  document paths are kept relative to this folder
+  --no-embedder         keyword search only (no embedding model is loaded)
+  --help                this text
+`
+
+export interface CliIo {
+  stdin: NodeJS.ReadableStream
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+/**
+ * Parses the options, opens the memory and serves it until the client closes the stream.
+ * Resolves once the memory is closed again.
+ */
+export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<void> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      'data-dir': { type: 'string' },
+      user: { type: 'string' },
+      agent: { type: 'string' },
+      project: { type: 'string' },
+      tenant: { type: 'string' },
+      'workspace-root': { type: 'string' },
+      'no-embedder': { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+    strict: true,
+  })
+  if (values.help) {
+    io.stderr.write(HELP)
+    return
+  }
+  const dataDir = resolve(values['data-dir'] ?? join(homedir(), '.engram', 'mcp'))
+  const root = values['workspace-root']
+  // The model loads while the memory already answers (by keywords until it is there).
+  const embedder = values['no-embedder'] ? undefined : createTransformersEmbedder()
+  const memory = await openMemory({
+    dataDir,
+    ...(embedder ? { embedder } : {}),
+    ...(root === undefined ? {} : { workspace: { mode: 'local' as const, root } }),
+  })
+  const identity = {
+    ...(values.user === undefined ? {} : { userId: values.user }),
+    ...(values.agent === undefined ? {} : { agentId: values.agent }),
+    ...(values.project === undefined ? {} : { projectId: values.project }),
+    ...(values.tenant === undefined ? {} : { tenantId: values.tenant }),
+  }
+  const server = createMcpServer(memory, { identity })
+  const transport = new StdioServerTransport(io.stdin as never, io.stdout as never)
+  const closed = new Promise<void>((done) => {
+    server.onclose = done
+  })
+  await server.connect(transport)
+  io.stderr.write(`engram-mcp: serving ${dataDir}\n`)
+  // The client ends the session by closing our stdin.
+  io.stdin.on('end', () => void server.close())
+  await closed
+  await memory.close()
+}

@@ -1,0 +1,157 @@
+import { readFile } from 'node:fs/promises'
+import { PassThrough } from 'node:stream'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js'
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import { describe, expect, it } from 'vitest'
+import { anthropicTools, MEMORY_GUIDELINES, TOOL_NAMES } from '../../src/core/tools.ts'
+import { runMcpCli } from '../../src/mcp/cli.ts'
+import { createMcpServer, GUIDELINES_PROMPT } from '../../src/mcp/server.ts'
+import type { NodeMemory } from '../../src/node/index.ts'
+import { createTestEmbedder } from '../support/embedder.ts'
+import { openTestMemory } from '../support/memory.ts'
+import { codeOf } from '../support/errors.ts'
+
+/** A client connected to a server over `memory`, in this process. */
+async function connected(memory: NodeMemory, options: Parameters<typeof createMcpServer>[1] = {}) {
+  const server = createMcpServer(memory, options)
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+  const client = new Client({ name: 'test', version: '1.0.0' })
+  await Promise.all([server.connect(serverSide), client.connect(clientSide)])
+  return {
+    client,
+    server,
+    async call(name: string, args: Record<string, unknown>) {
+      const result = await client.callTool({ name, arguments: args })
+      const text = (result.content as { type: string; text: string }[])[0]?.text ?? ''
+      return { isError: result.isError === true, text, value: result.isError ? null : (JSON.parse(text) as unknown) }
+    },
+    [Symbol.asyncDispose]: () => client.close(),
+  }
+}
+
+describe('MCP server', () => {
+  it('offers the agent tools with their schemas and the guidelines as a prompt and as its instructions', async () => {
+    await using memory = await openTestMemory()
+    await using mcp = await connected(memory)
+    const { tools } = await mcp.client.listTools()
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES)
+    const expected = anthropicTools()
+    for (const [i, tool] of tools.entries()) {
+      expect(tool.description).toBe(expected[i]?.description)
+      expect(tool.inputSchema).toEqual(expected[i]?.input_schema)
+    }
+    expect(mcp.client.getInstructions()).toBe(MEMORY_GUIDELINES)
+    expect((await mcp.client.listPrompts()).prompts.map((p) => p.name)).toEqual([GUIDELINES_PROMPT])
+    const prompt = await mcp.client.getPrompt({ name: GUIDELINES_PROMPT })
+    expect(prompt.messages[0]?.content).toEqual({ type: 'text', text: MEMORY_GUIDELINES })
+    await expect(mcp.client.getPrompt({ name: 'nope' })).rejects.toThrow(/No prompt "nope"/)
+    const version = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version
+    expect(mcp.client.getServerVersion()).toEqual({ name: 'engram', version })
+  })
+
+  it('saves and recalls for the identity it was given, and answers bad calls as tool errors', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    await using alice = await connected(memory, { identity: { userId: 'alice' } })
+    await using bob = await connected(memory, { identity: { userId: 'bob' }, tools: ['recall_memories'] })
+
+    const saved = await alice.call('save_memory', { content: 'Alice wants tabs, not spaces', category: 'preference' })
+    expect(saved).toMatchObject({ isError: false, value: { action: 'created' } })
+    const recalled = await alice.call('recall_memories', { query: 'tabs or spaces' })
+    expect((recalled.value as { memories: { content: string }[] }).memories.map((m) => m.content)).toEqual([
+      'Alice wants tabs, not spaces',
+    ])
+    const stored = await memory.memories.list({ userId: 'alice' })
+    expect(stored.map((m) => m.content)).toEqual(['Alice wants tabs, not spaces'])
+    // Another identity sees none of it, and only the tools it was given.
+    expect((await bob.call('recall_memories', { query: 'tabs or spaces' })).value).toEqual({ memories: [] })
+    expect((await bob.client.listTools()).tools.map((t) => t.name)).toEqual(['recall_memories'])
+    expect(await bob.call('save_memory', { content: 'x y', category: 'fact' })).toMatchObject({
+      isError: true,
+      text: expect.stringMatching(/^INVALID_INPUT: Unknown tool "save_memory"/),
+    })
+
+    // Bad arguments are the engine's own refusals, readable by the model; nothing is written.
+    const refused = await alice.call('save_memory', { content: '', category: 'fact' })
+    expect(refused).toMatchObject({ isError: true, text: expect.stringMatching(/^INVALID_INPUT: Invalid save_memory arguments/) })
+    expect(await alice.call('recall_memories', { query: 'a\u0000b' })).toMatchObject({ isError: true, text: expect.stringMatching(/NUL/) })
+    expect((await memory.memories.list({ status: 'any' })).length).toBe(1)
+
+    // The other tools answer through the same path.
+    const recorded = await alice.call('record_event', {
+      kind: 'decision',
+      conversation_id: 'c1',
+      text: 'Ship the MCP server: clients ask for it',
+    })
+    expect(recorded.isError).toBe(false)
+    const context = await alice.call('build_context', { query: 'what did we decide about MCP?', conversation_id: 'c1' })
+    expect(JSON.stringify(context.value)).toContain('Ship the MCP server')
+  })
+
+  it('refuses options it cannot use', async () => {
+    await using memory = await openTestMemory()
+    expect(await codeOf(Promise.resolve().then(() => createMcpServer(memory, { tools: ['no_such_tool' as never] })))).toBe('INVALID_INPUT')
+    expect(await codeOf(Promise.resolve().then(() => createMcpServer(memory, { identity: { userId: '' } })))).toBe('INVALID_INPUT')
+  })
+})
+
+/** A client transport over a pair of streams, framed as the stdio transport frames them. */
+function streamTransport(toServer: PassThrough, fromServer: PassThrough): Transport {
+  const buffer = new ReadBuffer()
+  const transport: Transport = {
+    start() {
+      fromServer.on('data', (chunk: Buffer) => {
+        buffer.append(chunk)
+        for (let message = buffer.readMessage(); message; message = buffer.readMessage()) transport.onmessage?.(message)
+      })
+      return Promise.resolve()
+    },
+    send(message: JSONRPCMessage) {
+      toServer.write(serializeMessage(message))
+      return Promise.resolve()
+    },
+    close() {
+      toServer.end()
+      transport.onclose?.()
+      return Promise.resolve()
+    },
+  }
+  return transport
+}
+
+describe('engram-mcp', () => {
+  it('serves a memory in a data folder over stdio; what it saved is there when it serves it again', async () => {
+    const dataDir = await import('node:fs/promises').then(({ mkdtemp }) => mkdtemp('/tmp/engram-mcp-'))
+    const session = async (work: (client: Client) => Promise<void>) => {
+      const stdin = new PassThrough()
+      const stdout = new PassThrough()
+      const stderr = new PassThrough()
+      const logged: string[] = []
+      stderr.on('data', (chunk: Buffer) => logged.push(chunk.toString()))
+      const served = runMcpCli(['--data-dir', dataDir, '--user', 'ann', '--no-embedder'], { stdin, stdout, stderr })
+      const client = new Client({ name: 'test', version: '1.0.0' })
+      await client.connect(streamTransport(stdin, stdout))
+      await work(client)
+      await client.close()
+      await served
+      return logged.join('')
+    }
+    const log = await session(async (client) => {
+      const saved = await client.callTool({ name: 'save_memory', arguments: { content: 'Ann deploys on Fridays', category: 'convention' } })
+      expect(saved.isError).not.toBe(true)
+    })
+    expect(log).toContain(`serving ${dataDir}`)
+    await session(async (client) => {
+      const recalled = await client.callTool({ name: 'recall_memories', arguments: { query: 'deploys' } })
+      expect((recalled.content as { text: string }[])[0]?.text).toContain('Ann deploys on Fridays')
+    })
+    const help: string[] = []
+    const stderr = new PassThrough()
+    stderr.on('data', (chunk: Buffer) => help.push(chunk.toString()))
+    await runMcpCli(['--help'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr })
+    expect(help.join('')).toContain('--data-dir DIR')
+    await expect(runMcpCli(['--bogus'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr })).rejects.toThrow(/bogus/)
+  }, 60_000)
+})
