@@ -3,6 +3,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine, type EngineOptions } from '../core/engine.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
+import { lockDataDir } from './lock.ts'
 import type { ScoringInput } from '../core/scoring.ts'
 
 export interface OpenMemoryOptions {
@@ -60,11 +61,19 @@ export type NodeMemory = Engine & {
  * await memory.close()
  */
 export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeMemory> {
-  const pg: PGlite = await openPGlite({
-    ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
-    ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
-    ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
-  })
+  // One open per data folder: a second would write over this one's writes (src/node/lock.ts).
+  const release = options.dataDir === undefined ? async () => {} : await lockDataDir(resolve(options.dataDir))
+  let pg: PGlite
+  try {
+    pg = await openPGlite({
+      ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+      ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+      ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
+    })
+  } catch (error) {
+    await release()
+    throw error
+  }
   const workspace =
     options.workspace?.mode === 'local' ? { mode: 'local' as const, root: resolve(options.workspace.root) } : undefined
   let engine: Engine
@@ -83,12 +92,19 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     })
   } catch (error) {
     await pg.close()
+    await release()
     throw error
   }
-  const close = async () => {
-    await engine.stopIndexing()
-    if (!pg.closed) await pg.close()
-  }
+  let closing: Promise<void> | undefined
+  const close = () =>
+    (closing ??= (async () => {
+      try {
+        await engine.stopIndexing()
+        if (!pg.closed) await pg.close()
+      } finally {
+        await release()
+      }
+    })())
   return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
 }
 

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -42,9 +43,18 @@ test('engram-mcp, as built, serves a memory over stdio and recalls by meaning wi
       .toEqual(['Ann ships the application to production every Friday afternoon', "Ann's cat is called Miso"])
     const prompt = await client.getPrompt({ name: 'memory_guidelines' })
     expect(JSON.stringify(prompt.messages)).toContain('save_memory')
+    // A second server on the same folder (another client window) is refused, not let to write over it.
+    const second = await new Promise<{ code: number | null; stderr: string }>((done) => {
+      const child = execFile(process.execPath, ['dist/lib/src/mcp/bin.js', '--data-dir', dataDir, '--no-embedder'], (_, __, stderr) =>
+        done({ code: child.exitCode, stderr }),
+      )
+    })
+    expect(second.code).toBe(1)
+    expect(second.stderr).toContain(`engram-mcp: The memory at ${dataDir} is open elsewhere`)
   } finally {
     await client.close()
     await rm(dataDir, { recursive: true, force: true })
+    await rm(`${dataDir}.lock`, { recursive: true, force: true })
   }
   // It reported nothing but where it serves from (a failure would say `engram-mcp: <why>`).
   expect(logged.join('').match(/engram-mcp: .*/g)).toEqual([`engram-mcp: serving ${dataDir}`])
