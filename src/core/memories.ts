@@ -630,10 +630,10 @@ interface ContextRow {
   created_at: Date
 }
 
-/** How many active memories context `alias` holds (its live BELONGS_TO_CONTEXT edges). */
-const CONTEXT_MEMORIES = (alias: string) => `(SELECT count(*)::int FROM edges e
+/** How many active memories, unexpired at `at`, context `alias` holds (its live BELONGS_TO_CONTEXT edges). */
+const CONTEXT_MEMORIES = (alias: string, at: string) => `(SELECT count(*)::int FROM edges e
   JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
-  JOIN memories m ON m.id = e.src AND m.status = 'active'
+  JOIN memories m ON m.id = e.src AND m.status = 'active' AND ${unexpired(at)}
   WHERE e.dst = ${alias}.id AND e.tombstoned_at IS NULL)`
 
 function toContext(r: ContextRow): MemoryContextRecord {
@@ -1293,7 +1293,7 @@ export function memoriesApi(ctx: EngineContext) {
                  priority = coalesce($6, x.priority)
            RETURNING *
          )
-         SELECT up.*, ${CONTEXT_MEMORIES('up')} AS memories FROM up`,
+         SELECT up.*, ${CONTEXT_MEMORIES('up', '$7')} AS memories FROM up`,
         [newId('context'), c.tenantId, c.userId ?? null, c.name, c.description ?? null, c.priority ?? null, ctx.now()],
       )
       return toContext(rows[0] as ContextRow)
@@ -1301,7 +1301,7 @@ export function memoriesApi(ctx: EngineContext) {
 
     /**
      * The memory contexts of a tenant (of one user with `userId`, else every user's), highest
-     * priority first, then by name, each with how many active memories it holds.
+     * priority first, then by name, each with how many active, unexpired memories it holds.
      *
      * @example
      * const groups = await memory.memories.contexts({ userId: 'ann' })
@@ -1309,10 +1309,10 @@ export function memoriesApi(ctx: EngineContext) {
     async contexts(options: MemoryContextsOptions = {}): Promise<MemoryContextRecord[]> {
       const o = parseInput(contextsOptions, options, 'contexts options')
       const { rows } = await db.query<ContextRow>(
-        `SELECT c.*, ${CONTEXT_MEMORIES('c')} AS memories FROM memory_contexts c
+        `SELECT c.*, ${CONTEXT_MEMORIES('c', '$3')} AS memories FROM memory_contexts c
          WHERE c.tenant_id = $1 AND ($2::text IS NULL OR c.user_id = $2)
          ORDER BY c.priority DESC, c.name, c.id`,
-        [o.tenantId, o.userId ?? null],
+        [o.tenantId, o.userId ?? null, ctx.now()],
       )
       return rows.map(toContext)
     },

@@ -483,7 +483,8 @@ describe('curated memories', () => {
     await using memory = await openTestMemory({ now: clock.now })
     const who = { userId: 'ann' }
     const leave = await memory.remember({ content: 'Ann is on leave until Friday', category: 'fact', expiresAt: '2025-03-07T00:00:00Z', ...who })
-    const freeze = await memory.remember({ content: 'Deploys are frozen this week', category: 'constraint', expiresAt: new Date('2025-03-07T00:00:00Z'), ...who })
+    const freeze = await memory.remember({ content: 'Deploys are frozen this week', category: 'constraint', context: 'Release', expiresAt: new Date('2025-03-07T00:00:00Z'), ...who })
+    const inRelease = async () => (await memory.memories.contexts(who)).find((c) => c.name === 'Release')?.memories
     await memory.remember({ content: 'Deploys go out from main only', category: 'constraint', ...who })
     const recalled = async (q: string) => (await memory.recall(q, who)).map((h) => h.content)
     const searched = async (q: string) => (await memory.memories.search(q, who)).map((h) => h.content)
@@ -498,6 +499,7 @@ describe('curated memories', () => {
     expect(await searched('deploys frozen')).toContain('Deploys are frozen this week')
     expect(await rules()).toContain('- Deploys are frozen this week')
     expect(await listed('expired')).toEqual([])
+    expect(await inRelease()).toBe(1)
 
     // One millisecond past the expiry: gone from every read but by id, and listed as expired.
     clock.set('2025-03-07T00:00:00.001Z')
@@ -508,10 +510,12 @@ describe('curated memories', () => {
     expect(await listed('expired')).toEqual(['Ann is on leave until Friday', 'Deploys are frozen this week'])
     expect(await listed('any')).toHaveLength(3)
     expect((await memory.memories.get(leave.id))?.status).toBe('active')
+    expect(await inRelease()).toBe(0)
 
     // Cleared, it comes back, and the change is in its history.
     await memory.memories.update(freeze.id, { expiresAt: null })
     expect(await rules()).toContain('- Deploys are frozen this week')
+    expect(await inRelease()).toBe(1)
     const history = await memory.memories.history(freeze.id)
     expect(history.at(-1)?.changes).toMatchObject({ expiresAt: ['2025-03-07T00:00:00.000Z', null] })
 
