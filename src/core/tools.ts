@@ -217,9 +217,9 @@ export function anthropicTools(names: readonly ToolName[] = TOOL_NAMES) {
   }))
 }
 
-/** Who a tool call acts for: it can only see and change this user's memories. */
 const identityField = z.string().min(1).optional()
-const toolIdentity = z.strictObject({
+/** A `ToolIdentity` as callers give it (checked by `callTool` and the MCP server). */
+export const toolIdentity = z.strictObject({
   tenantId: identityField,
   userId: identityField,
   agentId: identityField,
@@ -227,6 +227,7 @@ const toolIdentity = z.strictObject({
   runId: identityField,
 })
 
+/** Who a tool call acts for: it can only see and change this user's memories. */
 export interface ToolIdentity {
   tenantId?: string
   userId?: string

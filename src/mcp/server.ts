@@ -9,7 +9,7 @@ import {
   McpError,
 } from '@modelcontextprotocol/sdk/types.js'
 import { MemoryError } from '../core/errors.ts'
-import { anthropicTools, MEMORY_GUIDELINES, TOOL_NAMES, type ToolIdentity, type ToolName } from '../core/tools.ts'
+import { anthropicTools, MEMORY_GUIDELINES, TOOL_NAMES, type ToolIdentity, toolIdentity, type ToolName } from '../core/tools.ts'
 import { parseInput, z } from '../core/validate.ts'
 
 /** What the server needs of a memory: `openMemory`'s in Node, or `createMemory`'s in a page. */
@@ -30,15 +30,7 @@ export interface McpServerOptions {
 export const GUIDELINES_PROMPT = 'memory_guidelines'
 
 const optionsSchema = z.strictObject({
-  identity: z
-    .strictObject({
-      tenantId: z.string().min(1).optional(),
-      userId: z.string().min(1).optional(),
-      agentId: z.string().min(1).optional(),
-      projectId: z.string().min(1).optional(),
-      runId: z.string().min(1).optional(),
-    })
-    .default({}),
+  identity: toolIdentity.default({}),
   tools: z
     .array(z.enum(TOOL_NAMES as [ToolName, ...ToolName[]]))
     .min(1)
