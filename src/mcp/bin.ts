@@ -18,7 +18,10 @@ try {
   fail(missing ? 'needs the MCP SDK next to Engram: npm install @modelcontextprotocol/sdk' : String(error))
   throw error
 }
-cli.runMcpCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }).then(
+// Stopped by the client, the server closes the memory before it exits.
+const stop = new AbortController()
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort())
+cli.runMcpCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, signal: stop.signal }).then(
   () => process.exit(0),
   (error: unknown) => fail(error instanceof Error ? error.message : String(error)),
 )

@@ -26,6 +26,8 @@ export interface CliIo {
   stdin: NodeJS.ReadableStream
   stdout: NodeJS.WritableStream
   stderr: NodeJS.WritableStream
+  /** Ends the session as a closed stdin does (the command aborts it on SIGINT and SIGTERM). */
+  signal?: AbortSignal
 }
 
 /**
@@ -73,8 +75,10 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
   })
   await server.connect(transport)
   io.stderr.write(`engram-mcp: serving ${dataDir}\n`)
-  // The client ends the session by closing our stdin.
+  // The client ends the session by closing our stdin, or stops the process.
   io.stdin.on('end', () => void server.close())
+  if (io.signal?.aborted) void server.close()
+  io.signal?.addEventListener('abort', () => void server.close(), { once: true })
   await closed
   await memory.close()
 }

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -58,4 +58,32 @@ test('engram-mcp, as built, serves a memory over stdio and recalls by meaning wi
   }
   // It reported nothing but where it serves from (a failure would say `engram-mcp: <why>`).
   expect(logged.join('').match(/engram-mcp: .*/g)).toEqual([`engram-mcp: serving ${dataDir}`])
+})
+
+test('engram-mcp stopped with SIGTERM closes its memory and lets go of the folder at once', async () => {
+  test.setTimeout(60_000)
+  const dataDir = await mkdtemp(join(tmpdir(), 'engram-mcp-e2e-'))
+  /** Starts the command, waits until it serves, stops it with SIGTERM: its exit code and what it said. */
+  const serveAndStop = () =>
+    new Promise<{ code: number | null; stderr: string }>((done, fail) => {
+      const child = spawn(process.execPath, ['dist/lib/src/mcp/bin.js', '--data-dir', dataDir, '--no-embedder'], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      })
+      let stderr = ''
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString()
+        if (stderr.includes('serving')) child.kill('SIGTERM')
+      })
+      child.on('error', fail)
+      child.on('exit', (code) => done({ code, stderr }))
+    })
+  try {
+    const first = await serveAndStop()
+    expect(first).toEqual({ code: 0, stderr: `engram-mcp: serving ${dataDir}\n` })
+    // Started again at once: a lock left behind would refuse it for 10 s.
+    expect((await serveAndStop()).code).toBe(0)
+  } finally {
+    await rm(dataDir, { recursive: true, force: true })
+    await rm(`${dataDir}.lock`, { recursive: true, force: true })
+  }
 })

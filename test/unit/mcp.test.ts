@@ -147,6 +147,16 @@ describe('engram-mcp', () => {
       const recalled = await client.callTool({ name: 'recall_memories', arguments: { query: 'deploys' } })
       expect((recalled.content as { text: string }[])[0]?.text).toContain('Ann deploys on Fridays')
     })
+    // Stopped (SIGINT or SIGTERM abort the signal) instead of closed by the client: it closes
+    // the memory and lets go of the folder at once.
+    const stop = new AbortController()
+    const stopped = runMcpCli(['--data-dir', dataDir, '--no-embedder'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), signal: stop.signal })
+    await new Promise((done) => setTimeout(done, 300))
+    stop.abort()
+    await stopped
+    await session(async (client) => {
+      expect((await client.listTools()).tools.length).toBe(7)
+    })
     const help: string[] = []
     const stderr = new PassThrough()
     stderr.on('data', (chunk: Buffer) => help.push(chunk.toString()))
