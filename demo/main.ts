@@ -49,6 +49,8 @@ async function unlock(locked: Memory): Promise<Memory> {
   let memory: Memory | null = locked
   for (;;) {
     input.value = ''
+    // Escape closes the dialog without touching returnValue: start each round from none.
+    dialog.returnValue = ''
     dialog.showModal()
     const choice = await new Promise<string>((resolve) => {
       dialog.addEventListener('close', () => resolve(dialog.returnValue), { once: true })
