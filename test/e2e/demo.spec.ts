@@ -238,10 +238,14 @@ test('a passphrase encrypts sensitive messages at rest; the demo asks for it on 
   await expect(page.locator('#panel-memories .memory').first()).toContainText('The spare locker key is behind the harbour door')
   await expect(page.locator('#panel-memories .memory .sensitive').first()).toHaveText('sensitive · encrypted')
 
-  // Opened without it: sensitive text stays sealed, the rest reads as ever, and sensitive writes are refused.
+  // Opened without it (a wrong try, then Escape): sensitive text stays sealed, the rest reads
+  // as ever, and sensitive writes are refused.
   await page.reload()
   await expect(unlock).toBeVisible({ timeout: 30_000 })
-  await unlock.getByRole('button', { name: 'Open locked' }).click()
+  await unlock.getByLabel('Passphrase').fill('still not it')
+  await unlock.getByRole('button', { name: 'Unlock' }).click()
+  await expect(unlock.getByRole('alert')).toContainText('Check the passphrase', { timeout: 30_000 })
+  await page.keyboard.press('Escape')
   await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 30_000 })
   await expect(page.locator('#status')).toContainText('locked')
   await expect(page.locator('.msg.user').last()).toContainText('Encrypted. Reload the page and unlock')
