@@ -265,7 +265,12 @@ export type MemoryByIdOptions = z.input<typeof byIdOptions>
 export type MemoryGetOptions = z.input<typeof getOptions>
 export type MemoryUpdate = z.input<typeof updateInput>
 
-const forgetAllInput = z.strictObject({ ...selector, confirm: z.literal(true) })
+const forgetAllInput = z.strictObject({
+  ...selector,
+  /** Only the memories past their `expiresAt` (a clean-up of what has expired). */
+  expired: z.literal(true).optional(),
+  confirm: z.literal(true),
+})
 export type ForgetAllInput = z.input<typeof forgetAllInput>
 
 export { memoryHash, normalizeMemoryText }
@@ -1234,11 +1239,12 @@ export function memoriesApi(ctx: EngineContext) {
     },
 
     /**
-     * Deletes every active memory matching the selection, in one transaction. Needs
-     * `confirm: true`.
+     * Deletes every active memory matching the selection, in one transaction (with `expired:
+     * true`, only those past their expiry). Needs `confirm: true`.
      *
      * @example
      * await memory.memories.forgetAll({ userId: 'alice', scope: 'project', projectId: 'p1', confirm: true })
+     * await memory.memories.forgetAll({ expired: true, confirm: true })
      */
     async forgetAll(input: ForgetAllInput): Promise<{ deleted: number }> {
       const o = parseInput(forgetAllInput, input, 'forgetAll request')
@@ -1246,9 +1252,10 @@ export function memoriesApi(ctx: EngineContext) {
       const gone = await db.transaction(async (tx) => {
         const p = new Params()
         const where = selectWhere(p, o)
+        const now = p.add(at)
         const { rows } = await tx.query<MemoryRow>(
-          `UPDATE memories m SET status = 'deleted', updated_at = ${p.add(at)}
-           WHERE ${where} AND m.status = 'active'
+          `UPDATE memories m SET status = 'deleted', updated_at = ${now}
+           WHERE ${where} AND m.status = 'active' ${o.expired ? `AND m.expires_at <= ${now}` : ''}
            RETURNING m.*`,
           p.values,
         )

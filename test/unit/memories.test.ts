@@ -534,6 +534,15 @@ describe('curated memories', () => {
     await rejects(memory.remember({ content: 'x y', category: 'fact', expiresAt: 'next week' }), 'INVALID_INPUT')
     await rejects(memory.memories.update(freeze.id, { expiresAt: 'soon' }), 'INVALID_INPUT')
 
+    // What has expired is cleaned up in one call; the rest stays.
+    await memory.remember({ content: 'The office is closed today', category: 'fact', expiresAt: '2025-03-07T00:00:01Z', ...who })
+    await rejects(memory.memories.forgetAll({ expired: true } as never), 'INVALID_INPUT')
+    expect(await memory.memories.forgetAll({ ...who, expired: true, confirm: true })).toEqual({ deleted: 0 })
+    clock.set('2025-03-07T00:00:02Z')
+    expect(await memory.memories.forgetAll({ ...who, expired: true, confirm: true })).toEqual({ deleted: 1 })
+    expect(await listed('expired')).toEqual([])
+    expect((await memory.memories.get(moved.id))?.status).toBe('active')
+
     // An export carries it.
     await using copy = await openTestMemory({ now: clock.now })
     await copy.importFile(await memory.exportFile())
