@@ -91,6 +91,11 @@ const manageMemory = z
         content: z.string().min(1).max(20_000).optional(),
         category: category.optional(),
         confidence: z.number().min(0).max(1).optional(),
+        expires_at: z.iso
+          .datetime({ offset: true })
+          .nullable()
+          .optional()
+          .describe('When it stops being true (ISO 8601 with offset), or null: never.'),
       })
       .optional()
       .describe('For update: the fields to change.'),
@@ -262,6 +267,7 @@ function brief(m: MemoryRecord) {
     contexts: m.contexts,
     use_count: m.useCount,
     ...(m.key === null ? {} : { key: m.key }),
+    ...(m.expiresAt === null ? {} : { expires_at: m.expiresAt.toISOString() }),
   }
 }
 
@@ -367,7 +373,8 @@ export async function callTool(
         throw new MemoryError('NOT_FOUND', `No memory "${id}"`, { details: { id } })
       }
       if (a.action === 'delete') return host.memories.delete(id, tenant)
-      return brief(await host.memories.update(id, a.updates ?? {}, tenant))
+      const { expires_at: expiresAt, ...changes } = a.updates ?? {}
+      return brief(await host.memories.update(id, { ...changes, ...(expiresAt === undefined ? {} : { expiresAt }) }, tenant))
     }
     case 'record_event': {
       const a = parseInput(recordEvent, args, 'record_event arguments')

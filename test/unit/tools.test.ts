@@ -99,6 +99,15 @@ describe('agent tools', () => {
       alice,
     )) as { id: string }
     expect((await memory.memories.get(temporary.id))?.expiresAt?.toISOString()).toBe('2099-06-01T00:00:00.000Z')
+    const own = (await memory.callTool('manage_memory', { action: 'list' }, alice)) as { memories: { id: string; expires_at?: string }[] }
+    expect(own.memories.find((m) => m.id === temporary.id)?.expires_at).toBe('2099-06-01T00:00:00.000Z')
+    const cleared = (await memory.callTool(
+      'manage_memory',
+      { action: 'update', memory_id: temporary.id, updates: { expires_at: null } },
+      alice,
+    )) as Record<string, unknown>
+    expect(cleared).not.toHaveProperty('expires_at')
+    expect((await memory.memories.get(temporary.id))?.expiresAt).toBeNull()
     await memory.memories.delete(temporary.id)
 
     const recalled = (await memory.callTool('recall_memories', { query: 'return types' }, alice)) as {
