@@ -1,0 +1,73 @@
+import { expect, test } from '@playwright/test'
+import { openMemory } from '../../src/node/index.ts'
+import { openHarness } from './support.ts'
+
+/** Every method of the API by its path, read from a Node memory (the page's proxy lists none). */
+function methods(api: object, path: string[] = []): string[][] {
+  return Object.entries(api).flatMap(([key, value]): string[][] => {
+    if (key === 'close' || key === 'stopIndexing') return []
+    if (typeof value === 'function') return [[...path, key]]
+    if (value && typeof value === 'object' && !Array.isArray(value)) return methods(value as object, [...path, key])
+    return []
+  })
+}
+
+/** Methods that take a listener: they subscribe in the page and are not data calls. */
+const LISTENERS = new Set(['onProgress', 'onIndexProgress', 'onError', 'telemetry.subscribe'])
+
+test('every method, called through the worker with bad arguments, answers with a MemoryError', async ({ page }) => {
+  const node = await openMemory()
+  const paths = methods(node).filter((p) => !LISTENERS.has(p.join('.')))
+  await node.close()
+  expect(paths.length).toBeGreaterThan(70)
+  await openHarness(page)
+  const wrong = await page.evaluate(async (paths) => {
+    const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
+    await memory.recordTurn({ conversationId: 'c0', user: 'hi', agent: 'hello' })
+    const circular: Record<string, unknown> = {}
+    circular.self = circular
+    const garbage: unknown[][] = [
+      [undefined],
+      [42],
+      [null],
+      [[]],
+      [{ bogus: true }],
+      [circular],
+      [Symbol('s')],
+      [() => 1],
+      [Number.NaN],
+      [10n],
+      [new Date('not a date')],
+      ['a\u0000b'],
+      ['x', 42],
+      ['x', null],
+      ['x', { bogus: 1 }],
+      ['x', { tenantId: 'a\u0000b' }],
+      [{ conversationId: 'c\u0000' }],
+      ['c0', { limit: -1 }],
+      ['c0', { asOf: 'garbage' }],
+      ['x', {}, null],
+      [new Blob(['x'])],
+      [new Uint8Array(4)],
+    ]
+    const out: string[] = []
+    for (const path of paths) {
+      let fn: unknown = memory
+      for (const key of path) fn = (fn as Record<string, unknown>)[key]
+      for (const args of garbage) {
+        try {
+          await (fn as (...a: unknown[]) => Promise<unknown>)(...args)
+        } catch (error) {
+          const call = `${path.join('.')}(${args.map((a) => typeof a).join(', ')})`
+          if (!(error instanceof window.engram.MemoryError)) out.push(`${call}: ${String(error)}`)
+          else if (['INTERNAL', 'WORKER_TERMINATED', 'CLOSED'].includes(error.code)) out.push(`${call}: ${error.code} ${error.message}`)
+        }
+      }
+    }
+    // And the memory still answers.
+    if ((await memory.ping()).schemaVersion < 1) out.push('ping failed after the sweep')
+    await memory.close()
+    return out
+  }, paths)
+  expect(wrong).toEqual([])
+})
