@@ -31,6 +31,9 @@ export interface Neighbor {
   payload: JsonObject
   /** Type of the neighbour when it is a live entity node, else null. */
   neighborType: string | null
+  /** When the link held in the world (`putEdge`'s `validFrom` / `validTo`), null when open. */
+  validFrom: Date | null
+  validTo: Date | null
   runId: string | null
   taskId: string | null
   createdAt: Date
@@ -77,14 +80,26 @@ const nodeInput = z.strictObject({
 })
 export type NodeInput = z.input<typeof nodeInput>
 
-const edgeInput = z.strictObject({
-  src: entityId,
-  rel: z.string().min(1).max(64),
-  dst: entityId,
-  payload: payloadSchema.default({}),
-  conversationId: z.string().min(1).max(200).optional(),
-  ...provenance,
-})
+const edgeInput = z
+  .strictObject({
+    src: entityId,
+    rel: z.string().min(1).max(64),
+    dst: entityId,
+    payload: payloadSchema.default({}),
+    conversationId: z.string().min(1).max(200).optional(),
+    /**
+     * When the link started and stopped holding in the world (not when it was recorded).
+     * Links of the same nodes and relation with other starts are other facts; the same start
+     * with a new end revises the link.
+     */
+    validFrom: z.coerce.date().optional(),
+    validTo: z.coerce.date().optional(),
+    ...provenance,
+  })
+  .refine((e) => !e.validFrom || !e.validTo || e.validTo > e.validFrom, {
+    message: 'validTo must come after validFrom',
+    path: ['validTo'],
+  })
 export type EdgeInput = z.input<typeof edgeInput>
 
 export type EdgeOptions = Omit<EdgeInput, 'src' | 'rel' | 'dst' | 'payload'>
@@ -110,6 +125,8 @@ export type NodesOptions = z.input<typeof nodesOptions>
 const neighborsOptions = z.strictObject({
   tenantId: tenant,
   asOf,
+  /** Only links that held at this time in the world (`validFrom` ≤ it < `validTo`; an open end holds). */
+  validAt: z.coerce.date().optional(),
   direction: z.enum(['out', 'in', 'both']).default('out'),
   rel: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
   limit: z.number().int().min(1).max(100_000).default(1000),
@@ -179,6 +196,8 @@ interface ParsedEdge {
   rel: string
   dst: string
   payload: JsonObject
+  validFrom?: Date | undefined
+  validTo?: Date | undefined
   conversationId?: string | undefined
   tenantId: string
   runId?: string | undefined
@@ -191,9 +210,10 @@ export interface EdgeWriteResult {
 }
 
 /**
- * Writes edges inside a transaction: a live edge with the same (src, rel, dst) and the same
- * payload is left alone; with another payload it is tombstoned and replaced, so as-of reads
- * still see the old one. Within one call the last write of a triple wins.
+ * Writes edges inside a transaction: a live edge with the same (src, rel, dst, validFrom) and
+ * the same payload and validTo is left alone; with another payload or validTo it is
+ * tombstoned and replaced, so as-of reads still see the old one. Within one call the last
+ * write of a link wins.
  */
 export async function writeEdges(
   tx: Queryable,
@@ -205,9 +225,10 @@ export async function writeEdges(
     tx,
     edges.map((e) => e.rel),
   )
+  const linkKey = (e: ParsedEdge) => JSON.stringify([e.tenantId, e.src, e.rel, e.dst, e.validFrom?.getTime() ?? null])
   const last = new Map<string, number>()
   edges.forEach((e, i) => {
-    last.set(JSON.stringify([e.tenantId, e.src, e.rel, e.dst]), i)
+    last.set(linkKey(e), i)
   })
   const batch = [...last.values()].map((i) => ({ ...(edges[i] as ParsedEdge), id: newId('edge') }))
   const cols = {
@@ -220,20 +241,23 @@ export async function writeEdges(
     conv: batch.map((e) => e.conversationId ?? null),
     run: batch.map((e) => e.runId ?? null),
     task: batch.map((e) => e.taskId ?? null),
+    from: batch.map((e) => e.validFrom ?? null),
+    to: batch.map((e) => e.validTo ?? null),
   }
   // One statement: find live twins, tombstone the changed ones, insert the new rows (data-
   // modifying CTEs always run to completion, and all parts see the same snapshot).
   const { rows } = await tx.query<{ input_id: string; live_id: string | null; same: boolean | null }>(
     `WITH input AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::jsonb[],
-                            $7::text[], $8::text[], $9::text[])
-         AS i(id, tenant_id, src, rel, dst, props, conversation_id, run_id, task_id)
+                            $7::text[], $8::text[], $9::text[], $11::timestamptz[], $12::timestamptz[])
+         AS i(id, tenant_id, src, rel, dst, props, conversation_id, run_id, task_id, valid_from, valid_to)
      ),
      twin AS (
-       SELECT i.id AS input_id, e.id AS live_id, e.props = i.props AS same
+       SELECT i.id AS input_id, e.id AS live_id,
+              e.props = i.props AND e.valid_to IS NOT DISTINCT FROM i.valid_to AS same
        FROM input i
        JOIN edges e ON e.tenant_id = i.tenant_id AND e.src = i.src AND e.rel = i.rel AND e.dst = i.dst
-                   AND e.tombstoned_at IS NULL
+                   AND e.valid_from IS NOT DISTINCT FROM i.valid_from AND e.tombstoned_at IS NULL
      ),
      retired AS (
        UPDATE edges SET tombstoned_at = $10
@@ -241,15 +265,17 @@ export async function writeEdges(
        RETURNING id
      ),
      inserted AS (
-       INSERT INTO edges (id, src, rel, dst, props, tenant_id, conversation_id, run_id, task_id, created_at)
-       SELECT i.id, i.src, i.rel, i.dst, i.props, i.tenant_id, i.conversation_id, i.run_id, i.task_id, $10
+       INSERT INTO edges (id, src, rel, dst, props, tenant_id, conversation_id, run_id, task_id, created_at,
+                          valid_from, valid_to)
+       SELECT i.id, i.src, i.rel, i.dst, i.props, i.tenant_id, i.conversation_id, i.run_id, i.task_id, $10,
+              i.valid_from, i.valid_to
        FROM input i
        WHERE NOT EXISTS (SELECT 1 FROM twin t WHERE t.input_id = i.id AND t.same)
        RETURNING id
      )
      SELECT i.id AS input_id, t.live_id, t.same
      FROM input i LEFT JOIN twin t ON t.input_id = i.id`,
-    [cols.id, cols.tenant, cols.src, cols.rel, cols.dst, cols.props, cols.conv, cols.run, cols.task, at],
+    [cols.id, cols.tenant, cols.src, cols.rel, cols.dst, cols.props, cols.conv, cols.run, cols.task, at, cols.from, cols.to],
   )
   const twins = new Map(rows.map((r) => [r.input_id, r]))
   const written = batch.map((e) => {
@@ -260,9 +286,9 @@ export async function writeEdges(
         : { id: e.id, action: twin?.live_id ? 'overwritten' : 'created' }
     return { ...e, ...result }
   })
-  const byTriple = new Map(written.map((w) => [JSON.stringify([w.tenantId, w.src, w.rel, w.dst]), w]))
+  const byLink = new Map(written.map((w) => [linkKey(w), w]))
   const results = edges.map((e) => {
-    const w = byTriple.get(JSON.stringify([e.tenantId, e.src, e.rel, e.dst])) as EdgeWriteResult
+    const w = byLink.get(linkKey(e)) as EdgeWriteResult
     return { id: w.id, action: w.action }
   })
   return { results, written }
@@ -701,7 +727,8 @@ export function entityGraphApi(ctx: EngineContext) {
 
     /**
      * Links of a node, or of several nodes in one read, outgoing, incoming or both,
-     * optionally of some relations, as they are now or were at `asOf`. Oldest first, ties by
+     * optionally of some relations, as the memory knows them now or knew them at `asOf`, and
+     * with `validAt` only those that held at that time in the world. Oldest first, ties by
      * edge id; `limit` counts the links of all the nodes together. With several ids, a link
      * between two of them comes once from each end (`direction` tells which). A link whose
      * relation or payload is damaged fails the read with CORRUPT.
@@ -729,6 +756,8 @@ export function entityGraphApi(ctx: EngineContext) {
         task_id: string | null
         created_at: Date
         neighbor_type: string | null
+        valid_from: Date | null
+        valid_to: Date | null
       }>(
         `WITH hits AS (
            SELECT e.*, 'out' AS direction, e.dst AS neighbor FROM edges e
@@ -738,7 +767,8 @@ export function entityGraphApi(ctx: EngineContext) {
            WHERE $3 IN ('in', 'both') AND e.tenant_id = $1 AND e.dst = ANY($2::text[])
          )
          SELECT h.id, h.src, h.rel AS rel_id, r.name AS rel, h.dst, h.props, h.direction, h.run_id,
-                h.task_id, h.created_at, CASE WHEN nt.tombstone THEN NULL ELSE nt.type END AS neighbor_type
+                h.task_id, h.created_at, CASE WHEN nt.tombstone THEN NULL ELSE nt.type END AS neighbor_type,
+                h.valid_from, h.valid_to
          FROM hits h
          LEFT JOIN relations r ON r.id = h.rel
          LEFT JOIN LATERAL (
@@ -750,9 +780,11 @@ export function entityGraphApi(ctx: EngineContext) {
            AND ($4::timestamptz IS NULL
                 OR (h.created_at <= $4 AND (h.tombstoned_at IS NULL OR h.tombstoned_at > $4)))
            AND ($4::timestamptz IS NOT NULL OR h.tombstoned_at IS NULL)
+           AND ($7::timestamptz IS NULL
+                OR ((h.valid_from IS NULL OR h.valid_from <= $7) AND (h.valid_to IS NULL OR h.valid_to > $7)))
          ORDER BY h.created_at, h.id, h.direction
          LIMIT $6`,
-        [o.tenantId, [...new Set(nodeIds)], o.direction, o.asOf ?? null, rels, o.limit],
+        [o.tenantId, [...new Set(nodeIds)], o.direction, o.asOf ?? null, rels, o.limit, o.validAt ?? null],
       )
       const out = rows.map((r): Neighbor => {
         if (r.rel === null) {
@@ -772,6 +804,8 @@ export function entityGraphApi(ctx: EngineContext) {
           direction: r.direction,
           payload: r.props,
           neighborType: r.neighbor_type,
+          validFrom: r.valid_from,
+          validTo: r.valid_to,
           runId: r.run_id,
           taskId: r.task_id,
           createdAt: r.created_at,

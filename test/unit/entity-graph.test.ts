@@ -141,6 +141,47 @@ describe('entity graph', () => {
     expect(await g.neighbors('file:x')).toEqual([])
   })
 
+  it('validity: links that held at a time in the world, apart from when the memory learned them', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    await g.defineRelation('works_at')
+    await g.putNodes([
+      { id: 'person:ann', type: 'person' },
+      { id: 'org:acme', type: 'org' },
+      { id: 'org:globex', type: 'org' },
+    ])
+    // Acme 2015–2018, Globex 2018–2021, Acme again from 2021: another start is another fact.
+    const period = (validFrom: string, validTo?: string) => ({ validFrom, ...(validTo ? { validTo } : {}) })
+    expect((await g.putEdge('person:ann', 'works_at', 'org:acme', {}, period('2015-01-01T00:00:00Z', '2018-06-01T00:00:00Z'))).action).toBe('created')
+    await g.putEdge('person:ann', 'works_at', 'org:globex', {}, period('2018-06-01T00:00:00Z', '2021-03-01T00:00:00Z'))
+    expect((await g.putEdge('person:ann', 'works_at', 'org:acme', { role: 'lead' }, period('2021-03-01T00:00:00Z'))).action).toBe('created')
+    const heldAt = async (validAt: string, asOf?: Date) =>
+      (await g.neighbors('person:ann', { validAt, ...(asOf ? { asOf } : {}) })).map((n) => n.neighbor)
+    expect(await heldAt('2016-01-01T00:00:00Z')).toEqual(['org:acme'])
+    expect(await heldAt('2018-06-01T00:00:00Z')).toEqual(['org:globex']) // an end is not part of its period
+    expect(await heldAt('2024-01-01T00:00:00Z')).toEqual(['org:acme'])
+    expect(await heldAt('2010-01-01T00:00:00Z')).toEqual([])
+    const all = await g.neighbors('person:ann')
+    expect(all.map((n) => [n.neighbor, n.validFrom?.toISOString() ?? null, n.validTo?.toISOString() ?? null])).toEqual([
+      ['org:acme', '2015-01-01T00:00:00.000Z', '2018-06-01T00:00:00.000Z'],
+      ['org:globex', '2018-06-01T00:00:00.000Z', '2021-03-01T00:00:00.000Z'],
+      ['org:acme', '2021-03-01T00:00:00.000Z', null],
+    ])
+
+    // The same start with an end revises that link; what the memory knew before still reads.
+    const open = all[2]?.createdAt as Date
+    const ended = period('2021-03-01T00:00:00Z', '2023-01-01T00:00:00Z')
+    expect((await g.putEdge('person:ann', 'works_at', 'org:acme', { role: 'lead' }, ended)).action).toBe('overwritten')
+    expect((await g.putEdge('person:ann', 'works_at', 'org:acme', { role: 'lead' }, ended)).action).toBe('unchanged')
+    expect(await heldAt('2024-01-01T00:00:00Z')).toEqual([])
+    expect(await heldAt('2024-01-01T00:00:00Z', open)).toEqual(['org:acme'])
+    expect((await g.neighbors('person:ann')).length).toBe(3)
+
+    expect((await errorOf(g.putEdge('person:ann', 'works_at', 'org:acme', {}, period('2020-01-01T00:00:00Z', '2019-01-01T00:00:00Z')))).code).toBe('INVALID_INPUT')
+    expect((await errorOf(g.putEdge('person:ann', 'works_at', 'org:acme', {}, { validFrom: 'not a date' }))).code).toBe('INVALID_INPUT')
+    expect((await errorOf(g.neighbors('person:ann', { validAt: 'never' }))).code).toBe('INVALID_INPUT')
+  })
+
   it('an unknown relation is a hard error until it is defined', async () => {
     await using memory = await openTestMemory()
     const g = memory.graph

@@ -16,6 +16,7 @@ import { archives } from './0014-archives.ts'
 import { vectorDebt } from './0015-vector-debt.ts'
 import { vault } from './0016-vault.ts'
 import { memoryExpiry } from './0017-memory-expiry.ts'
+import { edgeValidity } from './0018-edge-validity.ts'
 
 export interface Migration {
   version: number
@@ -42,6 +43,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: 'vector-debt', sql: vectorDebt },
   { version: 16, name: 'vault', sql: vault },
   { version: 17, name: 'memory-expiry', sql: memoryExpiry },
+  { version: 18, name: 'edge-validity', sql: edgeValidity },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
