@@ -4,6 +4,7 @@ import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
 import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
+import { edgeHeldAt } from './graph.ts'
 
 export type JsonObject = { [key: string]: unknown }
 
@@ -780,8 +781,7 @@ export function entityGraphApi(ctx: EngineContext) {
            AND ($4::timestamptz IS NULL
                 OR (h.created_at <= $4 AND (h.tombstoned_at IS NULL OR h.tombstoned_at > $4)))
            AND ($4::timestamptz IS NOT NULL OR h.tombstoned_at IS NULL)
-           AND ($7::timestamptz IS NULL
-                OR ((h.valid_from IS NULL OR h.valid_from <= $7) AND (h.valid_to IS NULL OR h.valid_to > $7)))
+           AND ${edgeHeldAt('$7', 'h')}
          ORDER BY h.created_at, h.id, h.direction
          LIMIT $6`,
         [o.tenantId, [...new Set(nodeIds)], o.direction, o.asOf ?? null, rels, o.limit, o.validAt ?? null],

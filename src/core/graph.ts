@@ -47,6 +47,9 @@ export interface Edge {
   turnIndex: number | null
   createdAt: string
   tombstonedAt: string | null
+  /** When the fact held in the world (the entity graph's `validFrom` / `validTo`), null when open. */
+  validFrom: string | null
+  validTo: string | null
 }
 
 /**
@@ -95,7 +98,7 @@ export async function insertEdges(tx: Queryable, edges: readonly EdgeWrite[]): P
 
 /** Columns of an edge row, joined to its relation name, for every read below. */
 export const EDGE_COLUMNS = `e.id, e.src, r.name AS rel, e.dst, e.props, e.tenant_id, e.conversation_id, e.run_id,
-  e.task_id, e.turn_index, e.created_at, e.tombstoned_at`
+  e.task_id, e.turn_index, e.created_at, e.tombstoned_at, e.valid_from, e.valid_to`
 
 /**
  * The visibility of edge `e` at time $n: without asOf, live edges; with asOf, edges created
@@ -105,6 +108,16 @@ export function edgeVisibleAt(param: string, alias = 'e'): string {
   return `(CASE WHEN ${param}::timestamptz IS NULL THEN ${alias}.tombstoned_at IS NULL
      ELSE ${alias}.created_at <= ${param}::timestamptz
           AND (${alias}.tombstoned_at IS NULL OR ${alias}.tombstoned_at > ${param}::timestamptz) END)`
+}
+
+/**
+ * Whether edge `e` held in the world at time $n (its `valid_from` ≤ it < `valid_to`, an open
+ * end holding); every edge when $n is null.
+ */
+export function edgeHeldAt(param: string, alias = 'e'): string {
+  return `(${param}::timestamptz IS NULL
+     OR ((${alias}.valid_from IS NULL OR ${alias}.valid_from <= ${param}::timestamptz)
+         AND (${alias}.valid_to IS NULL OR ${alias}.valid_to > ${param}::timestamptz)))`
 }
 
 export interface EdgeRow {
@@ -120,6 +133,8 @@ export interface EdgeRow {
   turn_index: number | null
   created_at: Date | string
   tombstoned_at: Date | string | null
+  valid_from: Date | string | null
+  valid_to: Date | string | null
 }
 
 export function toEdge(row: EdgeRow): Edge {
@@ -136,6 +151,8 @@ export function toEdge(row: EdgeRow): Edge {
     turnIndex: row.turn_index,
     createdAt: iso(row.created_at),
     tombstonedAt: row.tombstoned_at === null ? null : iso(row.tombstoned_at),
+    validFrom: row.valid_from === null ? null : iso(row.valid_from),
+    validTo: row.valid_to === null ? null : iso(row.valid_to),
   }
 }
 
@@ -146,6 +163,8 @@ export interface EdgeQuery {
   rel?: string
   /** See the graph as it was then. */
   asOf?: TimeInput
+  /** Only edges whose fact held at this time in the world (see `Edge.validFrom`). */
+  validAt?: TimeInput
 }
 
 export interface WalkOptions {
@@ -156,6 +175,8 @@ export interface WalkOptions {
   /** Follow only these relations. */
   rels?: string[]
   asOf?: TimeInput
+  /** Cross only edges whose fact held at this time in the world. */
+  validAt?: TimeInput
   /** The most nodes returned, nearest first. Default 1000. */
   limit?: number
 }
@@ -175,7 +196,12 @@ export interface Walk {
 }
 
 const edgeQuery = z
-  .object({ tenantId: identifier.default('default'), rel: relationName.optional(), asOf: timeInput.optional() })
+  .object({
+    tenantId: identifier.default('default'),
+    rel: relationName.optional(),
+    asOf: timeInput.optional(),
+    validAt: timeInput.optional(),
+  })
   .strict()
 const walkOptions = z
   .object({
@@ -183,6 +209,7 @@ const walkOptions = z
     depth: z.number().int().min(1).max(10).default(2),
     rels: z.array(relationName).max(100).optional(),
     asOf: timeInput.optional(),
+    validAt: timeInput.optional(),
     limit: z.number().int().min(1).max(100_000).default(1000),
   })
   .strict()
@@ -200,8 +227,9 @@ export function createGraph(ctx: EngineContext) {
       `SELECT ${EDGE_COLUMNS}
        FROM edges e JOIN relations r ON r.id = e.rel
        WHERE ${column} = $1 AND e.tenant_id = $4 AND ($2::text IS NULL OR r.name = $2) AND ${edgeVisibleAt('$3')}
+         AND ${edgeHeldAt('$5')}
        ORDER BY e.created_at, e.id`,
-      [id, query.rel ?? null, asOfParam(query.asOf), query.tenantId],
+      [id, query.rel ?? null, asOfParam(query.asOf), query.tenantId, query.validAt === undefined ? null : toDate(query.validAt)],
     )
     return rows.map(toEdge)
   }
@@ -251,11 +279,11 @@ export function createGraph(ctx: EngineContext) {
            FROM walk w
            CROSS JOIN LATERAL (
              SELECT e.dst AS node, e.id AS edge FROM edges e
-             WHERE e.src = w.node AND e.tenant_id = $6 AND ${edgeVisibleAt('$2')}
+             WHERE e.src = w.node AND e.tenant_id = $6 AND ${edgeVisibleAt('$2')} AND ${edgeHeldAt('$7')}
                AND ($3::text[] IS NULL OR e.rel IN (SELECT id FROM rel_filter))
              UNION ALL
              SELECT e.src, e.id FROM edges e
-             WHERE e.dst = w.node AND e.tenant_id = $6 AND ${edgeVisibleAt('$2')}
+             WHERE e.dst = w.node AND e.tenant_id = $6 AND ${edgeVisibleAt('$2')} AND ${edgeHeldAt('$7')}
                AND ($3::text[] IS NULL OR e.rel IN (SELECT id FROM rel_filter))
            ) n
            WHERE w.depth < $4 AND n.edge IS DISTINCT FROM w.via
@@ -275,7 +303,7 @@ export function createGraph(ctx: EngineContext) {
               WHERE e.id IN (SELECT via FROM walk WHERE via IS NOT NULL)
                 AND e.src IN (SELECT node FROM kept) AND e.dst IN (SELECT node FROM kept)
             ) x) AS edges`,
-        [id, asOfParam(o.asOf), o.rels ?? null, o.depth, o.limit, o.tenantId],
+        [id, asOfParam(o.asOf), o.rels ?? null, o.depth, o.limit, o.tenantId, o.validAt === undefined ? null : toDate(o.validAt)],
       )
       const row = rows[0]
       if (!row) throw new MemoryError('INTERNAL', 'graph walk returned no row')

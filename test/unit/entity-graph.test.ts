@@ -168,6 +168,17 @@ describe('entity graph', () => {
       ['org:acme', '2021-03-01T00:00:00.000Z', null],
     ])
 
+    // The generic reads over edges filter the same way and say each edge's period.
+    const outAt = async (validAt: string) => (await g.out('person:ann', { rel: 'works_at', validAt })).map((e) => e.dst)
+    expect(await outAt('2019-01-01T00:00:00Z')).toEqual(['org:globex'])
+    expect((await g.in('org:acme', { validAt: '2016-01-01T00:00:00Z' })).map((e) => [e.src, e.validFrom, e.validTo])).toEqual([
+      ['person:ann', '2015-01-01T00:00:00.000Z', '2018-06-01T00:00:00.000Z'],
+    ])
+    const walked = await g.walk('org:globex', { depth: 2, validAt: '2024-01-01T00:00:00Z' })
+    expect(walked.nodes.map((n) => n.id)).toEqual(['org:globex'])
+    expect((await g.walk('org:globex', { depth: 2 })).nodes.map((n) => n.id)).toEqual(['org:globex', 'person:ann', 'org:acme'])
+    await expect(g.out('person:ann', { validAt: 'never' })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+
     // The same start with an end revises that link; what the memory knew before still reads.
     const open = all[2]?.createdAt as Date
     const ended = period('2021-03-01T00:00:00Z', '2023-01-01T00:00:00Z')
