@@ -4,7 +4,7 @@ import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
 import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
-import { edgeHeldAt } from './graph.ts'
+import { edgeHeldAt, edgeVisibleAt } from './graph.ts'
 
 export type JsonObject = { [key: string]: unknown }
 
@@ -778,10 +778,7 @@ export function entityGraphApi(ctx: EngineContext) {
            ORDER BY n.rev DESC LIMIT 1
          ) nt ON true
          WHERE ($5::int[] IS NULL OR h.rel = ANY($5::int[]))
-           AND ($4::timestamptz IS NULL
-                OR (h.created_at <= $4 AND (h.tombstoned_at IS NULL OR h.tombstoned_at > $4)))
-           AND ($4::timestamptz IS NOT NULL OR h.tombstoned_at IS NULL)
-           AND ${edgeHeldAt('$7', 'h')}
+           AND ${edgeVisibleAt('$4', 'h')} AND ${edgeHeldAt('$7', 'h')}
          ORDER BY h.created_at, h.id, h.direction
          LIMIT $6`,
         [o.tenantId, [...new Set(nodeIds)], o.direction, o.asOf ?? null, rels, o.limit, o.validAt ?? null],

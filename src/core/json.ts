@@ -1,5 +1,5 @@
 import { MAX_JSON_DEPTH } from './limits.ts'
-import { z } from './validate.ts'
+import { NUL_PROBLEM, z } from './validate.ts'
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
 export type JsonObject = { [key: string]: JsonValue }
@@ -8,7 +8,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /** Why a string cannot be stored in Postgres text, or undefined when it can. */
 export function textProblem(text: string): string | undefined {
-  if (text.includes('\u0000')) return 'contains a NUL character, which cannot be stored'
+  if (text.includes('\u0000')) return NUL_PROBLEM
   if (LONE_SURROGATE.test(text)) return 'contains an unpaired UTF-16 surrogate (not valid Unicode)'
   return undefined
 }

@@ -222,6 +222,7 @@ export function anthropicTools(names: readonly ToolName[] = TOOL_NAMES) {
   }))
 }
 
+const toolName = z.string()
 const identityField = z.string().min(1).optional()
 /** A `ToolIdentity` as callers give it (checked by `callTool` and the MCP server). */
 export const toolIdentity = z.strictObject({
@@ -311,7 +312,7 @@ export async function callTool(
   args: unknown,
   identityInput: ToolIdentity = {},
 ): Promise<unknown> {
-  parseInput(z.string(), name, 'tool name')
+  parseInput(toolName, name, 'tool name')
   const identity = parseInput(toolIdentity, identityInput, 'tool identity') as ToolIdentity
   if (!Object.hasOwn(TOOL_SCHEMAS, name)) {
     throw new MemoryError('INVALID_INPUT', `Unknown tool "${name}"; known tools: ${TOOL_NAMES.join(', ')}`, {

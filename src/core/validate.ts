@@ -13,12 +13,11 @@ export function parseInput<T>(
 ): T {
   // Postgres text cannot hold NUL: refused here for every string of every input, ids and
   // queries included, before any of it reaches a statement.
-  const nul = nulAt(value, [], new Set())
+  const nul = nulAt(value, new Set())
   if (nul) {
     const path = nul.join('.')
-    const message = 'contains a NUL character, which cannot be stored'
-    throw new MemoryError(code, `Invalid ${what}${path ? ` at "${path}"` : ''}: ${message}`, {
-      details: { issues: [{ path, message }] },
+    throw new MemoryError(code, `Invalid ${what}${path ? ` at "${path}"` : ''}: ${NUL_PROBLEM}`, {
+      details: { issues: [{ path, message: NUL_PROBLEM }] },
     })
   }
   const result = schema.safeParse(value)
@@ -34,15 +33,21 @@ export function parseInput<T>(
 
 export { z }
 
-/** The path of the first string holding NUL in plain objects, arrays and keys, or null. */
-function nulAt(value: unknown, path: (string | number)[], seen: Set<object>): (string | number)[] | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null
+/** Why Postgres text cannot hold a string with NUL in it (also json.ts's `textProblem`). */
+export const NUL_PROBLEM = 'contains a NUL character, which cannot be stored'
+
+/**
+ * The path below `value` to the first string holding NUL in plain objects, arrays and keys
+ * (built only once one is found), or null.
+ */
+function nulAt(value: unknown, seen: Set<object>): (string | number)[] | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? [] : null
   if (typeof value !== 'object' || value === null || seen.has(value)) return null
   if (Array.isArray(value)) {
     seen.add(value)
     for (let i = 0; i < value.length; i++) {
-      const found = nulAt(value[i], [...path, i], seen)
-      if (found) return found
+      const found = nulAt(value[i], seen)
+      if (found) return [i, ...found]
     }
     return null
   }
@@ -50,9 +55,9 @@ function nulAt(value: unknown, path: (string | number)[], seen: Set<object>): (s
   if (proto !== Object.prototype && proto !== null) return null
   seen.add(value)
   for (const [key, item] of Object.entries(value)) {
-    if (key.includes('\u0000')) return [...path, key]
-    const found = nulAt(item, [...path, key], seen)
-    if (found) return found
+    if (key.includes('\u0000')) return [key]
+    const found = nulAt(item, seen)
+    if (found) return [key, ...found]
   }
   return null
 }

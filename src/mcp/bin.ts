@@ -5,7 +5,7 @@ import type * as Cli from './cli.ts'
 // Only protocol messages may reach stdout: whatever a library logs goes to stderr.
 Object.assign(console, { log: console.error, info: console.error, warn: console.error })
 
-const fail = (message: string) => {
+function fail(message: string): never {
   process.stderr.write(`engram-mcp: ${message}\n`)
   process.exit(1)
 }
@@ -16,7 +16,6 @@ try {
 } catch (error) {
   const missing = (error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String(error).includes('@modelcontextprotocol/sdk')
   fail(missing ? 'needs the MCP SDK next to Engram: npm install @modelcontextprotocol/sdk' : String(error))
-  throw error
 }
 // Stopped by the client, the server closes the memory before it exits.
 const stop = new AbortController()

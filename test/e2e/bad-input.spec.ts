@@ -1,23 +1,15 @@
 import { expect, test } from '@playwright/test'
 import { openMemory } from '../../src/node/index.ts'
+import { apiMethods } from '../support/api-methods.ts'
 import { openHarness } from './support.ts'
-
-/** Every method of the API by its path, read from a Node memory (the page's proxy lists none). */
-function methods(api: object, path: string[] = []): string[][] {
-  return Object.entries(api).flatMap(([key, value]): string[][] => {
-    if (key === 'close' || key === 'stopIndexing') return []
-    if (typeof value === 'function') return [[...path, key]]
-    if (value && typeof value === 'object' && !Array.isArray(value)) return methods(value as object, [...path, key])
-    return []
-  })
-}
 
 /** Methods that take a listener: they subscribe in the page and are not data calls. */
 const LISTENERS = new Set(['onProgress', 'onIndexProgress', 'onError', 'telemetry.subscribe'])
 
 test('every method, called through the worker with bad arguments, answers with a MemoryError', async ({ page }) => {
   const node = await openMemory()
-  const paths = methods(node).filter((p) => !LISTENERS.has(p.join('.')))
+  // The page's proxy lists no methods: they are read from a Node memory.
+  const paths = apiMethods(node).filter((p) => !LISTENERS.has(p.join('.')))
   await node.close()
   expect(paths.length).toBeGreaterThan(70)
   await openHarness(page)

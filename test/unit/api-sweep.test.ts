@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { Memory } from '../../src/core/mem0.ts'
 import type { NodeMemory } from '../../src/node/index.ts'
+import { apiMethods } from '../support/api-methods.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 let memory: NodeMemory
@@ -11,9 +12,6 @@ beforeAll(async () => {
   await memory.recordTurn({ conversationId: 'c0', user: 'hi', agent: 'hello' })
 })
 afterAll(() => memory.close())
-
-/** Calls that end the memory or its background work; their input is checked elsewhere. */
-const SKIP = new Set(['close', 'stopIndexing'])
 
 const circular: Record<string, unknown> = {}
 circular.self = circular
@@ -60,35 +58,37 @@ function describeArgs(args: unknown[]): string {
     .join(', ')
 }
 
-/** Every function of the API, by its dotted path, walking the namespaces (`memories`, `graph`, …). */
-function methods(api: object, path = ''): [string, object, (...args: unknown[]) => unknown][] {
-  return Object.entries(api).flatMap(([key, value]): [string, object, (...args: unknown[]) => unknown][] => {
-    if (SKIP.has(key)) return []
-    if (typeof value === 'function') return [[`${path}${key}`, api, value as (...args: unknown[]) => unknown]]
-    if (value && typeof value === 'object' && !Array.isArray(value)) return methods(value as object, `${path}${key}.`)
-    return []
-  })
+/**
+ * Calls `call` with every argument set of GARBAGE; what it throws that is not a refusal (a
+ * MemoryError other than INTERNAL) goes into `wrong`. True when every call was refused.
+ */
+async function sweep(name: string, call: (...args: unknown[]) => unknown, wrong: string[]): Promise<boolean> {
+  let refusedAll = true
+  for (const args of GARBAGE) {
+    try {
+      await call(...args)
+      refusedAll = false
+    } catch (error) {
+      if (!MemoryError.is(error)) wrong.push(`${name}(${describeArgs(args)}) threw ${String(error)}`)
+      else if (error.code === 'INTERNAL') wrong.push(`${name}(${describeArgs(args)}) failed inside: ${error.message}`)
+    }
+  }
+  return refusedAll
 }
 
 describe('the whole API against garbage', () => {
   it('answers every bad argument of every public method with a MemoryError, and a method that refused them all wrote nothing', async () => {
-    const all = methods(memory)
+    const all = apiMethods(memory)
     // The walk finds the namespaces' methods, not only the top level.
     expect(all.length).toBeGreaterThan(70)
-    expect(all.map(([name]) => name)).toEqual(expect.arrayContaining(['recordTurn', 'memories.update', 'graph.neighbors', 'kv.put', 'vault.setKey']))
+    expect(all.map((p) => p.join('.'))).toEqual(expect.arrayContaining(['recordTurn', 'memories.update', 'graph.neighbors', 'kv.put', 'vault.setKey']))
     const wrong: string[] = []
-    for (const [name, self, fn] of all) {
+    for (const path of all) {
+      const self = path.slice(0, -1).reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, memory as never)
+      const fn = self[path.at(-1) as string] as (...args: unknown[]) => unknown
+      const name = path.join('.')
       const before = (await memory.stats()).counts
-      let refusedAll = true
-      for (const args of GARBAGE) {
-        try {
-          await fn.apply(self, args)
-          refusedAll = false
-        } catch (error) {
-          if (!MemoryError.is(error)) wrong.push(`${name}(${describeArgs(args)}) threw ${String(error)}`)
-          else if (error.code === 'INTERNAL') wrong.push(`${name}(${describeArgs(args)}) failed inside: ${error.message}`)
-        }
-      }
+      const refusedAll = await sweep(name, (...args) => fn.apply(self, args), wrong)
       if (refusedAll) {
         const after = (await memory.stats()).counts
         if (JSON.stringify(after) !== JSON.stringify(before)) wrong.push(`${name} refused every call but changed the counts`)
@@ -104,14 +104,7 @@ describe('the whole API against garbage', () => {
     const wrong: string[] = []
     for (const name of names) {
       const fn = (facade as unknown as Record<string, (...args: unknown[]) => unknown>)[name] as (...args: unknown[]) => unknown
-      for (const args of GARBAGE) {
-        try {
-          await fn.apply(facade, args)
-        } catch (error) {
-          if (!MemoryError.is(error)) wrong.push(`${name}(${describeArgs(args)}) threw ${String(error)}`)
-          else if (error.code === 'INTERNAL') wrong.push(`${name}(${describeArgs(args)}) failed inside: ${error.message}`)
-        }
-      }
+      await sweep(name, (...args) => fn.apply(facade, args), wrong)
     }
     expect(wrong).toEqual([])
   })
