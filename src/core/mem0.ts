@@ -5,6 +5,7 @@ import { type LLM, modelList, parseModelJson } from './llm.ts'
 import { redact } from './redact.ts'
 import type {
   ForgetAllInput,
+  MemoryResetInput,
   MemoryHistoryRecord,
   MemoryHit,
   MemoryListOptions,
@@ -127,7 +128,7 @@ export interface MemoryEngine {
     delete(id: string, options?: { tenantId?: string }): Promise<{ id: string; deleted: true }>
     history(id: string, options?: { tenantId?: string }): Promise<MemoryHistoryRecord[]>
     forgetAll(input: ForgetAllInput): Promise<{ deleted: number }>
-    reset(input: { confirm: true }): Promise<{ memories: number }>
+    reset(input: MemoryResetInput): Promise<{ memories: number }>
   }
   /** The entity graph, for graph memory (`MemoryOptions.graph`). */
   graph?: MemoryGraph
@@ -648,9 +649,12 @@ export class Memory {
     }))
   }
 
-  /** Erases all memories and their history, and graph memory's entities. */
+  /**
+   * Erases all memories of this facade's tenant ('default' without `tenantId`) and their
+   * history, and graph memory's entities; other tenants keep theirs.
+   */
   async reset(): Promise<void> {
-    await this.#engine.memories.reset({ confirm: true })
+    await this.#engine.memories.reset({ confirm: true, tenantId: this.#tenant.tenantId ?? 'default' })
     if (this.#options.graph === true) await this.#removeGraph()
   }
 }

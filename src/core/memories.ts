@@ -273,6 +273,13 @@ const forgetAllInput = z.strictObject({
 })
 export type ForgetAllInput = z.input<typeof forgetAllInput>
 
+const resetInput = z.strictObject({
+  confirm: z.literal(true),
+  /** Only this tenant's memories; left out, every tenant's. */
+  tenantId: idField.optional(),
+})
+export type MemoryResetInput = z.input<typeof resetInput>
+
 export { memoryHash, normalizeMemoryText }
 
 /** Numbered SQL parameters collected as a statement is put together. */
@@ -1326,25 +1333,29 @@ export function memoriesApi(ctx: EngineContext) {
 
     /**
      * Erases every memory, its history, contexts and links, for good. Needs `confirm: true`.
+     * With `tenantId`, only that tenant's; without, every tenant's.
      *
      * @example
      * await memory.memories.reset({ confirm: true })
+     * await memory.memories.reset({ confirm: true, tenantId: 'acme' })
      */
-    async reset(input: { confirm: true }): Promise<{ memories: number }> {
-      parseInput(z.strictObject({ confirm: z.literal(true) }), input, 'reset request')
+    async reset(input: MemoryResetInput): Promise<{ memories: number }> {
+      const o = parseInput(resetInput, input, 'reset request')
+      const t = o.tenantId ?? null
       const n = await db.transaction(async (tx) => {
         await tx.query(`SELECT set_config('engram.forgetting', 'on', true)`)
+        const mine = (table: string) => `(SELECT id FROM ${table} WHERE $1::text IS NULL OR tenant_id = $1)`
         await tx.query(
-          `DELETE FROM edges WHERE src IN (SELECT id FROM memories) OR dst IN (SELECT id FROM memories)
-              OR dst IN (SELECT id FROM memory_contexts)`,
+          `DELETE FROM edges WHERE src IN ${mine('memories')} OR dst IN ${mine('memories')} OR dst IN ${mine('memory_contexts')}`,
+          [t],
         )
-        const { affectedRows } = await tx.query('DELETE FROM memories')
-        await tx.query('DELETE FROM memory_history')
-        await tx.query('DELETE FROM memory_contexts')
+        const { affectedRows } = await tx.query('DELETE FROM memories WHERE $1::text IS NULL OR tenant_id = $1', [t])
+        await tx.query('DELETE FROM memory_history WHERE $1::text IS NULL OR tenant_id = $1', [t])
+        await tx.query('DELETE FROM memory_contexts WHERE $1::text IS NULL OR tenant_id = $1', [t])
         await tx.query(`SELECT set_config('engram.forgetting', 'off', true)`)
         return affectedRows ?? 0
       })
-      emit('delete', { id: null }, undefined, { reset: true, memories: n })
+      emit('delete', { id: null }, undefined, { reset: true, memories: n, ...(t === null ? {} : { tenantId: t }) })
       return { memories: n }
     },
   }

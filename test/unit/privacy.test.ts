@@ -343,6 +343,42 @@ describe('tenant isolation', () => {
     expect((await acme.get(id))?.memory).toBe('rotated to [REDACTED:anthropic_api_key]')
   })
 
+  it("reset with a tenant erases that tenant's memories, history, contexts and links only; the facade resets its own tenant", async () => {
+    await using memory = await openTestMemory()
+    const save = async (tenantId: string, content: string) => {
+      const m = await memory.remember({ content, category: 'fact', scope: 'user', userId: 'ann', tenantId, context: 'work' })
+      return m.id
+    }
+    const a = await save('acme', 'acme ships on fridays')
+    const g = await save('globex', 'globex ships on mondays')
+    const d = await save('default', 'the default tenant ships daily')
+    const links = async (tenantId: string) => (await memory.memories.contexts({ tenantId }))[0]?.memories
+    expect(await links('acme')).toBe(1)
+
+    expect(await memory.memories.reset({ confirm: true, tenantId: 'acme' })).toEqual({ memories: 1 })
+    expect(await memory.memories.get(a, { tenantId: 'acme' })).toBeNull()
+    expect(await memory.memories.history(a, { tenantId: 'acme' })).toEqual([])
+    expect(await memory.memories.contexts({ tenantId: 'acme' })).toEqual([])
+    expect((await memory.memories.get(g, { tenantId: 'globex' }))?.content).toBe('globex ships on mondays')
+    expect(await memory.memories.history(g, { tenantId: 'globex' })).toHaveLength(1)
+    expect(await links('globex')).toBe(1)
+
+    // The facade without a tenant works in 'default', and so does its reset.
+    await new Memory(memory).reset()
+    expect(await memory.memories.get(d)).toBeNull()
+    expect(await links('globex')).toBe(1)
+    await new Memory(memory, { tenantId: 'globex' }).reset()
+    expect(await memory.memories.get(g, { tenantId: 'globex' })).toBeNull()
+    expect(await memory.memories.contexts({ tenantId: 'globex' })).toEqual([])
+
+    await save('acme', 'acme again')
+    await save('globex', 'globex again')
+    expect(await memory.memories.reset({ confirm: true })).toEqual({ memories: 2 })
+    expect(await memory.memories.list({ status: 'any', tenantId: 'acme' })).toEqual([])
+    expect(await memory.memories.list({ status: 'any', tenantId: 'globex' })).toEqual([])
+    await expect(memory.memories.reset({ confirm: true, tenantId: '' } as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
   it('random writes under random scopes are never read back under another tenant or user', async () => {
     await using memory = await openTestMemory()
     const tenants = ['t0', 't1']
