@@ -10,7 +10,7 @@ import { iso, timeInput, toDate } from './time.ts'
 import { estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
 import { openingReads } from './vault.ts'
-import { unexpired } from './memories.ts'
+import { readableBy, unexpired } from './memories.ts'
 
 export const SECTION_NAMES = [
   'identity',
@@ -92,6 +92,8 @@ const contextInput = z
     tenantId: identifier.default('default'),
     userId: identifier.optional(),
     agentId: identifier.optional(),
+    /** The project the call is made in: the user's memories of other projects stay out. */
+    projectId: identifier.optional(),
     channel: z.enum(CHANNELS).default('private'),
     intent: z.string().max(200).optional(),
     maxTokens: z.number().int().min(64).max(2_000_000).default(DEFAULT_CONTEXT_BUDGET),
@@ -484,10 +486,10 @@ export function createContext(ctx: EngineContext) {
                  WHERE e.src = m.id AND e.tombstoned_at IS NULL), 0.5)))::float8 AS weight
        FROM memories m
        WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = ANY($2::text[]) AND m.created_at <= $3
-         AND ${unexpired('$3')} AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
+         AND ${unexpired('$3')} AND ${readableBy('$4', '$5')} AND m.sensitivity = ANY($6::text[])
        ORDER BY weight DESC, m.use_count DESC, m.updated_at DESC, m.id
        LIMIT 500`,
-      [i.tenantId, categories, now, i.userId ?? null],
+      [i.tenantId, categories, now, i.userId ?? null, i.projectId ?? null, allowedSensitivities(i.channel)],
       PREPARED,
     )
     return rows.map((r, n) => ({
@@ -522,7 +524,7 @@ export function createContext(ctx: EngineContext) {
          SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory'
          FROM memories m
          WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = 'decision' AND m.created_at <= $3
-           AND ${unexpired('$3')} AND (m.scope = 'global' OR m.user_id IS NOT DISTINCT FROM $4)
+           AND ${unexpired('$3')} AND ${readableBy('$4', '$6')} AND m.sensitivity = ANY($2::text[])
        ), superseding AS (
          SELECT d.id AS by_id, s.old_id
          FROM dec d
@@ -536,7 +538,7 @@ export function createContext(ctx: EngineContext) {
        FROM dec d
        ORDER BY relevant DESC, d.created_at DESC, d.id
        LIMIT 1000`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query],
+      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query, i.projectId ?? null],
       PREPARED,
     )
     const out: Candidate[] = []

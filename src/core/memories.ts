@@ -301,6 +301,16 @@ class Params {
   }
 }
 
+/**
+ * A memory that `user` may read (placeholders): a global one, one of the user's, or a project
+ * memory of the user's in `project` (a project memory is seen only in its own project).
+ */
+export function readableBy(user: string, project: string, alias = 'm'): string {
+  return `(${alias}.scope = 'global'
+        OR (${alias}.scope = 'user' AND ${alias}.user_id IS NOT DISTINCT FROM ${user})
+        OR (${alias}.scope = 'project' AND ${alias}.user_id IS NOT DISTINCT FROM ${user} AND ${alias}.project_id = ${project}))`
+}
+
 /** A memory that has not expired at `at` (a parameter placeholder). */
 export function unexpired(at: string, alias = 'm'): string {
   return `(${alias}.expires_at IS NULL OR ${alias}.expires_at > ${at})`
@@ -948,9 +958,7 @@ export function memoriesApi(ctx: EngineContext) {
     const where = [
       `m.tenant_id = ${p.add(o.tenantId)}`,
       `m.status = 'active'`,
-      `(m.scope = 'global'
-        OR (m.scope = 'user' AND m.user_id IS NOT DISTINCT FROM ${user})
-        OR (m.scope = 'project' AND m.user_id IS NOT DISTINCT FROM ${user} AND m.project_id = ${p.add(o.projectId ?? null)}))`,
+      readableBy(user, p.add(o.projectId ?? null)),
     ]
     if (o.scope) where.push(`m.scope = ${p.add(o.scope)}`)
     if (o.category) where.push(`m.category = ANY(${p.add([o.category].flat())}::text[])`)

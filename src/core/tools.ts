@@ -449,6 +449,7 @@ export async function callTool(
         ...(a.channel ? { channel: a.channel } : {}),
         ...who(identity),
         ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
+        ...(identity.projectId === undefined ? {} : { projectId: identity.projectId }),
       })
     }
   }

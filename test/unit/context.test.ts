@@ -207,6 +207,34 @@ describe('buildContext: acceptance scenarios', () => {
     expect(section(priv, 'decision_ledger').items).toHaveLength(1)
   })
 
+  it("curated memories follow the channel's sensitivities and stay in their own project", async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    const save = (content: string, category: 'instruction' | 'decision', more: Record<string, unknown> = {}) =>
+      memory.remember({ content, category, scope: 'user', tenantId: 't1', userId: 'ann', ...more })
+    await save('always cc the payroll team on salary mail', 'instruction', { sensitivity: 'high' })
+    await save('we settled on a march salary review', 'decision', { sensitivity: 'high' })
+    await save('prefer short salary summaries', 'instruction', { sensitivity: 'low' })
+    await save('write salary tables in euros', 'instruction')
+    await save('invoicer tests run with vitest', 'instruction', { scope: 'project', projectId: 'invoicer' })
+    await save('invoicer ships from main', 'decision', { scope: 'project', projectId: 'invoicer' })
+    await save('ledger tests run with jest', 'instruction', { scope: 'project', projectId: 'ledger' })
+    const texts = async (input: Record<string, unknown>) => {
+      const b = await memory.buildContext({ ...scope, query: 'salary tests', retrieval: false, ...input })
+      return [...section(b, 'rules').items, ...section(b, 'decision_ledger').items].map((i) => i.text.replace(/ \(.*$/, '')).sort()
+    }
+    expect(await texts({ channel: 'public' })).toEqual(['- write salary tables in euros'])
+    expect(await texts({ channel: 'agent' })).toEqual(['- prefer short salary summaries', '- write salary tables in euros'])
+    expect(await texts({ channel: 'private' })).toEqual([
+      '- always cc the payroll team on salary mail',
+      '- prefer short salary summaries',
+      '- we settled on a march salary review',
+      '- write salary tables in euros',
+    ])
+    const inInvoicer = await texts({ channel: 'public', projectId: 'invoicer' })
+    expect(inInvoicer).toEqual(['- invoicer ships from main', '- invoicer tests run with vitest', '- write salary tables in euros'])
+    expect(await texts({ channel: 'public', projectId: 'ledger' })).toEqual(['- ledger tests run with jest', '- write salary tables in euros'])
+  })
+
   it('a secret is refused before anything is stored', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     await expect(

@@ -1,3 +1,4 @@
+import type { ContextBundle } from '../../src/core/context.ts'
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import {
@@ -254,6 +255,19 @@ describe('agent tools', () => {
       expect(err.code).toBe('NOT_SUPPORTED')
     }
     expect((await errorOf(callTool(host, 'build_context', { query: '' }))).code).toBe('INVALID_INPUT')
+  })
+
+  it("build_context loads the caller's project memories and no other project's", async () => {
+    await using memory = await openTestMemory()
+    const ann = (projectId: string) => ({ userId: 'ann', projectId })
+    await memory.callTool('save_memory', { content: 'invoicer releases need a changelog entry', category: 'instruction', scope: 'project' }, ann('invoicer'))
+    await memory.callTool('save_memory', { content: 'ledger releases are tagged by hand', category: 'instruction', scope: 'project' }, ann('ledger'))
+    const rules = async (projectId: string) => {
+      const b = (await memory.callTool('build_context', { query: 'how do releases work?' }, ann(projectId))) as ContextBundle
+      return b.sections.find((x) => x.name === 'rules')?.items.map((i) => i.text)
+    }
+    expect(await rules('invoicer')).toEqual(['- invoicer releases need a changelog entry'])
+    expect(await rules('ledger')).toEqual(['- ledger releases are tagged by hand'])
   })
 
   it('get_artifact reads a cut tool output in full, and query_decisions searches the decision ledger', async () => {
