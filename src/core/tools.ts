@@ -115,20 +115,70 @@ const manageMemory = z
     }
   })
 
-const recordEvent = z.strictObject({
-  kind: z.enum(['message', 'tool_call', 'tool_result', 'decision', 'task_update']).describe('What happened.'),
-  conversation_id: z.string().min(1).describe('The conversation (session) it belongs to.'),
-  text: z.string().min(1).describe('The content: the message, the call, the result or the decision.'),
-  actor_type: z.enum(['human', 'agent', 'tool']).optional().describe('Who acted (default: agent).'),
-  actor_id: z.string().min(1).optional().describe('Which human, agent or tool.'),
-  channel: z
-    .enum(['private', 'public', 'team', 'agent'])
-    .optional()
-    .describe('Who may later see it (default private).'),
-  sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
-  tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
-  refs: z.array(z.string().min(1)).max(100).optional().describe('Ids of events or documents it refers to.'),
-})
+const TASK_STATUSES = ['open', 'in_progress', 'blocked', 'done', 'cancelled'] as const
+
+const recordEvent = z
+  .strictObject({
+    kind: z.enum(['message', 'tool_call', 'tool_result', 'decision', 'task_update']).describe('What happened.'),
+    conversation_id: z.string().min(1).describe('The conversation (session) it belongs to.'),
+    text: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('The content: the message, the tool result\'s output, the decision or the task update. Needed for every kind but tool_call.'),
+    tool: z.string().min(1).max(200).optional().describe('For tool_call and tool_result: the tool\'s name.'),
+    tool_args: z.record(z.string(), z.unknown()).optional().describe('For tool_call: the arguments it was called with.'),
+    task_id: z.string().min(1).max(200).optional().describe('For task_update: which task (its later updates use the same id).'),
+    status: z.enum(TASK_STATUSES).optional().describe('For task_update: the task\'s state now (default open).'),
+    supersedes: z
+      .array(z.string().min(1))
+      .max(20)
+      .optional()
+      .describe('For decision: the event ids of earlier decisions this one replaces.'),
+    actor_type: z.enum(['human', 'agent', 'tool']).optional().describe('Who acted (default: agent).'),
+    actor_id: z.string().min(1).optional().describe('Which human, agent or tool.'),
+    channel: z
+      .enum(['private', 'public', 'team', 'agent'])
+      .optional()
+      .describe('Who may later see it (default private).'),
+    sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
+    tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
+    refs: z.array(z.string().min(1)).max(100).optional().describe('Ids of events or documents it refers to.'),
+  })
+  .superRefine((v, issues) => {
+    const only = (field: 'tool' | 'tool_args' | 'task_id' | 'status' | 'supersedes', kinds: readonly string[]) => {
+      if (v[field] !== undefined && !kinds.includes(v.kind)) {
+        issues.addIssue({ code: 'custom', path: [field], message: `${field} is for ${kinds.join(' and ')} only` })
+      }
+    }
+    only('tool', ['tool_call', 'tool_result'])
+    only('tool_args', ['tool_call'])
+    only('task_id', ['task_update'])
+    only('status', ['task_update'])
+    only('supersedes', ['decision'])
+    if ((v.kind === 'tool_call' || v.kind === 'tool_result') && v.tool === undefined) {
+      issues.addIssue({ code: 'custom', path: ['tool'], message: `a ${v.kind} needs tool` })
+    }
+    if (v.kind !== 'tool_call' && v.text === undefined) {
+      issues.addIssue({ code: 'custom', path: ['text'], message: `a ${v.kind} needs text` })
+    }
+  })
+
+/** The event content a record_event call describes, in the shape the engine reads for its kind. */
+function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> {
+  switch (a.kind) {
+    case 'tool_call':
+      return { tool: a.tool, args: a.tool_args ?? {}, ...(a.text === undefined ? {} : { text: a.text }) }
+    case 'tool_result':
+      return { tool: a.tool, output: a.text }
+    case 'decision':
+      return { text: a.text, ...(a.supersedes ? { supersedes: a.supersedes } : {}) }
+    case 'task_update':
+      return { text: a.text, ...(a.task_id ? { taskId: a.task_id } : {}), ...(a.status ? { status: a.status } : {}) }
+    default:
+      return { text: a.text }
+  }
+}
 
 const buildContext = z.strictObject({
   query: z.string().min(1).describe('What the next step is about; drives retrieval.'),
@@ -391,7 +441,7 @@ export async function callTool(
           ...(identity.runId === undefined ? {} : { runId: identity.runId }),
         },
         actor: { type: a.actor_type ?? 'agent', id: a.actor_id ?? identity.agentId ?? 'agent' },
-        content: { text: a.text },
+        content: eventContent(a),
         ...(a.channel ? { channel: a.channel } : {}),
         ...(a.sensitivity ? { sensitivity: a.sensitivity } : {}),
         ...(a.tags ? { tags: a.tags } : {}),

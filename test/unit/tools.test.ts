@@ -353,4 +353,46 @@ describe('agent tools', () => {
       tags: ['db'],
     })
   })
+
+  it('record_event records tool calls and results, task updates and superseding decisions in the shapes the engine reads', async () => {
+    await using memory = await openTestMemory()
+    const alice = { userId: 'alice', agentId: 'coder' }
+    const rec = async (args: Record<string, unknown>) =>
+      ((await memory.callTool('record_event', { conversation_id: 'c1', ...args }, alice)) as { eventId: string; artifactId?: string })
+
+    const call = await rec({ kind: 'tool_call', tool: 'grep', tool_args: { pattern: 'invoice', path: 'src' } })
+    expect((await memory.events.get(call.eventId))?.content).toEqual({ tool: 'grep', args: { pattern: 'invoice', path: 'src' } })
+    const log = `${Array.from({ length: 3000 }, (_, n) => `src/file${n}.ts: invoice`).join('\n')}\n`
+    const result = await rec({ kind: 'tool_result', tool: 'grep', text: log, refs: [call.eventId] })
+    expect(result.artifactId).toBeDefined()
+    expect(await memory.callTool('get_artifact', { artifact_id: result.artifactId }, alice)).toMatchObject({ content: log })
+    const hits = await memory.search('grep invoice', { kinds: ['tool_call', 'tool_result'] })
+    expect(hits.map((h) => h.eventId).sort()).toEqual([call.eventId, result.eventId].sort())
+
+    await rec({ kind: 'task_update', task_id: 'T-1', status: 'in_progress', text: 'port the invoice parser' })
+    await rec({ kind: 'task_update', task_id: 'T-2', text: 'write the changelog' })
+    const old = await rec({ kind: 'decision', text: 'parse invoices with a regex' })
+    await rec({ kind: 'decision', text: 'parse invoices with the csv library', supersedes: [old.eventId] })
+    const sectionText = async (name: string) => {
+      const b = (await memory.callTool('build_context', { query: 'invoice parser', conversation_id: 'c1' }, alice)) as ContextBundle
+      return b.sections.find((x) => x.name === name)?.items.map((i) => i.text)
+    }
+    expect(await sectionText('task_state')).toEqual(['- [open] T-2: write the changelog', '- [in_progress] T-1: port the invoice parser'])
+    expect((await sectionText('decision_ledger'))?.map((t) => t.replace(/ \(.*$/, ''))).toEqual(['- parse invoices with the csv library'])
+    await rec({ kind: 'task_update', task_id: 'T-1', status: 'done', text: 'parser ported' })
+    expect(await sectionText('task_state')).toEqual(['- [open] T-2: write the changelog'])
+
+    for (const bad of [
+      { kind: 'tool_call' },
+      { kind: 'tool_result', text: 'no tool named' },
+      { kind: 'message' },
+      { kind: 'message', text: 'hi', tool: 'grep' },
+      { kind: 'decision', text: 'x', status: 'done' },
+      { kind: 'task_update', text: 'x', supersedes: ['evt_1'] },
+      { kind: 'task_update', text: 'x', status: 'finished' },
+      { kind: 'tool_result', tool: 'grep', text: 'x', tool_args: {} },
+    ]) {
+      expect((await errorOf(rec(bad))).code, JSON.stringify(bad)).toBe('INVALID_INPUT')
+    }
+  })
 })
