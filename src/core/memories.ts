@@ -912,6 +912,18 @@ export function memoriesApi(ctx: EngineContext) {
       }
       for (const dst of m.relatedTo ?? []) link('RELEVANT_TO', dst)
       for (const dst of m.derivedFrom ?? []) link('DERIVED_FROM', dst)
+      // A memory restated or corrected stays in the contexts, and relevant to the entities, of
+      // the one it replaces, unless it names its own.
+      const inherited = near ? [...(m.context ? [] : ['BELONGS_TO_CONTEXT']), ...(m.relatedTo ? [] : ['RELEVANT_TO'])] : []
+      if (near && inherited.length > 0) {
+        const { rows } = await tx.query<{ rel: string; dst: string }>(
+          `SELECT r.name AS rel, e.dst FROM edges e JOIN relations r ON r.id = e.rel
+           WHERE e.src = $1 AND e.tombstoned_at IS NULL AND r.name = ANY($2::text[])
+           ORDER BY e.id`,
+          [near.id, inherited],
+        )
+        for (const r of rows) link(r.rel, r.dst)
+      }
       await logHistory(tx, history, at)
       await writeEdges(tx, edges, at)
       const refs = [...(m.relatedTo ?? []), ...(m.derivedFrom ?? [])]

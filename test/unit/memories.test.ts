@@ -249,6 +249,27 @@ describe('curated memories', () => {
   })
 
 
+  it("a memory that supersedes another keeps its contexts and entity links unless it names its own", async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
+    const ann = { userId: 'ann', category: 'convention' as const }
+    await memory.graph.putNode({ id: 'file:src/app.ts', type: 'file' })
+    await memory.graph.putNode({ id: 'file:src/db.ts', type: 'file' })
+    const first = await memory.remember({ ...ann, content: 'Strings use single quotes', key: 'quotes', context: 'Style', relatedTo: ['file:src/app.ts'] })
+    const relevant = async (id: string) => (await memory.graph.neighbors(id, { rel: 'RELEVANT_TO' })).map((n) => n.dst)
+    // A correction saying nothing of either keeps both.
+    const second = await memory.remember({ ...ann, content: 'Strings use double quotes', key: 'quotes' })
+    expect(second).toMatchObject({ action: 'superseded', supersededId: first.id })
+    expect((await memory.memories.get(second.id))?.contexts).toEqual(['Style'])
+    expect(await relevant(second.id)).toEqual(['file:src/app.ts'])
+    expect((await memory.memories.contexts({ userId: 'ann' })).map((c) => [c.name, c.memories])).toEqual([['Style', 1]])
+    // One naming its own context and entities takes those instead.
+    const third = await memory.remember({ ...ann, content: 'Strings use backticks', key: 'quotes', context: 'Templates', relatedTo: ['file:src/db.ts'] })
+    expect((await memory.memories.get(third.id))?.contexts).toEqual(['Templates'])
+    expect(await relevant(third.id)).toEqual(['file:src/db.ts'])
+    // The replaced memories keep their own links, for history.
+    expect((await memory.memories.get(first.id))?.contexts).toEqual(['Style'])
+  })
+
   it('a key names a memory: saving under it again replaces that memory, whatever the text', async () => {
     await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
     const ann = { userId: 'ann', category: 'convention' as const }
