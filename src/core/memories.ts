@@ -185,6 +185,12 @@ const rememberInput = z
     metadata: metadataSchema.default({}),
     /** `semantic` (default) also supersedes near duplicates; `exact` only skips identical text. */
     dedup: z.enum(['semantic', 'exact']).default('semantic'),
+    /**
+     * Where a duplicate (or the memory of a `key`) is looked for. `user` (default): among the
+     * memories `recall` reads with this one — same tenant, scope, user and project, saved by
+     * any agent or run. `identity`: also the same agent and run (the mem0 facade's scopes).
+     */
+    dedupScope: z.enum(['user', 'identity']).default('user'),
     /** When it expires (see `MemoryRecord.expiresAt`); never when left out. */
     expiresAt: timeInput.optional(),
     ...identity,
@@ -458,7 +464,10 @@ async function logHistory(q: Queryable, entries: readonly HistoryEntry[], at: Da
 /** Memories read through the HNSW index for the near-duplicate check, most similar kept. */
 const NEAREST = 10
 
-/** Rows that belong to exactly this scope (identity fields compared null-safely). */
+/**
+ * Rows of this memory's scope (identity fields compared null-safely): its tenant, scope, user
+ * and project, and with `dedupScope: 'identity'` its agent and run too.
+ */
 function sameScope(
   p: Params,
   m: {
@@ -468,12 +477,16 @@ function sameScope(
     agentId?: string | undefined
     runId?: string | undefined
     projectId?: string | undefined
+    dedupScope: 'user' | 'identity'
   },
 ): string {
+  const agentAndRun =
+    m.dedupScope === 'identity'
+      ? `AND m.agent_id IS NOT DISTINCT FROM ${p.add(m.agentId ?? null)}
+    AND m.run_id IS NOT DISTINCT FROM ${p.add(m.runId ?? null)}`
+      : ''
   return `m.tenant_id = ${p.add(m.tenantId)} AND m.scope = ${p.add(m.scope)}
-    AND m.user_id IS NOT DISTINCT FROM ${p.add(m.userId ?? null)}
-    AND m.agent_id IS NOT DISTINCT FROM ${p.add(m.agentId ?? null)}
-    AND m.run_id IS NOT DISTINCT FROM ${p.add(m.runId ?? null)}
+    AND m.user_id IS NOT DISTINCT FROM ${p.add(m.userId ?? null)} ${agentAndRun}
     AND m.project_id IS NOT DISTINCT FROM ${p.add(m.projectId ?? null)}`
 }
 

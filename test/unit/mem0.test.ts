@@ -203,6 +203,11 @@ describe('mem0-compatible Memory: without a model', () => {
     ])
     const again = await mem.add('i use   neovim', { userId: 'u' })
     expect(again.results).toEqual([{ id: results[0]?.id, event: 'NONE', memory: 'I use Neovim' }])
+    // Each agent and run of the user is a scope of its own, with its own copy.
+    const agent = await mem.add('I use Neovim', { userId: 'u', agentId: 'helper' })
+    expect(agent.results[0]?.event).toBe('ADD')
+    expect((await mem.add('I use Neovim', { userId: 'u', runId: 'r1' })).results[0]?.event).toBe('ADD')
+    expect((await mem.getAll({ userId: 'u', agentId: 'helper' })).results.map((r) => r.id)).toEqual([agent.results[0]?.id])
   })
 
   it('a near duplicate replaces the old memory and says so', async () => {

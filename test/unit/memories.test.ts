@@ -249,6 +249,30 @@ describe('curated memories', () => {
   })
 
 
+  it("duplicates are looked for among the memories recall reads together: any agent's, or with dedupScope 'identity' the same agent's", async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
+    const ann = { userId: 'ann', category: 'preference' as const }
+    const first = await memory.remember({ ...ann, agentId: 'desktop', content: 'Ann prefers dark mode' })
+    // The same text from another agent of Ann's is the same memory; a correction from it supersedes.
+    expect(await memory.remember({ ...ann, agentId: 'editor', content: 'Ann prefers dark mode' })).toEqual({ id: first.id, action: 'unchanged' })
+    const keyed = await memory.remember({ ...ann, agentId: 'desktop', content: 'Tabs, width 2', key: 'indent' })
+    const fixed = await memory.remember({ ...ann, agentId: 'editor', content: 'Spaces, width 4', key: 'indent' })
+    expect(fixed).toMatchObject({ action: 'superseded', supersededId: keyed.id })
+    expect((await memory.recall('width', { userId: 'ann' })).map((h) => h.content)).toEqual(['Spaces, width 4'])
+    expect((await memory.memories.get(fixed.id))?.agentId).toBe('editor')
+    // Kept apart per agent and run when asked.
+    const own = await memory.remember({ ...ann, agentId: 'editor', content: 'Ann prefers dark mode', dedupScope: 'identity' })
+    expect(own.action).toBe('created')
+    expect((await memory.memories.list({ userId: 'ann' })).map((m) => [m.content, m.agentId]).sort()).toEqual([
+      ['Ann prefers dark mode', 'desktop'],
+      ['Ann prefers dark mode', 'editor'],
+      ['Spaces, width 4', 'editor'],
+    ])
+    // Another user's or another project's memory is never one of them.
+    expect((await memory.remember({ userId: 'bo', category: 'preference', content: 'Ann prefers dark mode' })).action).toBe('created')
+    await rejects(memory.remember({ ...ann, content: 'x', dedupScope: 'agent' } as never), 'INVALID_INPUT')
+  })
+
   it("a memory that supersedes another keeps its contexts and entity links unless it names its own", async () => {
     await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
     const ann = { userId: 'ann', category: 'convention' as const }
