@@ -3,6 +3,7 @@ import { MemoryError } from './errors.ts'
 import { filterExpressionSchema } from './filters.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
 import { redact } from './redact.ts'
+import { DEFAULT_SCORING } from './scoring.ts'
 import type {
   ForgetAllInput,
   MemoryResetInput,
@@ -580,12 +581,18 @@ export class Memory {
       if (!named.some((m) => m.id === link.neighbor)) linked.add(nameOf.get(link.neighbor) as string)
     }
     if (linked.size === 0) return { results, relations: [...relations.values()] }
+    // The memories of the linked entities that the search above did not return, interleaved
+    // with its hits by reciprocal rank and cut to `limit`; each keeps its own score.
     const seen = new Set(results.map((r) => r.id))
-    const related = await this.#engine.memories.search([...linked].join(' '), { ...scope, limit: o.limit })
-    return {
-      results: [...results, ...related.filter((h) => !seen.has(h.id)).map((h) => toItem(h, h.scores.fused))],
-      relations: [...relations.values()],
-    }
+    const related = (await this.#engine.memories.search([...linked].join(' '), { ...scope, limit: o.limit }))
+      .filter((h) => !seen.has(h.id))
+      .map((h) => toItem(h, h.scores.fused))
+    const rrf = (rank: number) => 1 / (DEFAULT_SCORING.rrfK + rank + 1)
+    // A stable sort: on a tie the direct hit, listed first, stays ahead.
+    const merged = [...results.map((item, n) => ({ item, rrf: rrf(n) })), ...related.map((item, n) => ({ item, rrf: rrf(n) }))].sort(
+      (a, b) => b.rrf - a.rrf,
+    )
+    return { results: merged.slice(0, o.limit).map((f) => f.item), relations: [...relations.values()] }
   }
 
   /** One memory, or null when there is none (or it was deleted). */

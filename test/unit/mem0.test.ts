@@ -650,9 +650,17 @@ describe('mem0-compatible Memory: graph memory', () => {
     await mem.add(ALICE, { userId: 'u1' })
     await mem.add(GOOGLE, { userId: 'u1' })
     await mem.add('I like tea', { userId: 'u1' })
-    const found = await mem.search('What does Alice do?', { userId: 'u1', limit: 1 })
-    expect(found.results.map((r) => r.memory)).toEqual([ALICE, GOOGLE])
+    // Stored without the model, so with no entities of its own.
+    await mem.engine.remember({ content: 'Alice does pottery on weekends', category: 'fact', userId: 'u1', dedupScope: 'identity' })
+    const direct = (await new Memory(mem.engine).search('What does Alice do?', { userId: 'u1' })).results.map((r) => r.memory)
+    expect([...direct].sort()).toEqual(['Alice does pottery on weekends', ALICE].sort())
+    const [first, second] = direct
+    const found = await mem.search('What does Alice do?', { userId: 'u1', limit: 2 })
+    // The memory of the entity Alice links to is interleaved with the direct hits by rank, and limit holds.
+    expect(found.results.map((r) => r.memory)).toEqual([first, GOOGLE])
     expect(found.relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'Google' }])
+    expect((await mem.search('What does Alice do?', { userId: 'u1', limit: 1 })).results.map((r) => r.memory)).toEqual([first])
+    expect((await mem.search('What does Alice do?', { userId: 'u1' })).results.map((r) => r.memory)).toEqual([first, GOOGLE, second])
     // Names are matched as words, whatever the case or the punctuation around them.
     expect((await mem.search("Where is ALICE's office?", { userId: 'u1', limit: 1 })).relations).toEqual(found.relations)
     expect((await mem.search('Where is Malice?', { userId: 'u1', limit: 1 })).relations).toEqual([])
@@ -669,7 +677,7 @@ describe('mem0-compatible Memory: graph memory', () => {
     expect((await mem.search('What does Alice do?', { userId: 'u2', limit: 1 })).relations).toEqual([])
     const plain = new Memory(mem.engine, { llm: mem.llm })
     const without = await plain.search('What does Alice do?', { userId: 'u1', limit: 1 })
-    expect(without.results.map((r) => r.memory)).toEqual([ALICE])
+    expect(without.results.map((r) => r.memory)).toEqual([first])
     expect(without.relations).toBeUndefined()
   })
 
