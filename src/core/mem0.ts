@@ -595,10 +595,13 @@ export class Memory {
     return { results: merged.slice(0, o.limit).map((f) => f.item), relations: [...relations.values()] }
   }
 
-  /** One memory, or null when there is none (or it was deleted). */
+  /**
+   * One memory, or null when there is none, it was deleted, or a newer memory replaced it (a
+   * near duplicate added without a model: the ADD or UPDATE event of that named both ids).
+   */
   async get(id: string): Promise<Mem0Item | null> {
     const m = await this.#engine.memories.get(id, this.#tenant)
-    return m && m.status !== 'deleted' ? toItem(m) : null
+    return m && m.status === 'active' ? toItem(m) : null
   }
 
   /** All current memories of the scope. */

@@ -231,6 +231,10 @@ describe('mem0-compatible Memory: without a model', () => {
     expect((await mem.getAll({ userId: 'u' })).results.map((m) => m.memory)).toEqual([
       'I live in NYC, Brooklyn',
     ])
+    // The replaced memory is no longer one to read; its history says what replaced it.
+    expect(await mem.get(first?.id as string)).toBeNull()
+    expect((await mem.get(results[0]?.id as string))?.memory).toBe('I live in NYC, Brooklyn')
+    expect((await mem.history(first?.id as string)).map((h) => h.event)).toEqual(['ADD', 'UPDATE'])
   })
 })
 
