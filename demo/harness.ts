@@ -1,4 +1,5 @@
 import * as engram from '../src/index.ts'
+import * as engramMem0 from '../src/mem0/index.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
 import workerUrl from '../workers/memory.worker.ts?worker&url'
 import { IdbPageBackend } from '../src/worker/idb-pages.ts'
@@ -6,6 +7,8 @@ import { IdbPageBackend } from '../src/worker/idb-pages.ts'
 declare global {
   interface Window {
     engram: typeof engram
+    /** The mem0-compatible API (`engram/mem0`). */
+    engramMem0: typeof engramMem0
     /** The built worker script, for tests that start it themselves (e.g. as a blob: worker). */
     engramWorkerUrl: string
     /** The embedder on the page itself (not in a worker), for the tests of that path. */
@@ -24,6 +27,7 @@ declare global {
 
 /** The browser tests drive the public API through this page. */
 window.engram = engram
+window.engramMem0 = engramMem0
 window.engramWorkerUrl = new URL(workerUrl, import.meta.url).href
 window.engramEmbed = { createTransformersEmbedder }
 window.engramLegacyIdb = async (name) => {

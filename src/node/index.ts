@@ -157,17 +157,19 @@ export { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../core/privacy.ts'
 export { isSealed, type VaultInput, type VaultStatus } from '../core/vault.ts'
 export { type RedactionCount, type RedactionFinding, type RedactionResult, redact } from '../core/redact.ts'
 export type { Channel, Sensitivity } from '../core/scope.ts'
-export type { FilterExpression } from '../core/filters.ts'
-export { type LLM, openAICompatibleLLM } from '../core/llm.ts'
+// The mem0-compatible API, also its own entry (`engram/mem0`) for the browser.
 export {
   FACT_EXTRACTION_PROMPT,
+  type FilterExpression,
   GRAPH_ENTITY_TYPES,
   GRAPH_EXTRACTION_PROMPT,
+  type LLM,
   type Mem0Relation,
   Memory,
   type MemoryOptions,
+  openAICompatibleLLM,
   UPDATE_DECISION_PROMPT,
-} from '../core/mem0.ts'
+} from '../mem0/index.ts'
 export type { TelemetryEvent } from '../core/telemetry.ts'
 export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools.ts'
 export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from '../core/search.ts'
