@@ -299,7 +299,7 @@ export function conversationText(messages: string | ChatMessage[]): string {
  * DELETE / NONE against the most similar existing memories.
  *
  * @example
- * const mem = new Memory(await openMemory())
+ * const mem = new Memory(await openMemory({ embedder: createTransformersEmbedder() })) // or createMemory() in a page
  * await mem.add('I prefer dark mode', { userId: 'alice' })
  * const { results } = await mem.search('display settings', { userId: 'alice' })
  */
