@@ -1,8 +1,11 @@
 import { type DocumentInfo, type DocumentVersion, toDocument, toVersion, VERSION_COLUMNS } from './documents.ts'
 import type { EngineContext } from './engine.ts'
 import { EVENT_COLUMNS, type EventRow, type MemoryEvent, toEvent } from './events.ts'
+import { type NodeRecord, type NodeRow, toNode } from './entity-graph.ts'
 import { EDGE_COLUMNS, type Edge, type EdgeRow, toEdge } from './graph.ts'
 import type { JsonObject } from './json.ts'
+import { type KvEntry, type KvRow, toEntry } from './kv.ts'
+import { type HistoryRow, type MemoryHistoryRecord, toHistory } from './memories.ts'
 import { identifier } from './scope.ts'
 import { iso, type TimeInput, timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
@@ -24,8 +27,18 @@ export interface Changes {
   versions: DocumentVersion[]
   /** Edges created in the window, and edges tombstoned in it. */
   edges: Edge[]
+  /** Entity-graph node revisions written in the window; a removal is one with `tombstone: true`. */
+  nodes: (NodeRecord & { tombstone: boolean })[]
+  /** Policy (kv) revisions written in the window, deletions included. */
+  kv: (KvEntry & { tenantId: string })[]
+  /** What happened to curated memories in the window (ADD, UPDATE, DELETE), as `memories.history` tells it. */
+  memories: (MemoryHistoryRecord & { tenantId: string })[]
   forgets: ForgetEntry[]
 }
+
+/** A row read through JSON, its time text again. */
+type Json<T> = Omit<T, 'created_at'> & { created_at: string }
+const dated = <T extends { created_at: string }>(r: T) => ({ ...r, created_at: new Date(r.created_at) })
 
 const options = z.object({ until: timeInput.optional(), tenantId: identifier.optional() }).strict()
 
@@ -33,7 +46,8 @@ export function createChanges(ctx: EngineContext) {
   return {
     /**
      * What changed after `since` (and up to `until`, default now): new events, documents,
-     * versions and edges, edges tombstoned, and forgets. Times are the rows' own times, so a
+     * versions and edges, edges tombstoned, entity-graph node and policy (kv) revisions, what
+     * happened to curated memories, and forgets. Times are the rows' own times, so a
      * back-dated import shows up at the time it claims.
      *
      * @example
@@ -49,6 +63,9 @@ export function createChanges(ctx: EngineContext) {
         documents: Parameters<typeof toDocument>[0][] | null
         versions: Parameters<typeof toVersion>[0][] | null
         edges: EdgeRow[] | null
+        nodes: Json<NodeRow>[] | null
+        kv: Json<KvRow & { tenant_id: string }>[] | null
+        memories: Json<HistoryRow & { tenant_id: string }>[] | null
         forgets: { id: string; target: JsonObject; counts: JsonObject; reason: string | null; created_at: string }[] | null
       }>(
         `SELECT
@@ -64,6 +81,12 @@ export function createChanges(ctx: EngineContext) {
               SELECT ${EDGE_COLUMNS} FROM edges e JOIN relations r ON r.id = e.rel
               WHERE ((e.created_at > $1 AND e.created_at <= $2) OR (e.tombstoned_at > $1 AND e.tombstoned_at <= $2))
                 AND ($3::text IS NULL OR e.tenant_id = $3)) x) AS edges,
+           (SELECT jsonb_agg(to_jsonb(n) ORDER BY n.created_at, n.id, n.rev) FROM nodes n
+              WHERE n.created_at > $1 AND n.created_at <= $2 AND ($3::text IS NULL OR n.tenant_id = $3)) AS nodes,
+           (SELECT jsonb_agg(to_jsonb(k) ORDER BY k.created_at, k.id) FROM kv k
+              WHERE k.created_at > $1 AND k.created_at <= $2 AND ($3::text IS NULL OR k.tenant_id = $3)) AS kv,
+           (SELECT jsonb_agg(to_jsonb(h) ORDER BY h.created_at, h.id) FROM memory_history h
+              WHERE h.created_at > $1 AND h.created_at <= $2 AND ($3::text IS NULL OR h.tenant_id = $3)) AS memories,
            (SELECT jsonb_agg(to_jsonb(f) ORDER BY f.created_at, f.id) FROM forget_log f
               WHERE f.created_at > $1 AND f.created_at <= $2
                 AND ($3::text IS NULL OR coalesce(f.target->>'tenantId', f.target->'scope'->>'tenantId') = $3)) AS forgets`,
@@ -77,6 +100,9 @@ export function createChanges(ctx: EngineContext) {
         documents: (row?.documents ?? []).map(toDocument),
         versions: (row?.versions ?? []).map(toVersion),
         edges: (row?.edges ?? []).map(toEdge),
+        nodes: (row?.nodes ?? []).map((r) => ({ ...toNode(dated(r)), tombstone: r.tombstone })),
+        kv: (row?.kv ?? []).map((r) => ({ ...toEntry(dated(r)), tenantId: r.tenant_id })),
+        memories: (row?.memories ?? []).map((r) => ({ ...toHistory(r), tenantId: r.tenant_id })),
         forgets: (row?.forgets ?? []).map((f) => ({
           id: f.id,
           target: f.target,

@@ -295,7 +295,7 @@ export async function writeEdges(
   return { results, written }
 }
 
-interface NodeRow {
+export interface NodeRow {
   id: string
   type: string
   payload: unknown
@@ -316,7 +316,7 @@ function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-function toNode(row: NodeRow): NodeRecord {
+export function toNode(row: NodeRow): NodeRecord {
   if (!isJsonObject(row.payload)) {
     throw corrupt(`Node "${row.id}" rev ${row.rev} has a payload that is not an object`, { id: row.id })
   }

@@ -36,7 +36,7 @@ export type KvListOptions = z.input<typeof listOptions>
 
 const jsonValue = z.unknown().refine((v) => v !== undefined, 'a payload is required')
 
-interface KvRow {
+export interface KvRow {
   id: string
   scope: string
   namespace: string
@@ -49,7 +49,7 @@ interface KvRow {
   created_at: Date
 }
 
-function toEntry(r: KvRow): KvEntry {
+export function toEntry(r: KvRow): KvEntry {
   return {
     scope: r.scope,
     namespace: r.namespace,

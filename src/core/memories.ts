@@ -105,6 +105,37 @@ export interface MemoryScores {
 
 export type MemoryHit = MemoryRecord & { scores: MemoryScores }
 
+/** A memory_history row as stored (its time a Date, or text when read through JSON). */
+export interface HistoryRow {
+  id: string
+  memory_id: string
+  event: 'ADD' | 'UPDATE' | 'DELETE'
+  old_value: string | null
+  new_value: string | null
+  changes: JsonObject
+  is_deleted: boolean
+  user_id: string | null
+  agent_id: string | null
+  run_id: string | null
+  created_at: Date | string
+}
+
+export function toHistory(r: HistoryRow): MemoryHistoryRecord {
+  return {
+    id: r.id,
+    memoryId: r.memory_id,
+    event: r.event,
+    oldValue: r.old_value,
+    newValue: r.new_value,
+    changes: r.changes,
+    isDeleted: r.is_deleted,
+    userId: r.user_id,
+    agentId: r.agent_id,
+    runId: r.run_id,
+    createdAt: new Date(r.created_at),
+  }
+}
+
 export interface MemoryHistoryRecord {
   id: string
   memoryId: string
@@ -1246,36 +1277,12 @@ export function memoriesApi(ctx: EngineContext) {
     async history(id: string, options: MemoryByIdOptions = {}): Promise<MemoryHistoryRecord[]> {
       const memoryId = parseInput(memoryIdSchema, id, 'memory id')
       const { tenantId } = parseInput(byIdOptions, options, 'memory options')
-      const { rows } = await db.query<{
-        id: string
-        memory_id: string
-        event: 'ADD' | 'UPDATE' | 'DELETE'
-        old_value: string | null
-        new_value: string | null
-        changes: JsonObject
-        is_deleted: boolean
-        user_id: string | null
-        agent_id: string | null
-        run_id: string | null
-        created_at: Date
-      }>('SELECT * FROM memory_history WHERE memory_id = $1 AND tenant_id = $2 ORDER BY created_at, id', [
+      const { rows } = await db.query<HistoryRow>('SELECT * FROM memory_history WHERE memory_id = $1 AND tenant_id = $2 ORDER BY created_at, id', [
         memoryId,
         tenantId,
       ])
       emit('read', { id: memoryId }, undefined, { history: rows.length })
-      return rows.map((r) => ({
-        id: r.id,
-        memoryId: r.memory_id,
-        event: r.event,
-        oldValue: r.old_value,
-        newValue: r.new_value,
-        changes: r.changes,
-        isDeleted: r.is_deleted,
-        userId: r.user_id,
-        agentId: r.agent_id,
-        runId: r.run_id,
-        createdAt: r.created_at,
-      }))
+      return rows.map(toHistory)
     },
 
     /**

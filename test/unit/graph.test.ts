@@ -156,5 +156,43 @@ describe('graph', () => {
     expect(later.events).toEqual([])
     expect(later.forgets).toHaveLength(1)
     expect(later.forgets[0]).toMatchObject({ target: { conversationId: 'c1', tenantId: 'default' }, reason: 'user asked' })
+    expect([later.nodes, later.kv, later.memories]).toEqual([[], [], []])
+  })
+
+  it('diffSince also lists entity-graph node revisions, policy revisions and what happened to curated memories', async () => {
+    const { memory, clock } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const since = clock.now().toISOString()
+    clock.advance(1000)
+    await memory.graph.putNode({ id: 'module:auth', type: 'module', payload: { owner: 'ann' }, runId: 'r1' })
+    await memory.graph.putNode({ id: 'module:auth', type: 'module', payload: { owner: 'bo' }, runId: 'r1' })
+    await memory.kv.put('project', 'rules', 'indent', { spaces: 2 }, { runId: 'r1', taskId: 't1' })
+    await memory.graph.putNode({ id: 'module:billing', type: 'module', tenantId: 'other' })
+    const m = await memory.remember({ content: 'Ann reviews auth changes', category: 'fact', userId: 'ann' })
+    clock.advance(1000)
+    const cut = clock.now().toISOString()
+    clock.advance(1000)
+    await memory.memories.update(m.id, { content: 'Bo reviews auth changes' })
+    await memory.graph.removeNode('module:auth')
+    await memory.kv.delete('project', 'rules', 'indent')
+
+    const d = await memory.diffSince(since, { until: cut, tenantId: 'default' })
+    expect(d.nodes.map((n) => [n.id, n.rev, n.payload, n.runId, n.tombstone])).toEqual([
+      ['module:auth', 1, { owner: 'ann' }, 'r1', false],
+      ['module:auth', 2, { owner: 'bo' }, 'r1', false],
+    ])
+    expect(d.nodes[0]?.updatedAt).toBeInstanceOf(Date)
+    expect(d.kv.map((k) => [k.key, k.rev, k.payload, k.deleted, k.runId, k.taskId, k.tenantId])).toEqual([
+      ['indent', 1, { spaces: 2 }, false, 'r1', 't1', 'default'],
+    ])
+    expect(d.memories.map((h) => [h.memoryId, h.event, h.newValue, h.tenantId])).toEqual([[m.id, 'ADD', 'Ann reviews auth changes', 'default']])
+    expect(d.memories[0]?.createdAt).toBeInstanceOf(Date)
+
+    const after = await memory.diffSince(cut)
+    expect(after.nodes.map((n) => [n.id, n.rev, n.tombstone])).toEqual([['module:auth', 3, true]])
+    expect(after.kv.map((k) => [k.key, k.rev, k.deleted])).toEqual([['indent', 2, true]])
+    expect(after.memories.map((h) => [h.event, h.oldValue, h.newValue])).toEqual([['UPDATE', 'Ann reviews auth changes', 'Bo reviews auth changes']])
+    // Every tenant's without one.
+    expect((await memory.diffSince(since, { until: cut })).nodes.map((n) => n.tenantId)).toEqual(['default', 'default', 'other'])
   })
 })
