@@ -1,6 +1,7 @@
 import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { edgeVisibleAt } from './graph.ts'
+import { supersededIds } from './events.ts'
 import type { JsonValue } from './json.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { CHANNELS, identifier, type StoredSensitivity } from './scope.ts'
@@ -528,9 +529,7 @@ export function createContext(ctx: EngineContext) {
        ), superseding AS (
          SELECT d.id AS by_id, s.old_id
          FROM dec d
-         CROSS JOIN LATERAL jsonb_array_elements_text(
-           CASE jsonb_typeof(d.supersedes) WHEN 'array' THEN d.supersedes
-                WHEN 'string' THEN jsonb_build_array(d.supersedes) ELSE '[]'::jsonb END) AS s(old_id)
+         CROSS JOIN LATERAL ${supersededIds('d.supersedes')}
        )
        SELECT d.id, d.text, d.conversation_id, d.created_at, d.origin,
               (SELECT min(by_id) FROM superseding s WHERE s.old_id = d.id) AS superseded_by,

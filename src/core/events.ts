@@ -509,6 +509,16 @@ const getOptions = z.object({ tenantId: identifier.default('default'), channel: 
 /** Options of the reads by id: the tenant the row must belong to, and the channel it will be shown in. */
 export type ReadByIdOptions = z.input<typeof getOptions>
 
+/**
+ * The ids a decision's `content.supersedes` names (one id or an array of them), as a set of
+ * rows `s(old_id)` to join laterally; `supersedes` is the jsonb value.
+ */
+export function supersededIds(supersedes: string): string {
+  return `jsonb_array_elements_text(
+           CASE jsonb_typeof(${supersedes}) WHEN 'array' THEN ${supersedes}
+                WHEN 'string' THEN jsonb_build_array(${supersedes}) ELSE '[]'::jsonb END) AS s(old_id)`
+}
+
 export interface Artifact {
   id: string
   eventId: string
@@ -609,6 +619,30 @@ export function createEvents(ctx: EngineContext) {
           [i.tenantId, i.conversationId, i.kinds ?? null, asOfParam(i.asOf), i.limit, allowedSensitivities(i.channel)],
         )
         return rows.map(toEvent)
+      },
+
+      /**
+       * Which of these decisions a later decision supersedes (names in its `content.supersedes`):
+       * each superseded id → the first decision, by time, that supersedes it. Only decisions
+       * `channel` may show count. Ids not superseded are left out.
+       *
+       * @example
+       * const by = await memory.events.supersededBy([oldDecisionId]) // { [oldDecisionId]: newDecisionId }
+       */
+      async supersededBy(eventIds: readonly string[], options: ReadByIdOptions = {}): Promise<Record<string, string>> {
+        const ids = parseInput(z.array(identifier).max(1000), eventIds, 'event ids')
+        const o = parseInput(getOptions, options, 'event read options')
+        if (ids.length === 0) return {}
+        const { rows } = await ctx.db.query<{ old_id: string; by_id: string }>(
+          `SELECT DISTINCT ON (s.old_id) s.old_id, d.id AS by_id
+           FROM events d
+           CROSS JOIN LATERAL ${supersededIds("d.content -> 'supersedes'")}
+           WHERE d.tenant_id = $1 AND d.kind = 'decision' AND d.sensitivity = ANY($3::text[])
+             AND s.old_id = ANY($2::text[])
+           ORDER BY s.old_id, d.created_at, d.seq`,
+          [o.tenantId, ids, allowedSensitivities(o.channel)],
+        )
+        return Object.fromEntries(rows.map((r) => [r.old_id, r.by_id]))
       },
     },
 

@@ -202,6 +202,10 @@ const queryDecisions = z.strictObject({
   query: z.string().min(1).max(2000).describe('What the decisions are about, e.g. "database choice".'),
   conversation_id: z.string().min(1).optional().describe('Only this conversation\'s decisions.'),
   limit: z.number().int().min(1).max(50).optional().describe('How many (default 10).'),
+  include_superseded: z
+    .boolean()
+    .optional()
+    .describe('Also the decisions a later decision replaced, marked superseded (default: only those in force).'),
   channel: answerChannel,
 })
 
@@ -239,7 +243,7 @@ export const TOOL_SCHEMAS = {
   },
   query_decisions: {
     description:
-      'Search the decisions recorded in past conversations (the decision ledger), most relevant first, each with when and where it was made.',
+      'Search the decisions recorded in past conversations (the decision ledger), most relevant first, each with when and where it was made. Decisions a later one replaced are left out unless include_superseded is true.',
     schema: queryDecisions,
   },
 } as const
@@ -468,23 +472,35 @@ export async function callTool(
     }
     case 'query_decisions': {
       const a = parseInput(queryDecisions, args, 'query_decisions arguments')
+      const limit = a.limit ?? 10
+      const channel = a.channel ? { channel: a.channel } : {}
+      // More than asked, so that enough are left once the superseded ones are dropped.
       const hits = (await optional(
         host,
         'search',
       )(a.query, {
         kinds: ['decision'],
-        limit: a.limit ?? 10,
+        limit: a.include_superseded ? limit : Math.min(limit * 3, 150),
         scope: { ...who(identity), ...(a.conversation_id ? { conversationId: a.conversation_id } : {}) },
-        ...(a.channel ? { channel: a.channel } : {}),
+        ...channel,
       })) as { eventId: string; text: string; conversationId: string; createdAt: string; score: number }[]
+      const by = (await optional(host, 'events.supersededBy')(
+        hits.map((h) => h.eventId),
+        { ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }), ...channel },
+      )) as Record<string, string>
       return {
-        decisions: hits.map((h) => ({
-          id: h.eventId,
-          text: h.text,
-          conversation_id: h.conversationId,
-          created_at: h.createdAt,
-          score: h.score,
-        })),
+        decisions: hits
+          .filter((h) => a.include_superseded || by[h.eventId] === undefined)
+          .slice(0, limit)
+          .map((h) => ({
+            id: h.eventId,
+            text: h.text,
+            conversation_id: h.conversationId,
+            created_at: h.createdAt,
+            status: by[h.eventId] === undefined ? 'active' : 'superseded',
+            ...(by[h.eventId] === undefined ? {} : { superseded_by: by[h.eventId] }),
+            score: h.score,
+          })),
       }
     }
     case 'build_context': {
@@ -516,7 +532,7 @@ function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
 /** A method of the engine the tool needs beyond `ToolHost` (a dotted path), or NOT_SUPPORTED. */
 function optional(
   host: ToolHost,
-  method: 'record' | 'buildContext' | 'search' | 'artifacts.get',
+  method: 'record' | 'buildContext' | 'search' | 'artifacts.get' | 'events.supersededBy',
 ): (...args: unknown[]) => Promise<unknown> {
   const path = method.split('.')
   const owner = path.slice(0, -1).reduce<unknown>((o, key) => (o as Record<string, unknown> | undefined)?.[key], host)

@@ -310,6 +310,31 @@ describe('agent tools', () => {
       decisions: { conversation_id: string }[]
     }
     expect(inC2.decisions.map((d) => d.conversation_id)).toEqual(['c2', 'c2'])
+    expect(found.decisions.every((d) => (d as unknown as { status: string }).status === 'active')).toBe(true)
+    // A decision that replaces another: the replaced one is left out, or marked when asked for.
+    const replaced = found.decisions.find((d) => d.text.startsWith('Use PGlite')) as { id: string }
+    const { eventId: by } = (await memory.callTool(
+      'record_event',
+      { kind: 'decision', conversation_id: 'c3', text: 'Use PGlite storage in a worker', supersedes: [replaced.id] },
+      alice,
+    )) as { eventId: string }
+    const now = (await memory.callTool('query_decisions', { query: 'PGlite storage' }, alice)) as { decisions: { id: string; status: string }[] }
+    expect(now.decisions.map((d) => d.id)).toContain(by)
+    expect(now.decisions.map((d) => d.id)).not.toContain(replaced.id)
+    const all = (await memory.callTool('query_decisions', { query: 'PGlite storage', include_superseded: true }, alice)) as {
+      decisions: { id: string; status: string; superseded_by?: string }[]
+    }
+    expect(all.decisions.find((d) => d.id === replaced.id)).toMatchObject({ status: 'superseded', superseded_by: by })
+    expect(await memory.events.supersededBy([replaced.id, by], { tenantId: 't1' })).toEqual({ [replaced.id]: by })
+    // Another tenant's decisions supersede nothing here, nor one the channel may not show.
+    expect(await memory.events.supersededBy([replaced.id])).toEqual({})
+    const { eventId: secret } = (await memory.callTool(
+      'record_event',
+      { kind: 'decision', conversation_id: 'c3', text: 'Move storage to the vault', supersedes: [by], sensitivity: 'high' },
+      alice,
+    )) as { eventId: string }
+    expect(await memory.events.supersededBy([by], { tenantId: 't1' })).toEqual({ [by]: secret })
+    expect(await memory.events.supersededBy([by], { tenantId: 't1', channel: 'public' })).toEqual({})
     expect(await memory.callTool('query_decisions', { query: 'storage' }, { tenantId: 't2' })).toEqual({ decisions: [] })
     expect((await errorOf(memory.callTool('query_decisions', { query: '' }, alice))).code).toBe('INVALID_INPUT')
     // A host without search or artifacts cannot run them.
