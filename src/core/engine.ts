@@ -19,7 +19,7 @@ import { rebuildMissingChunks } from './derived.ts'
 import { createFileFormat, createPortable } from './portable.ts'
 import { migrate } from './schema/migrations.ts'
 import { createStats } from './stats.ts'
-import { createTelemetry, type Telemetry, telemetryApi } from './telemetry.ts'
+import { createTelemetry, type Telemetry, telemetryApi, timed } from './telemetry.ts'
 import { callTool, type ToolIdentity } from './tools.ts'
 import { createTurns } from './turns.ts'
 import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
@@ -195,8 +195,9 @@ export async function createEngine(options: EngineOptions) {
     await sealStored(tx, ctx.vault)
     return rebuildMissingChunks(tx, eventIds)
   })
-  // The event log, turns, documents and their graph reads: whatever escapes them is a MemoryError.
-  const log = withMemoryErrors({
+  // The event log, turns, documents and their graph reads: whatever escapes them is a
+  // MemoryError; the main writes and reads are timed into the telemetry stream.
+  const untimedLog = withMemoryErrors({
     /** The workspace this engine resolves document paths in. */
     workspace(): Promise<Workspace> {
       return Promise.resolve({ ...ctx.workspace })
@@ -247,6 +248,25 @@ export async function createEngine(options: EngineOptions) {
       return { turns: n, ms }
     },
   })
+  const log = timed(
+    untimedLog,
+    {
+      record: { op: 'write', entityType: 'event', describe: (r) => ({ id: r.eventId, detail: { chunks: r.chunkIds.length } }) },
+      recordTurn: {
+        op: 'write',
+        entityType: 'event',
+        describe: (r) => ({ id: r.userEventId, detail: { procedures: r.procedures.length, chunks: r.chunkIds.length } }),
+      },
+      observeDocument: { op: 'write', entityType: 'document', describe: (r) => ({ id: r.documentId, detail: { created: r.created } }) },
+      search: { op: 'query', entityType: 'event', describe: (hits) => ({ detail: { hits: hits.length } }) },
+      buildContext: {
+        op: 'query',
+        entityType: 'context',
+        describe: (b) => ({ detail: { tokens: b.tokenUsedEst, items: b.sections.reduce((n, x) => n + x.items.length, 0) } }),
+      },
+    },
+    ctx.telemetry,
+  )
   const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
   // Archiving removes rows and restoring adds them back: both are writes, which report the
   // rows they changed to the statistics themselves.

@@ -1,12 +1,14 @@
 /**
  * What the engine did, as it happens: every read, write, overwrite, delete and query of a
- * memory, kv entry, node or edge. Benchmarks score agents from this stream.
+ * memory, kv entry, node or edge, and each event written, document observed, search and
+ * context built with how long it took (`detail.method`, `detail.ms`). Benchmarks score agents
+ * from this stream; an app can feed its metrics from it.
  */
 export interface TelemetryEvent {
   op: 'read' | 'write' | 'overwrite' | 'delete' | 'query' | 'warning'
   /** The row the operation touched (memory id, node id, edge id, kv revision id). */
   memoryId: string | null
-  entityType: 'memory' | 'kv' | 'node' | 'edge' | 'context'
+  entityType: 'memory' | 'kv' | 'node' | 'edge' | 'context' | 'event' | 'document'
   scope: string | null
   runId: string | null
   taskId: string | null
@@ -38,6 +40,54 @@ export function createTelemetry(now: () => Date): Telemetry {
       }
     },
   }
+}
+
+/** How a timed call is reported: its operation, what it touched, and facts read from its result. */
+export interface Timing<R> {
+  op: 'write' | 'query'
+  entityType: TelemetryEvent['entityType']
+  describe(result: R): { id?: string | null; detail?: Record<string, unknown> }
+}
+
+type Timings<T> = { [K in keyof T]?: T[K] extends (...args: never[]) => Promise<infer R> ? Timing<R> : never }
+
+/**
+ * The same module with the named calls reported to the telemetry stream when they end, with
+ * `detail: { method, ms, … }` (and `error`, the code, when they fail). Nothing is measured
+ * while no one listens.
+ */
+export function timed<T extends Record<string, unknown>>(module: T, timings: Timings<T>, telemetry: Telemetry): T {
+  const out: Record<string, unknown> = { ...module }
+  for (const [method, timing] of Object.entries(timings) as [string, Timing<unknown>][]) {
+    const fn = module[method]
+    if (typeof fn !== 'function') throw new Error(`telemetry: ${method} is not a function`)
+    out[method] = async (...args: unknown[]) => {
+      const call = () => (fn as (...a: unknown[]) => Promise<unknown>).apply(module, args)
+      if (telemetry.listeners.size === 0) return call()
+      const started = performance.now()
+      const report = (detail: Record<string, unknown>, id: string | null = null) =>
+        telemetry.emit({
+          op: timing.op,
+          memoryId: id,
+          entityType: timing.entityType,
+          scope: null,
+          runId: null,
+          taskId: null,
+          detail: { method, ms: performance.now() - started, ...detail },
+        })
+      try {
+        const result = await call()
+        const { id, detail } = timing.describe(result)
+        report(detail ?? {}, id ?? null)
+        return result
+      } catch (error) {
+        const code = (error as { code?: unknown } | null)?.code
+        report({ error: typeof code === 'string' ? code : 'INTERNAL' })
+        throw error
+      }
+    }
+  }
+  return out as T
 }
 
 /**
