@@ -32,4 +32,5 @@ export { allowedSensitivities, CHANNEL_SENSITIVITIES } from './core/privacy.ts'
 // Whether a string is sealed text as stored (what a memory opened without its vault key reads).
 export { isSealed, type VaultInput, type VaultStatus } from './core/vault.ts'
 export type { Channel, Sensitivity } from './core/scope.ts'
+export type { TelemetryEvent } from './core/telemetry.ts'
 export type { Workspace } from './core/paths.ts'

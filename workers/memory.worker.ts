@@ -13,6 +13,7 @@ const api = {
   call: host.call.bind(host),
   close: host.close.bind(host),
   listen: host.listen.bind(host),
+  watchTelemetry: host.watchTelemetry.bind(host),
   embedderInfo: host.embedderInfo.bind(host),
 }
 

@@ -11,6 +11,7 @@ import type { Engine, EngineSettings } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
+import type { TelemetryEvent } from '../core/telemetry.ts'
 import type { ModelLoadProgress } from '../embed/transformers-embedder.ts'
 import { checkMemoryName, type StorageKind } from '../worker/storage.ts'
 import { installErrorTransfer } from './error-transfer.ts'
@@ -79,7 +80,7 @@ export type ClientOf<T> = {
 }
 
 /** Names of the engine's subscriptions, which the page gets as local event listeners instead. */
-type EngineSubscriptions = 'onIndexProgress' | 'onError'
+type EngineSubscriptions = 'onIndexProgress' | 'onError' | 'telemetry'
 
 export type Memory = Omit<ClientOf<Engine>, EngineSubscriptions | 'stats'> & {
   /** The engine's `stats()`, plus where the memory lives and the origin's storage usage and quota. */
@@ -101,6 +102,14 @@ export type Memory = Omit<ClientOf<Engine>, EngineSubscriptions | 'stats'> & {
    * then works keyword-only) or a background batch failing. Returns the unsubscribe function.
    */
   onError(listener: (error: EngineErrorEvent) => void): () => void
+  /**
+   * What the engine does as it happens (see `TelemetryEvent`), delivered on the page; the
+   * worker sends it only while a listener is subscribed. Returns the unsubscribe function.
+   *
+   * @example
+   * const stop = memory.telemetry.subscribe((e) => metrics.observe(e.detail?.method, e.detail?.ms))
+   */
+  telemetry: { subscribe(listener: (event: TelemetryEvent) => void): () => void }
   /** Where the embedding model stands: loading, ready (on which device), unavailable or none. */
   embedderInfo(): Promise<EmbedderInfo>
   /** Closes the database and terminates the worker; pending calls reject with CLOSED. */
@@ -169,6 +178,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
     model: new Set<(progress: ModelLoadProgress) => void>(),
     index: new Set<(status: IndexStatus) => void>(),
     error: new Set<(error: EngineErrorEvent) => void>(),
+    telemetry: new Set<(event: TelemetryEvent) => void>(),
   }
   const deliver = <T>(set: Set<(value: T) => void>, value: T) => {
     for (const listener of set) {
@@ -183,6 +193,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
     if (event.type === 'model') deliver(listeners.model, event.progress)
     else if (event.type === 'index') deliver(listeners.index, event.status)
     else if (event.type === 'error') deliver(listeners.error, event.error)
+    else if (event.type === 'telemetry') deliver(listeners.telemetry, event.event)
   }
   void remote.listen(proxy(onEvent)).catch(() => {})
   const subscribe =
@@ -259,9 +270,23 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
       },
     })
 
+  // The worker sends telemetry only while this page has a listener for it.
+  const telemetry = {
+    subscribe(listener: (event: TelemetryEvent) => void): () => void {
+      if (typeof listener !== 'function') throw new MemoryError('INVALID_INPUT', 'telemetry.subscribe needs a function')
+      listeners.telemetry.add(listener)
+      if (listeners.telemetry.size === 1) void track(ready.then(() => remote.watchTelemetry(true))).catch(() => {})
+      return () => {
+        if (!listeners.telemetry.delete(listener) || listeners.telemetry.size > 0 || dead) return
+        void track(ready.then(() => remote.watchTelemetry(false))).catch(() => {})
+      }
+    },
+  }
+
   const root = {
     ready,
     close,
+    telemetry,
     [Symbol.asyncDispose]: close,
     onProgress: subscribe(listeners.model),
     onIndexProgress: subscribe(listeners.index),

@@ -6,6 +6,7 @@ import { createEngine, type Engine, type EngineSettings } from '../core/engine.t
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
+import type { TelemetryEvent } from '../core/telemetry.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import { registerMemory } from '../client/registry.ts'
 import { Activity } from '../runtime/activity.ts'
@@ -98,6 +99,7 @@ export type HostEvent =
   | { type: 'embedder'; info: EmbedderInfo }
   | { type: 'index'; status: IndexStatus }
   | { type: 'error'; error: EngineErrorEvent }
+  | { type: 'telemetry'; event: TelemetryEvent }
 
 export type HostListener = (event: HostEvent) => void
 
@@ -142,6 +144,8 @@ type ChannelMessage =
   | { type: 'reply'; id: string; to: string; ok: false; error: WireValue }
   | { type: 'leader-up'; from: string }
   | { type: 'event'; event: HostEvent }
+  /** A worker's page started or stopped listening to telemetry (every worker keeps count, for when it owns). */
+  | { type: 'telemetry-wish'; from: string; on: boolean }
 
 interface Forwarded {
   path: Path
@@ -214,12 +218,39 @@ export class MemoryHost {
   /** The database opening in `#lead`, until it is open (or failed). */
   #opening: Promise<unknown> | undefined
   #listener: HostListener | undefined
+  /** Whether this page listens to the engine's telemetry. */
+  #pageTelemetry = false
+  /** The other workers whose pages listen to it, for whichever worker owns the database. */
+  #followerTelemetry = new Set<string>()
+  #stopTelemetry: (() => void) | undefined
   #embedder: Promise<TransformersEmbedder> | undefined
   #embedderInfo: EmbedderInfo = { state: 'none' }
 
   /** One page-side listener (a comlink proxy) for model, index and error events. */
   listen(listener: HostListener): void {
     this.#listener = listener
+  }
+
+  /**
+   * Starts or stops sending the engine's telemetry to this page (as `telemetry` events). The
+   * owner's engine is observed only while some page of the memory listens; each worker tells
+   * the others, so whichever owns the database next knows whom to send it to.
+   */
+  watchTelemetry(on: boolean): Promise<void> {
+    this.#pageTelemetry = on
+    this.#post({ type: 'telemetry-wish', from: this.#id, on })
+    this.#syncTelemetry()
+    return Promise.resolve()
+  }
+
+  #syncTelemetry(): void {
+    const wanted = this.#engine !== undefined && (this.#pageTelemetry || this.#followerTelemetry.size > 0)
+    if (wanted && !this.#stopTelemetry) {
+      this.#stopTelemetry = (this.#engine as Engine).telemetry.subscribe((event) => this.#emit({ type: 'telemetry', event }))
+    } else if (!wanted && this.#stopTelemetry) {
+      this.#stopTelemetry()
+      this.#stopTelemetry = undefined
+    }
   }
 
   /** The embedding model's state: loading, ready (on which device), unavailable or none. */
@@ -235,7 +266,7 @@ export class MemoryHost {
 
   #deliver(event: HostEvent): void {
     const listener = this.#listener
-    if (!listener) return
+    if (!listener || (event.type === 'telemetry' && !this.#pageTelemetry)) return
     try {
       const result: unknown = listener(event)
       if (result instanceof Promise) result.catch(() => {})
@@ -317,6 +348,7 @@ export class MemoryHost {
     this.#abortWait.abort()
     for (const call of this.#forwarded.values()) call.reject(new MemoryError('CLOSED', 'The memory was closed.'))
     this.#forwarded.clear()
+    if (this.#pageTelemetry) this.#post({ type: 'telemetry-wish', from: this.#id, on: false })
     if (this.#release) {
       const release = this.#release
       this.#release = undefined
@@ -457,6 +489,7 @@ export class MemoryHost {
     })
     this.#engine.onIndexProgress((status) => this.#emit({ type: 'index', status }))
     this.#engine.onError((error) => this.#emit({ type: 'error', error }))
+    this.#syncTelemetry()
     if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
     setTimeout(opened, 0)
     this.#startWarmUp(this.#engine, db, this.#warmUpTurns)
@@ -613,10 +646,17 @@ export class MemoryHost {
         return
       }
       case 'leader-up': {
-        // A new owner: resend what the previous one never answered.
+        // A new owner: resend what the previous one never answered, and tell it this page listens.
         for (const [id, call] of this.#forwarded) {
           this.#post({ type: 'call', id, from: this.#id, path: call.path, args: call.args })
         }
+        if (this.#pageTelemetry) this.#post({ type: 'telemetry-wish', from: this.#id, on: true })
+        return
+      }
+      case 'telemetry-wish': {
+        if (message.on) this.#followerTelemetry.add(message.from)
+        else this.#followerTelemetry.delete(message.from)
+        this.#syncTelemetry()
         return
       }
     }
@@ -624,6 +664,8 @@ export class MemoryHost {
 
   async #closeDatabase(): Promise<void> {
     const engine = this.#engine
+    this.#stopTelemetry?.()
+    this.#stopTelemetry = undefined
     this.#engine = undefined
     const warmUp = this.#warmUp
     this.#warmUp = undefined

@@ -181,8 +181,8 @@ test('the entity graph, memory contexts and keys, index sizes and the optional t
     edges: ['created'],
     people: ['person:alice'],
     replaced: true,
-    // The first memory was filed under Style; the one that replaced it was not.
-    context: ['Style', 0.9, 0],
+    // The first memory was filed under Style, and the one that replaced it stays there.
+    context: ['Style', 0.9, 1],
     decisions: ['Ship releases on Mondays'],
     indexes: true,
   })
