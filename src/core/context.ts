@@ -41,6 +41,24 @@ export const DEFAULT_SECTION_CAPS: Readonly<Record<SectionName, number>> = Objec
   handoff_packet: 6_000,
 })
 
+/**
+ * What a section weighs when the budget cannot hold every cap: sections asked for more than
+ * `maxTokens` in all are given their caps highest priority first (the last one what is left),
+ * and an item dropped to fit comes from the lowest-priority section holding one.
+ */
+export const SECTION_PRIORITIES: Readonly<Record<SectionName, number>> = Object.freeze({
+  identity: 10,
+  rules: 9,
+  task_state: 8,
+  decision_ledger: 7,
+  handoff_packet: 7,
+  retrieved_evidence: 6,
+  recent_window: 5,
+})
+
+/** Section names, highest priority first (ties in bundle order). */
+const BY_PRIORITY = [...SECTION_NAMES].sort((a, b) => SECTION_PRIORITIES[b] - SECTION_PRIORITIES[a])
+
 /** Order of sections in the bundle and its text. */
 const SECTION_TITLES: Record<SectionName, string> = {
   identity: 'Identity',
@@ -634,9 +652,10 @@ export function createContext(ctx: EngineContext) {
     const scaled = Object.fromEntries(
       SECTION_NAMES.map((n) => [n, i.sections?.[n] ?? Math.floor((DEFAULT_SECTION_CAPS[n] * i.maxTokens) / DEFAULT_CONTEXT_BUDGET)]),
     ) as Record<SectionName, number>
-    const total = SECTION_NAMES.reduce((a, n) => a + scaled[n], 0)
-    if (total > i.maxTokens) {
-      for (const n of SECTION_NAMES) scaled[n] = Math.floor((scaled[n] * i.maxTokens) / total)
+    let left = i.maxTokens
+    for (const n of BY_PRIORITY) {
+      scaled[n] = Math.min(scaled[n], left)
+      left -= scaled[n]
     }
     return scaled
   }
@@ -751,14 +770,14 @@ export function createContext(ctx: EngineContext) {
       const sections = SECTION_NAMES.map((n) => pack(n, cap[n], candidatesBySection[n], omissions))
 
       // Section caps add up to at most the budget, but a tokenizer need not be additive over
-      // joined text: drop the lowest-scored items until the rendered text fits.
+      // joined text: drop items until the rendered text fits, the lowest-scored of the
+      // lowest-priority section that has any.
       let text = render(sections)
       while (count(text) > i.maxTokens) {
+        const s = [...sections].reverse().sort((a, b) => SECTION_PRIORITIES[a.name] - SECTION_PRIORITIES[b.name]).find((x) => x.items.length > 0)
         let worst: { s: ContextSection; k: number } | undefined
-        for (const s of sections) {
-          for (const [k, it] of s.items.entries()) {
-            if (!worst || it.score < (worst.s.items[worst.k]?.score ?? Infinity)) worst = { s, k }
-          }
+        for (const [k, it] of (s?.items ?? []).entries()) {
+          if (!worst || it.score < (worst.s.items[worst.k]?.score ?? Infinity)) worst = { s: s as ContextSection, k }
         }
         if (!worst) break
         const [dropped] = worst.s.items.splice(worst.k, 1)

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type ContextBundle, FIRST_PASS_TOKENS_PER_HIT, MAX_RETRIEVED, MIN_TOKENS_PER_HIT } from '../../src/core/context.ts'
+import { type ContextBundle, FIRST_PASS_TOKENS_PER_HIT, MAX_RETRIEVED, MIN_TOKENS_PER_HIT, SECTION_PRIORITIES, type SectionName } from '../../src/core/context.ts'
 import type { Db } from '../../src/core/db.ts'
 import { rebuildMissingChunks } from '../../src/core/derived.ts'
 import { createEngine } from '../../src/core/engine.ts'
@@ -643,11 +643,42 @@ describe('buildContext: budget and determinism', () => {
           expect(count(bundle.text)).toBeLessThanOrEqual(maxTokens)
           expect(bundle.tokenUsedEst).toBe(count(bundle.text))
           for (const s of bundle.sections) expect(s.usedTokens).toBeLessThanOrEqual(s.capTokens)
+          // What was dropped to fit came from sections of no higher priority than any kept.
+          for (const o of bundle.omissions.filter((x) => x.reason === 'over_budget')) {
+            const dropped = SECTION_PRIORITIES[o.detail as SectionName]
+            for (const s of bundle.sections.filter((x) => x.items.length > 0)) expect(SECTION_PRIORITIES[s.name]).toBeGreaterThanOrEqual(dropped)
+          }
           expect(bundle.provenance.tokenizer).toBe(custom ? 'custom' : 'estimateTokens')
         },
       ),
       { numRuns: 25, seed: 20250209 },
     )
+  })
+
+  it('section caps asked for beyond the budget are granted by priority, the lowest getting what is left', async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    await onboard(memory)
+    const bundle = await memory.buildContext({
+      ...scope,
+      query: 'what is this project for?',
+      conversationId: 'n',
+      maxTokens: 4000,
+      sections: { retrieved_evidence: 2500, recent_window: 2000 },
+    })
+    const caps = Object.fromEntries(bundle.sections.map((x) => [x.name, x.capTokens]))
+    const scaled = (n: number) => Math.floor((n * 4000) / 65000)
+    const before = scaled(1200) + scaled(6000) + scaled(3000) + scaled(4000) + scaled(6000)
+    expect(caps).toEqual({
+      identity: scaled(1200),
+      rules: scaled(6000),
+      task_state: scaled(3000),
+      decision_ledger: scaled(4000),
+      handoff_packet: scaled(6000),
+      retrieved_evidence: 2500,
+      recent_window: 4000 - before - 2500,
+    })
+    expect(bundle.tokenUsedEst).toBeLessThanOrEqual(4000)
+    expect(SECTION_PRIORITIES.identity).toBeGreaterThan(SECTION_PRIORITIES.recent_window)
   })
 
   it('gives the same bundle for the same memory and request', async () => {
