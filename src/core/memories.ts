@@ -72,6 +72,8 @@ export interface MemoryRecord {
   embedModel: string | null
   /** Names of the memory contexts the memory is filed under. */
   contexts: string[]
+  /** The ids of the entities it is relevant to (`remember({ relatedTo })`). */
+  relatedTo: string[]
   /** The name it was saved under (`remember({ key })`), or null. */
   key: string | null
   /**
@@ -244,6 +246,8 @@ const recallOptions = z.strictObject({
   tenantId: idField.default('default'),
   userId: idField.optional(),
   projectId: idField.optional(),
+  /** Only memories relevant to any of these entity ids (`remember({ relatedTo })`), e.g. the file at hand. */
+  relevantTo: z.array(z.string().min(1).max(1000)).min(1).max(100).optional(),
   /** The channel the memories will be shown in: those above its allowance are left out. */
   channel: readChannel,
 })
@@ -258,6 +262,8 @@ const selector = {
   projectId: idField.optional(),
   scope: z.enum(MEMORY_SCOPES).optional(),
   category: z.union([z.enum(MEMORY_CATEGORIES), z.array(z.enum(MEMORY_CATEGORIES)).min(1)]).optional(),
+  /** Only memories relevant to any of these entity ids (`remember({ relatedTo })`). */
+  relevantTo: z.array(z.string().min(1).max(1000)).min(1).max(100).optional(),
   filters: filterSchema,
 }
 
@@ -395,7 +401,11 @@ const COLUMNS = `m.id, m.content, m.category, m.source, m.confidence, m.scope, m
         JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
         JOIN memory_contexts c ON c.id = e.dst
         WHERE e.src = m.id AND e.tombstoned_at IS NULL
-        ORDER BY c.name) AS contexts`
+        ORDER BY c.name) AS contexts,
+  ARRAY(SELECT e.dst FROM edges e
+        JOIN relations r ON r.id = e.rel AND r.name = 'RELEVANT_TO'
+        WHERE e.src = m.id AND e.tombstoned_at IS NULL
+        ORDER BY e.dst) AS related_to`
 
 interface MemoryRow {
   id: string
@@ -420,6 +430,7 @@ interface MemoryRow {
   key: string | null
   expires_at: Date | null
   contexts: string[]
+  related_to: string[]
   created_at: Date
   updated_at: Date
 }
@@ -446,6 +457,7 @@ function toRecord(r: MemoryRow): MemoryRecord {
     lastUsedAt: r.last_used_at,
     embedModel: r.embed_model,
     contexts: r.contexts,
+    relatedTo: r.related_to,
     key: r.key,
     expiresAt: r.expires_at,
     createdAt: r.created_at,
@@ -532,8 +544,15 @@ function selectWhere(p: Params, s: Selector): string {
   if (s.projectId !== undefined) parts.push(`m.project_id = ${p.add(s.projectId)}`)
   if (s.scope !== undefined) parts.push(`m.scope = ${p.add(s.scope)}`)
   if (s.category !== undefined) parts.push(`m.category = ANY(${p.add([s.category].flat())}::text[])`)
+  if (s.relevantTo !== undefined) parts.push(relevantTo(p, s.relevantTo))
   parts.push(p.filter(s.filters))
   return parts.join(' AND ')
+}
+
+/** Memories with a live RELEVANT_TO link to any of `ids`. */
+function relevantTo(p: Params, ids: readonly string[]): string {
+  return `EXISTS (SELECT 1 FROM edges e JOIN relations r ON r.id = e.rel AND r.name = 'RELEVANT_TO'
+                  WHERE e.src = m.id AND e.dst = ANY(${p.add(ids)}::text[]) AND e.tombstoned_at IS NULL)`
 }
 
 interface RankArgs {
@@ -1019,10 +1038,11 @@ export function memoriesApi(ctx: EngineContext) {
     if (o.scope) where.push(`m.scope = ${p.add(o.scope)}`)
     if (o.category) where.push(`m.category = ANY(${p.add([o.category].flat())}::text[])`)
     where.push(`m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`)
+    if (o.relevantTo) where.push(relevantTo(p, o.relevantTo))
     where.push(p.filter(o.filters))
     const hits = await rankMemories(db, p, {
       where: where.join(' AND '),
-      grouped: o.filters === undefined,
+      grouped: o.filters === undefined && o.relevantTo === undefined,
       live: unexpired(p.add(at)),
       text,
       vector,
@@ -1100,7 +1120,7 @@ export function memoriesApi(ctx: EngineContext) {
         AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
       const hits = await rankMemories(db, p, {
         where,
-        grouped: o.filters === undefined,
+        grouped: o.filters === undefined && o.relevantTo === undefined,
         live: unexpired(p.add(ctx.now())),
         text,
         vector,

@@ -73,6 +73,12 @@ const recallMemories = z.strictObject({
     .describe('What you are looking for, descriptively, e.g. "user\'s TypeScript coding preferences".'),
   category: category.optional().describe('Only memories of this category.'),
   scope: toolScope.optional().describe('Only user-wide or only project memories.'),
+  relevant_to: z
+    .array(z.string().min(1).max(1000))
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('Only memories saved as relevant to any of these ids (their related_to), e.g. the file you are about to change.'),
   limit: z
     .number()
     .int()
@@ -320,6 +326,7 @@ function brief(m: MemoryRecord) {
     scope: m.scope,
     confidence: m.confidence,
     contexts: m.contexts,
+    ...(m.relatedTo.length === 0 ? {} : { related_to: m.relatedTo }),
     use_count: m.useCount,
     ...(m.key === null ? {} : { key: m.key }),
     ...(m.expiresAt === null ? {} : { expires_at: m.expiresAt.toISOString() }),
@@ -398,6 +405,7 @@ export async function callTool(
         ...(a.category ? { category: a.category } : {}),
         ...(a.scope ? { scope: a.scope } : {}),
         ...(a.limit ? { limit: a.limit } : {}),
+        ...(a.relevant_to ? { relevantTo: a.relevant_to } : {}),
         ...who(identity),
         ...project,
       })

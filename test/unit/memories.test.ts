@@ -273,6 +273,27 @@ describe('curated memories', () => {
     await rejects(memory.remember({ ...ann, content: 'x', dedupScope: 'agent' } as never), 'INVALID_INPUT')
   })
 
+  it('memories relevant to an entity: listed, recalled and searched by relevantTo, and each says what it is relevant to', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
+    const ann = { userId: 'ann', category: 'constraint' as const }
+    const db = await memory.remember({ ...ann, content: 'Never edit migrations in place', relatedTo: ['file:src/db.ts', 'dir:migrations'] })
+    const api = await memory.remember({ ...ann, content: 'Never break the public API in place', relatedTo: ['file:src/api.ts'] })
+    await memory.remember({ ...ann, content: 'Never push on Fridays' })
+    expect((await memory.memories.get(db.id))?.relatedTo).toEqual(['dir:migrations', 'file:src/db.ts'])
+    const ids = (hits: { id: string }[]) => hits.map((h) => h.id).sort()
+    expect(ids(await memory.memories.list({ userId: 'ann', relevantTo: ['file:src/db.ts'] }))).toEqual([db.id])
+    expect(ids(await memory.memories.list({ userId: 'ann', relevantTo: ['file:src/db.ts', 'file:src/api.ts'] }))).toEqual([db.id, api.id].sort())
+    expect(ids(await memory.recall('never in place', { userId: 'ann', relevantTo: ['file:src/api.ts'] }))).toEqual([api.id])
+    expect(ids(await memory.memories.search('never', { userId: 'ann', relevantTo: ['dir:migrations'] }))).toEqual([db.id])
+    expect(await memory.memories.list({ userId: 'ann', relevantTo: ['file:nothing.ts'] })).toEqual([])
+    // Through the tool, the way an agent asks what applies to the file at hand.
+    const tool = (await memory.callTool('recall_memories', { query: 'never', relevant_to: ['file:src/db.ts'] }, { userId: 'ann' })) as {
+      memories: { id: string; related_to?: string[] }[]
+    }
+    expect(tool.memories.map((m) => [m.id, m.related_to])).toEqual([[db.id, ['dir:migrations', 'file:src/db.ts']]])
+    await rejects(memory.recall('never', { relevantTo: [] }), 'INVALID_INPUT')
+  })
+
   it("a memory that supersedes another keeps its contexts and entity links unless it names its own", async () => {
     await using memory = await openTestMemory({ embedder: createTestEmbedder(), now: clock() })
     const ann = { userId: 'ann', category: 'convention' as const }
