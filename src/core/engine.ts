@@ -29,6 +29,9 @@ import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from
 import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
 import { parseInput } from './validate.ts'
 
+/** The default `dedupThreshold` (see `EngineOptions.dedupThreshold`). */
+export const DEFAULT_DEDUP_THRESHOLD = 0.92
+
 export interface EngineOptions {
   db: Db
   /** Clock for created_at; tests pin it for determinism. */
@@ -58,7 +61,11 @@ export interface EngineOptions {
    * writes have changed a tenth of the memory; `manual`: only on `refreshStatistics()`.
    */
   statistics?: 'auto' | 'manual'
-  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
+  /**
+   * Cosine similarity at or above which a new memory supersedes an existing one (default
+   * 0.92: with the bundled model, the lowest at which none of `bench/dedup-threshold.ts`'s
+   * different facts written alike hid another; another model may want another value).
+   */
   dedupThreshold?: number
   /**
    * How document paths are identified: `{ mode: 'local', root }` stores them relative to an
@@ -131,7 +138,7 @@ export async function createEngine(options: EngineOptions) {
     now,
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
-    dedupThreshold: options.dedupThreshold ?? 0.85,
+    dedupThreshold: options.dedupThreshold ?? DEFAULT_DEDUP_THRESHOLD,
     telemetry: createTelemetry(now),
     workspace: normalizeWorkspace(options.workspace),
     scoring: resolveScoring(DEFAULT_SCORING, options.scoring),

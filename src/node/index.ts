@@ -119,7 +119,7 @@ export {
 } from '../embed/transformers-embedder.ts'
 export type { ErrorCode } from '../core/errors.ts'
 export { MemoryError } from '../core/errors.ts'
-export type { Engine, EngineOptions } from '../core/engine.ts'
+export { DEFAULT_DEDUP_THRESHOLD, type Engine, type EngineOptions } from '../core/engine.ts'
 export type { RecordInput, RecordResult, MemoryEvent, EventKind, Artifact } from '../core/events.ts'
 export type { RecordTurnInput, TurnRecord, ProcedureRecord } from '../core/turns.ts'
 export type {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { DEFAULT_DEDUP_THRESHOLD } from '../../src/core/engine.ts'
 import { MemoryError } from '../../src/core/errors.ts'
 import { memoryHash } from '../../src/core/memories.ts'
 import type { TelemetryEvent } from '../../src/core/telemetry.ts'
@@ -26,7 +27,7 @@ describe('curated memories', () => {
     const embedder = createTestEmbedder({
       table: {
         'User prefers tabs for indentation': atSimilarity(1),
-        'User prefers tabs for indentation, width 4': atSimilarity(0.9),
+        'User prefers tabs for indentation, width 4': atSimilarity(0.95),
         'indentation style': atSimilarity(0.95),
       },
     })
@@ -111,12 +112,19 @@ describe('curated memories', () => {
     expect((await memory.memories.get(a.id))?.embedModel).toBeNull()
   })
 
-  it('the near-duplicate threshold is an engine option', async () => {
-    const table = { 'A one': atSimilarity(1), 'A two': atSimilarity(0.8) }
+  it('the near-duplicate threshold is an engine option, 0.92 by default', async () => {
+    expect(DEFAULT_DEDUP_THRESHOLD).toBe(0.92)
+    const table = { 'A one': atSimilarity(1), 'A two': atSimilarity(0.8), 'A three': atSimilarity(0.91), 'A four': atSimilarity(0.925) }
     {
       await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
       await memory.remember({ content: 'A one', category: 'fact' })
       expect((await memory.remember({ content: 'A two', category: 'fact' })).action).toBe('created')
+    }
+    // Just under the default: kept apart; just over: superseded.
+    for (const [content, action] of [['A three', 'created'], ['A four', 'superseded']] as const) {
+      await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
+      await memory.remember({ content: 'A one', category: 'fact' })
+      expect((await memory.remember({ content, category: 'fact' })).action).toBe(action)
     }
     {
       await using memory = await openTestMemory({
@@ -520,7 +528,7 @@ describe('curated memories', () => {
   })
 
   it('the pool sizes BM25 reads stay exact through saves, supersedes, edits, moves and deletes', async () => {
-    const table = { 'Deploys go out on Fridays': atSimilarity(1), 'Deploys go out on Fridays after noon': atSimilarity(0.9) }
+    const table = { 'Deploys go out on Fridays': atSimilarity(1), 'Deploys go out on Fridays after noon': atSimilarity(0.95) }
     await using t = await openTestEngine({ embedder: createTestEmbedder({ table }) })
     const m = t.engine
     const counted = () => expectKeptMemoryCounts(t.db)
@@ -617,7 +625,7 @@ describe('curated memories', () => {
   })
 
   it('memory operations are reported to telemetry subscribers', async () => {
-    const table = { 'Old fact': atSimilarity(1), 'Old fact, revised': atSimilarity(0.9) }
+    const table = { 'Old fact': atSimilarity(1), 'Old fact, revised': atSimilarity(0.95) }
     await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
     const events: TelemetryEvent[] = []
     const stop = memory.telemetry.subscribe((e) => events.push(e))
