@@ -6,7 +6,9 @@ import { sha256Hex } from './hash.ts'
 import { newId } from './ids.ts'
 import { storableText } from './json.ts'
 import { formatBytes, MAX_DOCUMENT_BYTES, utf8Length } from './limits.ts'
+import { edgeVisibleAt } from './graph.ts'
 import { canonicalKeyOf, type Workspace } from './paths.ts'
+import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, type RedactionCount, redact } from './redact.ts'
 import { identifier, turnScope } from './scope.ts'
 import { asOfParam, iso, type TimeInput, timeInput, toDate } from './time.ts'
@@ -289,6 +291,30 @@ const documentRef = z.union([
 ])
 const readOptions = z.object({ asOf: timeInput.optional(), tenantId: identifier.default('default') }).strict()
 const tenantOption = z.object({ tenantId: identifier.default('default') }).strict()
+const interactionOptions = z
+  .object({
+    asOf: timeInput.optional(),
+    tenantId: identifier.default('default'),
+    /** Only events this channel may show (default 'private'). */
+    channel: readChannel,
+    limit: z.number().int().min(1).max(1000).default(50),
+  })
+  .strict()
+export type InteractionOptions = z.input<typeof interactionOptions>
+
+/** A conversation's touch of a document: which event read or wrote which version, and when. */
+export interface DocumentInteraction {
+  edgeId: string
+  /** The tool (or relation) of the touch, e.g. `read_file`. */
+  rel: string
+  eventId: string
+  conversationId: string
+  versionId: string
+  version: number
+  /** Versions the document has had since the one touched (0: the latest then). */
+  staleness: number
+  createdAt: string
+}
 
 interface VersionRow {
   id: string
@@ -469,6 +495,52 @@ export function createDocuments(ctx: EngineContext) {
           [document.id, asOfParam(o.asOf)],
         )
         return { document, versions: rows.map(toVersion) }
+      },
+
+      /**
+       * The conversations' touches of a document, newest first: each event that read or wrote
+       * one of its versions (a turn's procedures), with the version and how stale it is now
+       * (or as of `asOf`). Events above what `channel` may show are left out.
+       *
+       * @example
+       * const touches = await memory.documents.interactions('src/auth.ts', { limit: 10 })
+       */
+      async interactions(ref: DocumentRef, options: InteractionOptions = {}): Promise<DocumentInteraction[]> {
+        const o = parseInput(interactionOptions, options, 'interaction options')
+        const document = await resolve(ref, o.tenantId)
+        const { rows } = await ctx.db.query<{
+          edge_id: string
+          rel: string
+          event_id: string
+          conversation_id: string
+          version_id: string
+          version: number
+          staleness: number
+          created_at: Date
+        }>(
+          `SELECT e.id AS edge_id, r.name AS rel, e.src AS event_id, e.conversation_id, e.dst AS version_id, v.version,
+                  (SELECT max(l.version) FROM doc_versions l
+                   WHERE l.document_id = $1 AND ($2::timestamptz IS NULL OR l.created_at <= $2)) - v.version AS staleness,
+                  e.created_at
+           FROM edges e
+           JOIN relations r ON r.id = e.rel
+           JOIN doc_versions v ON v.id = e.dst
+           JOIN events ev ON ev.id = e.src AND ev.sensitivity = ANY($4::text[])
+           WHERE e.document_id = $1 AND e.tenant_id = $3 AND e.conversation_id IS NOT NULL AND ${edgeVisibleAt('$2')}
+           ORDER BY e.created_at DESC, e.id DESC
+           LIMIT $5`,
+          [document.id, asOfParam(o.asOf), document.tenantId, allowedSensitivities(o.channel), o.limit],
+        )
+        return rows.map((r) => ({
+          edgeId: r.edge_id,
+          rel: r.rel,
+          eventId: r.event_id,
+          conversationId: r.conversation_id,
+          versionId: r.version_id,
+          version: r.version,
+          staleness: r.staleness,
+          createdAt: iso(r.created_at),
+        }))
       },
 
       /**

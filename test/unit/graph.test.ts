@@ -140,6 +140,35 @@ describe('graph', () => {
     ])
   })
 
+  it('documents.interactions lists the turns that touched a document, newest first, with the version each saw and its staleness', async () => {
+    const { memory, clock, t1, t2 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const touches = await memory.documents.interactions('src/auth.ts')
+    expect(touches.map((t) => [t.rel, t.eventId, t.conversationId, t.version, t.staleness])).toEqual([
+      ['edit_file', t2.agentEventId, 'c2', 2, 0],
+      ['read_file', t2.agentEventId, 'c2', 1, 1],
+      ['read_file', t1.agentEventId, 'c1', 1, 1],
+    ])
+    expect(touches[2]?.createdAt).toBe('2025-04-01T09:00:00.000Z')
+    // As of before the edit, version 1 was the latest; limit keeps the newest.
+    const before = await memory.documents.interactions('src/auth.ts', { asOf: '2025-04-01T09:00:30Z' })
+    expect(before.map((t) => [t.conversationId, t.staleness])).toEqual([['c1', 0]])
+    expect((await memory.documents.interactions('src/auth.ts', { limit: 1 })).map((t) => t.rel)).toEqual(['edit_file'])
+    // A sensitive turn's touch stays out of a public channel; another tenant has no such document.
+    clock.advance(1000)
+    await memory.recordTurn({
+      conversationId: 'c3',
+      user: 'audit login',
+      agent: 'Audited.',
+      sensitivity: 'high',
+      procedures: [{ tool: 'read_file', args: { path: 'src/auth.ts' }, document: { path: 'src/auth.ts', content: 'v2', effect: 'read' } }],
+    })
+    expect((await memory.documents.interactions('src/auth.ts')).map((t) => t.conversationId)[0]).toBe('c3')
+    expect((await memory.documents.interactions('src/auth.ts', { channel: 'public' })).map((t) => t.conversationId)[0]).toBe('c2')
+    await expect(memory.documents.interactions('src/auth.ts', { tenantId: 'other' })).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    await expect(memory.documents.interactions('src/auth.ts', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
   it('diffSince lists what was created after a time', async () => {
     const { memory, clock, t2 } = await twoConversationsSharingAFile()
     await using _ = memory
