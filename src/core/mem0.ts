@@ -223,6 +223,19 @@ function toItem(m: MemoryRecord, score?: number): Mem0Item {
   }
 }
 
+/** Graph memory's links among `entities` (others left out) in mem0's shape, and the entities' names by node id. */
+function relationsOf(links: readonly Neighbor[], entities: readonly NodeRecord[]): { relations: Mem0Relation[]; nameOf: Map<string, string> } {
+  const nameOf = new Map(entities.map((n) => [n.id, entityName(n.payload.name)]))
+  const relations = new Map<string, Mem0Relation>()
+  for (const link of links) {
+    const source = nameOf.get(link.src)
+    const destination = nameOf.get(link.dst)
+    if (!link.rel.startsWith(RELATION_PREFIX) || !source || !destination) continue
+    relations.set(link.edgeId, { source, relationship: link.rel.slice(RELATION_PREFIX.length), destination })
+  }
+  return { relations: [...relations.values()], nameOf }
+}
+
 /** Graph memory's entity nodes are of this type; the entity's own type is in the payload. */
 const ENTITY_NODE = 'mem0.entity'
 /** Graph memory's relations are named `mem0.<relation>`, apart from any other of the engine's. */
@@ -569,18 +582,14 @@ export class Memory {
           )
     const ends = links.filter((l) => l.rel.startsWith(RELATION_PREFIX)).map((l) => l.neighbor)
     const others = ends.length === 0 ? [] : await graph.nodes({ ids: [...new Set(ends)], type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
-    const known = [...named, ...others]
-    const nameOf = new Map(known.map((n) => [n.id, entityName(n.payload.name)]))
-    const relations = new Map<string, Mem0Relation>()
+    const { relations, nameOf } = relationsOf(links, [...named, ...others])
     const linked = new Set<string>()
     for (const link of links) {
-      const source = nameOf.get(link.src)
-      const destination = nameOf.get(link.dst)
-      if (!link.rel.startsWith(RELATION_PREFIX) || !source || !destination) continue
-      relations.set(link.edgeId, { source, relationship: link.rel.slice(RELATION_PREFIX.length), destination })
-      if (!named.some((m) => m.id === link.neighbor)) linked.add(nameOf.get(link.neighbor) as string)
+      if (link.rel.startsWith(RELATION_PREFIX) && nameOf.has(link.src) && nameOf.has(link.dst) && !named.some((m) => m.id === link.neighbor)) {
+        linked.add(nameOf.get(link.neighbor) as string)
+      }
     }
-    if (linked.size === 0) return { results, relations: [...relations.values()] }
+    if (linked.size === 0) return { results, relations }
     // The memories of the linked entities that the search above did not return, interleaved
     // with its hits by reciprocal rank and cut to `limit`; each keeps its own score.
     const seen = new Set(results.map((r) => r.id))
@@ -592,7 +601,7 @@ export class Memory {
     const merged = [...results.map((item, n) => ({ item, rrf: rrf(n) })), ...related.map((item, n) => ({ item, rrf: rrf(n) }))].sort(
       (a, b) => b.rrf - a.rrf,
     )
-    return { results: merged.slice(0, o.limit).map((f) => f.item), relations: [...relations.values()] }
+    return { results: merged.slice(0, o.limit).map((f) => f.item), relations }
   }
 
   /**
@@ -605,7 +614,8 @@ export class Memory {
   }
 
   /** All current memories of the scope. */
-  async getAll(options: Mem0GetAllOptions): Promise<{ results: Mem0Item[] }> {
+  /** All current memories of the scope; with graph memory, also every link between its entities. */
+  async getAll(options: Mem0GetAllOptions): Promise<{ results: Mem0Item[]; relations?: Mem0Relation[] }> {
     const o = parseInput(getAllOptions, options ?? {}, 'getAll options')
     requireScope(o)
     const list = await this.#engine.memories.list({
@@ -614,7 +624,14 @@ export class Memory {
       limit: o.limit,
       ...(o.filters === undefined ? {} : { filters: o.filters }),
     })
-    return { results: list.map((m) => toItem(m)) }
+    const results = list.map((m) => toItem(m))
+    if (this.#options.graph !== true) return { results }
+    const graph = this.#engine.graph as MemoryGraph
+    const entities = await graph.nodes({ type: ENTITY_NODE, scope: graphScope(scopeOf(o)), ...this.#tenant, limit: 100_000 })
+    // Each link once, from its source.
+    const links =
+      entities.length === 0 ? [] : await graph.neighbors(entities.map((n) => n.id), { direction: 'out', limit: 100_000, ...this.#tenant })
+    return { results, relations: relationsOf(links, entities).relations }
   }
 
   /** Overwrites a memory's text (new hash, new vector, an UPDATE in its history). */

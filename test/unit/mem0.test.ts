@@ -647,6 +647,19 @@ describe('mem0-compatible Memory: graph memory', () => {
     expect(added.relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'google' }])
     const links = await mem.engine.graph.neighbors('mem0 user=u1/alice')
     expect(links.map((l) => [l.rel, l.neighbor, l.neighborType])).toEqual([['mem0.works_at', 'mem0 user=u1/google', 'mem0.entity']])
+    // getAll lists the scope's links beside its memories, each once; another scope has none.
+    await mem.add(GOOGLE, { userId: 'u1' })
+    const all = await mem.getAll({ userId: 'u1' })
+    expect(all.results).toHaveLength(2)
+    expect(all.relations).toEqual(
+      expect.arrayContaining([
+        { source: 'Alice', relationship: 'works_at', destination: 'Google' },
+        { source: 'Google', relationship: 'located_in', destination: 'Mountain View' },
+      ]),
+    )
+    expect(all.relations).toHaveLength(2)
+    expect((await mem.getAll({ userId: 'u2' })).relations).toEqual([])
+    expect((await new Memory(mem.engine).getAll({ userId: 'u1' })).relations).toBeUndefined()
   })
 
   it('graph-enhanced search: a query naming an entity also returns its links and the memories of the entities it links to', async () => {
