@@ -110,6 +110,10 @@ export type RemoveOptions = z.input<typeof removeOptions>
 
 const asOf = z.coerce.date().optional()
 const readOptions = z.strictObject({ tenantId: tenant, asOf })
+const nodeReadOptions = z
+  .strictObject({ tenantId: tenant, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).optional() })
+  .refine((v) => v.asOf === undefined || v.rev === undefined, { message: 'give asOf or rev, not both' })
+export type NodeReadOptions = z.input<typeof nodeReadOptions>
 export type GraphReadOptions = z.input<typeof readOptions>
 
 const nodesOptions = z.strictObject({
@@ -480,7 +484,35 @@ export function entityGraphApi(ctx: EngineContext) {
         at,
       })
     }
+    if (out.edges > 0) await warnOfTombstones(at)
     return out
+  }
+
+  /**
+   * After edges are tombstoned: a telemetry warning when more than TOMBSTONE_WARNING_RATIO of
+   * all edges are, time for `graph.compact()`. Counted only while someone listens; the total
+   * is the planner's estimate, the tombstones are read from their partial index.
+   */
+  async function warnOfTombstones(at: Date): Promise<void> {
+    if (telemetry.listeners.size === 0) return
+    const { rows } = await db.query<{ tombstoned: number; edges: number }>(
+      `SELECT (SELECT count(*)::int FROM edges WHERE tombstoned_at IS NOT NULL) AS tombstoned,
+              greatest((SELECT reltuples FROM pg_class WHERE oid = 'edges'::regclass), 0)::float8 AS edges`,
+    )
+    const { tombstoned, edges } = rows[0] as { tombstoned: number; edges: number }
+    // An estimate below the tombstones counted (statistics not refreshed yet) counts them as all.
+    const ratio = tombstoned / Math.max(edges, tombstoned, 1)
+    if (ratio <= TOMBSTONE_WARNING_RATIO) return
+    telemetry.emit({
+      op: 'warning',
+      memoryId: null,
+      entityType: 'edge',
+      scope: null,
+      runId: null,
+      taskId: null,
+      at,
+      detail: { warning: 'tombstones', tombstoned, edges: Math.round(Math.max(edges, tombstoned)), ratio, advice: 'run graph.compact()' },
+    })
   }
 
   async function putNodes(inputs: NodeInput[]): Promise<NodeWrite[]> {
@@ -562,19 +594,21 @@ export function entityGraphApi(ctx: EngineContext) {
     putNodes,
 
     /**
-     * A node as it is now, or as it was at `asOf`; null when absent or removed.
+     * A node as it is now, as it was at `asOf`, or as revision `rev` left it; null when absent
+     * or removed (then, or by that revision).
      *
      * @example
      * const node = await memory.graph.getNode('file:src/app.ts', { asOf: yesterday })
+     * const first = await memory.graph.getNode('file:src/app.ts', { rev: 1 })
      */
-    async getNode(id: string, options: GraphReadOptions = {}): Promise<NodeRecord | null> {
+    async getNode(id: string, options: NodeReadOptions = {}): Promise<NodeRecord | null> {
       const nodeId = parseInput(entityId, id, 'node id')
-      const o = parseInput(readOptions, options, 'node read options')
+      const o = parseInput(nodeReadOptions, options, 'node read options')
       const { rows } = await db.query<NodeRow>(
         `SELECT * FROM nodes
-         WHERE tenant_id = $1 AND id = $2 AND ($3::timestamptz IS NULL OR created_at <= $3)
+         WHERE tenant_id = $1 AND id = $2 AND ($3::timestamptz IS NULL OR created_at <= $3) AND ($4::int IS NULL OR rev = $4)
          ORDER BY rev DESC LIMIT 1`,
-        [o.tenantId, nodeId, o.asOf ?? null],
+        [o.tenantId, nodeId, o.asOf ?? null, o.rev ?? null],
       )
       const row = rows[0]
       telemetry.emit({
@@ -586,6 +620,21 @@ export function entityGraphApi(ctx: EngineContext) {
         taskId: null,
       })
       return row && !row.tombstone ? toNode(row) : null
+    },
+
+    /**
+     * Every revision of a node, oldest first, its removals (`tombstone: true`) among them;
+     * each revision's `updatedAt` is when it was written.
+     *
+     * @example
+     * const revisions = await memory.graph.nodeHistory('file:src/app.ts')
+     */
+    async nodeHistory(id: string, options: { tenantId?: string } = {}): Promise<(NodeRecord & { tombstone: boolean })[]> {
+      const nodeId = parseInput(entityId, id, 'node id')
+      const o = parseInput(z.strictObject({ tenantId: tenant }), options, 'node history options')
+      const { rows } = await db.query<NodeRow>(`SELECT * FROM nodes WHERE tenant_id = $1 AND id = $2 ORDER BY rev`, [o.tenantId, nodeId])
+      telemetry.emit({ op: 'read', memoryId: nodeId, entityType: 'node', scope: null, runId: null, taskId: null, detail: { history: rows.length } })
+      return rows.map((r) => ({ ...toNode(r), tombstone: r.tombstone }))
     },
 
     /**
@@ -723,6 +772,7 @@ export function entityGraphApi(ctx: EngineContext) {
           detail: e,
         })
       }
+      if (rows.length > 0) await warnOfTombstones(at)
       return { removed: rows.length > 0 }
     },
 

@@ -139,6 +139,22 @@ describe('entity graph', () => {
     expect(await g.neighbors('file:x', { asOf: t1 })).toEqual([])
     expect((await g.neighbors('file:x', { asOf: t2 })).map((n) => n.neighbor)).toEqual(['sym:y'])
     expect(await g.neighbors('file:x')).toEqual([])
+
+    // By revision, and the whole history with its removal.
+    expect((await g.getNode('file:x', { rev: 1 }))?.payload).toEqual({ size: 1 })
+    expect((await g.getNode('file:x', { rev: 2 }))?.payload).toEqual({ size: 2 })
+    expect(await g.getNode('file:x', { rev: 3 })).toBeNull()
+    expect(await g.getNode('file:x', { rev: 4 })).toBeNull()
+    const history = await g.nodeHistory('file:x')
+    expect(history.map((n) => [n.rev, n.payload, n.tombstone])).toEqual([
+      [1, { size: 1 }, false],
+      [2, { size: 2 }, false],
+      [3, { size: 2 }, true],
+    ])
+    expect(history[0]?.updatedAt).toEqual(t1)
+    expect(await g.nodeHistory('file:x', { tenantId: 'other' })).toEqual([])
+    await expect(g.getNode('file:x', { rev: 1, asOf: t1 })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await expect(g.getNode('file:x', { rev: 0 })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
   it('validity: links that held at a time in the world, apart from when the memory learned them', async () => {
@@ -388,6 +404,34 @@ describe('entity graph', () => {
     const report = await g.verify()
     expect(report.tombstoneRatio).toBeCloseTo(2 / 3, 10)
     expect(report.warnings).toEqual(['67% of edges are tombstoned: run graph.compact()'])
+  })
+
+  it('removals that leave too many tombstones warn through telemetry, without waiting for verify', async () => {
+    await using memory = await openTestMemory()
+    const g = memory.graph
+    const warnings: TelemetryEvent[] = []
+    memory.telemetry.subscribe((e) => {
+      // (Links to ids that are no nodes warn of that too.)
+      if (e.op === 'warning' && e.detail?.warning === 'tombstones') warnings.push(e)
+    })
+    for (const dst of ['b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k']) await g.putEdge('a', 'calls', dst)
+    await memory.refreshStatistics()
+    await g.removeEdge('a', 'calls', 'b')
+    await g.removeEdge('a', 'calls', 'c')
+    await g.removeEdge('a', 'calls', 'd')
+    expect(warnings).toEqual([])
+    await g.removeEdge('a', 'calls', 'e')
+    expect(warnings.map((w) => w.detail)).toEqual([{ warning: 'tombstones', tombstoned: 4, edges: 10, ratio: 0.4, advice: 'run graph.compact()' }])
+    // Removing a node tombstones its edges and warns as well; compacting clears the cause.
+    await g.putNode({ id: 'a', type: 'module' })
+    await g.removeNode('a')
+    expect(warnings).toHaveLength(2)
+    await g.compact({ before: new Date(Date.now() + 60_000) })
+    for (const dst of ['y', 'z', 'w', 'v']) await g.putEdge('x', 'calls', dst)
+    await memory.refreshStatistics()
+    await g.removeEdge('x', 'calls', 'y')
+    expect(warnings).toHaveLength(2)
+    expect((await g.verify()).tombstoneRatio).toBe(0.25)
   })
 
   it('corruption fails fast: a dangling relation id or a broken payload', async () => {
