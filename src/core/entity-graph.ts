@@ -109,12 +109,10 @@ const removeOptions = z.strictObject(provenance)
 export type RemoveOptions = z.input<typeof removeOptions>
 
 const asOf = z.coerce.date().optional()
-const readOptions = z.strictObject({ tenantId: tenant, asOf })
 const nodeReadOptions = z
   .strictObject({ tenantId: tenant, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).optional() })
   .refine((v) => v.asOf === undefined || v.rev === undefined, { message: 'give asOf or rev, not both' })
 export type NodeReadOptions = z.input<typeof nodeReadOptions>
-export type GraphReadOptions = z.input<typeof readOptions>
 
 const nodesOptions = z.strictObject({
   tenantId: tenant,
