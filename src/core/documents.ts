@@ -7,7 +7,7 @@ import { newId } from './ids.ts'
 import { storableText } from './json.ts'
 import { formatBytes, MAX_DOCUMENT_BYTES, utf8Length } from './limits.ts'
 import { edgeVisibleAt } from './graph.ts'
-import { canonicalKeyOf, type Workspace } from './paths.ts'
+import { canonicalKeyOf, type PathResolver, type Workspace } from './paths.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, type RedactionCount, redact } from './redact.ts'
 import { identifier, turnScope } from './scope.ts'
@@ -58,8 +58,12 @@ export interface PreparedSight {
  * Canonicalises the key, checks the size, hashes the content as seen (so identical files
  * match) and redacts what will be stored. Throws before anything is written.
  */
-export async function prepareSight(sight: z.output<typeof documentSight>, workspace: Workspace): Promise<PreparedSight> {
-  const key = canonicalKeyOf(sight, workspace)
+export async function prepareSight(
+  sight: z.output<typeof documentSight>,
+  workspace: Workspace,
+  resolvePath?: PathResolver,
+): Promise<PreparedSight> {
+  const key = canonicalKeyOf(sight, workspace, resolvePath)
   if (sight.content === undefined) {
     return { ...key, hash: sight.contentHash as string, content: null, bytes: null, redactions: [] }
   }
@@ -377,9 +381,9 @@ export function createDocuments(ctx: EngineContext) {
     let key: { keyKind: 'path' | 'url'; canonicalKey: string } | undefined
     if (typeof r === 'string') {
       if (DOCUMENT_ID.test(r)) byId = r
-      else key = canonicalKeyOf(/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(r) ? { url: r } : { path: r }, ctx.workspace)
+      else key = canonicalKeyOf(/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(r) ? { url: r } : { path: r }, ctx.workspace, ctx.resolvePath)
     } else if ('documentId' in r) byId = r.documentId
-    else key = canonicalKeyOf(r, ctx.workspace)
+    else key = canonicalKeyOf(r, ctx.workspace, ctx.resolvePath)
     const { rows } = await ctx.db.query<DocumentRow>(
       byId !== undefined
         ? 'SELECT * FROM documents WHERE tenant_id = $1 AND id = $2'
@@ -448,7 +452,7 @@ export function createDocuments(ctx: EngineContext) {
         },
         'document observation',
       )
-      const prepared = await prepareSight(sight, ctx.workspace)
+      const prepared = await prepareSight(sight, ctx.workspace, ctx.resolvePath)
       const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
       const seen = await ctx.db.transaction((tx) =>
         observeInTx(tx, {

@@ -14,7 +14,7 @@ import { createIndexer, type IndexingPause, parseIndexingPause } from './indexer
 import { createStatistics, MIN_REFRESH_ROWS } from './statistics.ts'
 import { kvApi } from './kv.ts'
 import { memoriesApi } from './memories.ts'
-import { normalizeWorkspace, type Workspace } from './paths.ts'
+import { normalizePosixPath, normalizeWorkspace, type PathResolver, type Workspace } from './paths.ts'
 import { rebuildMissingChunks } from './derived.ts'
 import { createFileFormat, createPortable } from './portable.ts'
 import { migrate } from './schema/migrations.ts'
@@ -72,6 +72,12 @@ export interface EngineOptions {
    * absolute project root; `{ mode: 'global' }` (the default) stores absolute paths.
    */
   workspace?: Workspace
+  /**
+   * Maps an absolute document path to the file it names before it becomes a key, e.g.
+   * resolving symlinks (`openMemory` in Node does, unless `resolveSymlinks: false`), so a file
+   * reached by two paths is one document. The local root is resolved the same way.
+   */
+  resolvePath?: PathResolver
   /** Retrieval and ranking weights over `DEFAULT_SCORING` (see src/core/scoring.ts). */
   scoring?: ScoringInput
   /**
@@ -102,6 +108,7 @@ export interface EngineContext {
   dedupThreshold: number
   telemetry: Telemetry
   workspace: Workspace
+  resolvePath: PathResolver | undefined
   scoring: Scoring
   tokenCounter: ((text: string) => number) | null
   /** Tells the background indexer that rows may need vectors: a flag and a timer, no query. */
@@ -140,7 +147,8 @@ export async function createEngine(options: EngineOptions) {
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
     dedupThreshold: options.dedupThreshold ?? DEFAULT_DEDUP_THRESHOLD,
     telemetry: createTelemetry(now),
-    workspace: normalizeWorkspace(options.workspace),
+    workspace: resolvedWorkspace(normalizeWorkspace(options.workspace), options.resolvePath),
+    resolvePath: options.resolvePath,
     scoring: resolveScoring(DEFAULT_SCORING, options.scoring),
     tokenCounter: options.tokenCounter ?? null,
     wrote: () => {},
@@ -362,6 +370,12 @@ export async function createEngine(options: EngineOptions) {
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>
+
+/** A local workspace's root as `resolvePath` resolves it, so resolved paths fall under it. */
+function resolvedWorkspace(workspace: Workspace, resolvePath: PathResolver | undefined): Workspace {
+  if (workspace.mode !== 'local' || !resolvePath) return workspace
+  return { mode: 'local', root: normalizePosixPath(resolvePath(workspace.root)) }
+}
 
 /** The same module with the named writes followed by a nudge to the indexer. */
 function nudging<T extends Record<string, unknown>>(module: T, writes: readonly (keyof T & string)[], nudge: () => void): T {

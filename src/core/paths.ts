@@ -17,7 +17,7 @@ export interface CanonicalKey {
  * Normalises a POSIX path with string operations only (no file system, so it runs in
  * browsers): collapses repeated slashes, drops `.` segments and trailing slashes, resolves
  * `..` lexically. An absolute path never climbs above `/`; a relative one keeps leading
- * `..` segments. Symlinks are not resolved — callers that need that resolve before.
+ * `..` segments. Symlinks are not resolved here; see `PathResolver`.
  *
  * @example
  * normalizePosixPath('/a/./b/../c/') // → '/a/c'
@@ -40,15 +40,25 @@ export function normalizePosixPath(path: string): string {
 }
 
 /**
+ * Maps a normalised absolute path to the path of the file it names (e.g. with symlinks
+ * resolved); given to the engine by a runtime that can read the file system (Node).
+ */
+export type PathResolver = (absolutePath: string) => string
+
+/**
  * The canonical identity of a file path under a workspace. Local: relative to the root
  * (`.` is the root itself); a path that leaves the root is PATH_OUTSIDE_ROOT. Global: the
  * normalised absolute path; a relative path is INVALID_INPUT.
  *
  * @example
  * canonicalPath('/work/app/src/../README.md', { mode: 'local', root: '/work/app' }) // → 'README.md'
+ *
+ * With `resolvePath`, the absolute path is resolved before it is made relative (the root is
+ * expected resolved the same way).
  */
-export function canonicalPath(path: string, workspace: Workspace): string {
+export function canonicalPath(path: string, workspace: Workspace, resolvePath?: PathResolver): string {
   if (path.length === 0) throw new MemoryError('INVALID_INPUT', 'A document path must not be empty')
+  const resolved = (absolute: string) => (resolvePath ? normalizePosixPath(resolvePath(absolute)) : absolute)
   if (workspace.mode === 'global') {
     if (!path.startsWith('/')) {
       throw new MemoryError(
@@ -57,10 +67,10 @@ export function canonicalPath(path: string, workspace: Workspace): string {
         { details: { path } },
       )
     }
-    return normalizePosixPath(path)
+    return resolved(normalizePosixPath(path))
   }
   const root = workspace.root
-  const absolute = normalizePosixPath(path.startsWith('/') ? path : `${root}/${path}`)
+  const absolute = resolved(normalizePosixPath(path.startsWith('/') ? path : `${root}/${path}`))
   if (absolute === root) return '.'
   const prefix = root === '/' ? '/' : `${root}/`
   if (!absolute.startsWith(prefix)) {
@@ -107,8 +117,12 @@ export function canonicalUrl(url: string): string {
  * The canonical key of a document given by path or URL. URLs pass through `redact` (a
  * query string may carry a token); paths are identities and are kept as they are.
  */
-export function canonicalKeyOf(ref: { path?: string | undefined; url?: string | undefined }, workspace: Workspace): CanonicalKey {
+export function canonicalKeyOf(
+  ref: { path?: string | undefined; url?: string | undefined },
+  workspace: Workspace,
+  resolvePath?: PathResolver,
+): CanonicalKey {
   if (ref.url !== undefined) return { keyKind: 'url', canonicalKey: redact(canonicalUrl(ref.url)).text }
-  if (ref.path !== undefined) return { keyKind: 'path', canonicalKey: canonicalPath(ref.path, workspace) }
+  if (ref.path !== undefined) return { keyKind: 'path', canonicalKey: canonicalPath(ref.path, workspace, resolvePath) }
   throw new MemoryError('INVALID_INPUT', 'A document needs a path or a url')
 }

@@ -4,6 +4,7 @@ import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine, type EngineOptions } from '../core/engine.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir } from './lock.ts'
+import { realPath } from './realpath.ts'
 import type { ScoringInput } from '../core/scoring.ts'
 
 export interface OpenMemoryOptions {
@@ -45,6 +46,11 @@ export interface OpenMemoryOptions {
    * (default): absolute paths, one identity per file across projects.
    */
   workspace?: { mode: 'local'; root: string } | { mode: 'global' }
+  /**
+   * Resolve symlinks in document paths (and the local root) before they become keys, so a
+   * file reached by two paths is one document. Default true; false keeps paths as given.
+   */
+  resolveSymlinks?: boolean
 }
 
 export type NodeMemory = Engine & {
@@ -89,6 +95,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       ...(options.tokenCounter === undefined ? {} : { tokenCounter: options.tokenCounter }),
       ...(options.vault === undefined ? {} : { vault: options.vault }),
       ...(workspace ? { workspace } : {}),
+      ...(options.resolveSymlinks === false ? {} : { resolvePath: realPath }),
     })
   } catch (error) {
     await pg.close()

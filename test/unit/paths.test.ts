@@ -1,5 +1,10 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
+import { realPath } from '../../src/node/realpath.ts'
+import { openTestMemory } from '../support/memory.ts'
 import {
   canonicalKeyOf,
   canonicalPath,
@@ -126,5 +131,41 @@ describe('normalizeWorkspace', () => {
 
   it('refuses a relative root', () => {
     expect(codeOf(() => normalizeWorkspace({ mode: 'local', root: 'app' }))).toBe('INVALID_INPUT')
+  })
+})
+
+describe('symlinks in Node', () => {
+  it('a file reached through a symlink, a symlinked root or a deleted path under one is one document', async () => {
+    const base = realpathSync(mkdtempSync(join(tmpdir(), 'engram-paths-')))
+    try {
+      mkdirSync(join(base, 'app', 'src'), { recursive: true })
+      writeFileSync(join(base, 'app', 'src', 'index.ts'), 'export {}\n')
+      symlinkSync(join(base, 'app'), join(base, 'app-link'))
+      symlinkSync(join(base, 'app', 'src'), join(base, 'app', 'lib'))
+      expect(realPath(join(base, 'app-link', 'lib', 'index.ts'))).toBe(join(base, 'app', 'src', 'index.ts'))
+      expect(realPath(join(base, 'app-link', 'lib', 'gone', 'old.ts'))).toBe(join(base, 'app', 'src', 'gone', 'old.ts'))
+      expect(realPath('/no-such-root/a.ts')).toBe('/no-such-root/a.ts')
+
+      // The root is given through its link; the paths through either.
+      await using memory = await openTestMemory({ workspace: { mode: 'local', root: join(base, 'app-link') } })
+      const seen = async (path: string) =>
+        (await memory.observeDocument({ path, content: 'export {}\n', conversationId: 'c1' })).canonicalKey
+      expect(await seen(join(base, 'app', 'src', 'index.ts'))).toBe('src/index.ts')
+      expect(await seen(join(base, 'app-link', 'lib', 'index.ts'))).toBe('src/index.ts')
+      expect(await seen('lib/index.ts')).toBe('src/index.ts')
+      expect(await seen(join(base, 'app', 'lib', 'gone.ts'))).toBe('src/gone.ts')
+      expect((await memory.documents.get(join(base, 'app-link', 'lib', 'index.ts'))).canonicalKey).toBe('src/index.ts')
+
+      // Kept as given when asked.
+      await using plain = await openTestMemory({ workspace: { mode: 'local', root: join(base, 'app') }, resolveSymlinks: false })
+      const kept = await plain.observeDocument({ path: join(base, 'app', 'lib', 'index.ts'), content: 'export {}\n', conversationId: 'c1' })
+      expect(kept.canonicalKey).toBe('lib/index.ts')
+      // Global mode resolves the absolute path.
+      await using global = await openTestMemory()
+      const g = await global.observeDocument({ path: join(base, 'app-link', 'src', 'index.ts'), content: 'x', conversationId: 'c1' })
+      expect(g.canonicalKey).toBe(join(base, 'app', 'src', 'index.ts'))
+    } finally {
+      rmSync(base, { recursive: true, force: true })
+    }
   })
 })
