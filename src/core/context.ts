@@ -446,7 +446,7 @@ export function createContext(ctx: EngineContext) {
            FROM edges e
            CROSS JOIN LATERAL (
              SELECT r.created_at FROM events r
-             WHERE r.id = e.src AND r.tenant_id = $1 AND r.sensitivity = ANY($4::text[]) AND r.created_at <= $3
+             WHERE r.id = e.src AND r.tenant_id = $1 AND r.kind = 'message' AND r.sensitivity = ANY($4::text[]) AND r.created_at <= $3
                AND ($5::text IS NULL OR r.user_id = $5)
              OFFSET 0
            ) r

@@ -6,7 +6,7 @@ import { sha256Hex } from './hash.ts'
 import { newId } from './ids.ts'
 import { storableText } from './json.ts'
 import { formatBytes, MAX_DOCUMENT_BYTES, utf8Length } from './limits.ts'
-import { edgeVisibleAt } from './graph.ts'
+import { edgeVisibleAt, insertEdges } from './graph.ts'
 import { canonicalKeyOf, type PathResolver, type Workspace } from './paths.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, type RedactionCount, redact } from './redact.ts'
@@ -373,6 +373,21 @@ export function toDocument(row: DocumentRow): DocumentInfo {
   }
 }
 
+/** Refuses an observation's event that is not one of the tenant's, in that conversation. */
+async function requireEventIn(tx: Queryable, eventId: string, tenantId: string, conversationId: string): Promise<void> {
+  const { rows } = await tx.query<{ conversation_id: string }>('SELECT conversation_id FROM events WHERE id = $1 AND tenant_id = $2', [
+    eventId,
+    tenantId,
+  ])
+  const event = rows[0]
+  if (!event) throw new MemoryError('NOT_FOUND', `No event ${eventId}`, { details: { eventId } })
+  if (event.conversation_id !== conversationId) {
+    throw new MemoryError('INVALID_INPUT', `Event ${eventId} belongs to conversation ${event.conversation_id}, not ${conversationId}`, {
+      details: { eventId },
+    })
+  }
+}
+
 /** observeDocument and the document reads. */
 export function createDocuments(ctx: EngineContext) {
   async function resolve(ref: DocumentRef, tenantId: string): Promise<DocumentInfo> {
@@ -454,8 +469,9 @@ export function createDocuments(ctx: EngineContext) {
       )
       const prepared = await prepareSight(sight, ctx.workspace, ctx.resolvePath)
       const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
-      const seen = await ctx.db.transaction((tx) =>
-        observeInTx(tx, {
+      const seen = await ctx.db.transaction(async (tx) => {
+        if (i.eventId !== undefined) await requireEventIn(tx, i.eventId, i.scope.tenantId, i.conversationId)
+        const seen = await observeInTx(tx, {
           ...prepared,
           tenantId: i.scope.tenantId,
           mode: ctx.workspace.mode,
@@ -463,8 +479,25 @@ export function createDocuments(ctx: EngineContext) {
           conversationId: i.conversationId,
           eventId: i.eventId ?? null,
           createdAt,
-        }),
-      )
+        })
+        // The event that read or wrote it touched this version: as a turn's procedure does, so
+        // documents.interactions and buildContext's document links find it.
+        if (i.eventId !== undefined) {
+          await insertEdges(tx, [
+            {
+              src: i.eventId,
+              rel: 'OBSERVED',
+              dst: seen.versionId,
+              props: { cause: i.cause },
+              tenantId: i.scope.tenantId,
+              conversationId: i.conversationId,
+              ...(i.scope.runId === undefined ? {} : { runId: i.scope.runId }),
+              createdAt,
+            },
+          ])
+        }
+        return seen
+      })
       return prepared.redactions.length > 0 ? { ...seen, redactions: prepared.redactions } : seen
     },
 

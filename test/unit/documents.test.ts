@@ -121,6 +121,41 @@ describe('observeDocument', () => {
     expect((await memory.documents.history(path, { asOf: '2025-03-02T00:00:00Z' })).versions).toHaveLength(2)
   })
 
+  it('an observation made by an event links that event to the version: interactions and buildContext find the conversation', async () => {
+    const clock = testClock('2025-03-01T00:00:00.000Z')
+    await using memory = await openTestMemory({ now: clock.now })
+    const path = '/repo/src/billing.ts'
+    const human = { type: 'human' as const, id: 'ann' }
+    const agent = { type: 'agent' as const, id: 'coder' }
+    await memory.record({ kind: 'message', scope: { conversationId: 'c1' }, actor: human, content: { text: 'why do invoices round down?' } })
+    const reply = await memory.record({
+      kind: 'message',
+      scope: { conversationId: 'c1' },
+      actor: agent,
+      content: { text: 'billing.ts truncates cents before summing.' },
+    })
+    clock.advance(1000)
+    const seen = await memory.observeDocument({ path, content: 'export const total = 1\n', conversationId: 'c1', eventId: reply.eventId })
+    const touches = await memory.documents.interactions(path)
+    expect(touches.map((t) => [t.rel, t.eventId, t.conversationId, t.versionId])).toEqual([['OBSERVED', reply.eventId, 'c1', seen.versionId]])
+    expect((await memory.graph.out(reply.eventId, 'OBSERVED'))[0]?.props).toEqual({ cause: 'read' })
+    // Another conversation whose event reads the file is shown that earlier answer.
+    clock.advance(1000)
+    const ask = await memory.record({ kind: 'message', scope: { conversationId: 'c2' }, actor: human, content: { text: 'open billing.ts' } })
+    await memory.observeDocument({ path, content: 'export const total = 1\n', conversationId: 'c2', eventId: ask.eventId })
+    const bundle = await memory.buildContext({ query: 'payment totals', conversationId: 'c2' })
+    const linked = bundle.sections.find((x) => x.name === 'retrieved_evidence')?.items.filter((i) => i.source.via === `document:${path}`)
+    expect(linked?.map((i) => i.id)).toEqual([reply.eventId])
+    // Without an event nothing is linked; an unknown event, or one of another conversation, is refused and nothing is written.
+    await memory.observeDocument({ path, content: 'export const total = 1\n', conversationId: 'c3' })
+    expect(await memory.documents.interactions(path)).toHaveLength(2)
+    await expect(memory.observeDocument({ path, content: 'v2', conversationId: 'c1', eventId: 'evt_nothing' })).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    await expect(memory.observeDocument({ path, content: 'v2', conversationId: 'c2', eventId: reply.eventId })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    })
+    expect((await memory.documents.history(path)).versions).toHaveLength(1)
+  })
+
   it('local mode: the same relative path from a project opened at two roots is one document', async () => {
     await using t = await openTestEngine({ workspace: { mode: 'local', root: '/home/ann/invoicer' } })
     const { createEngine } = await import('../../src/core/engine.ts')
