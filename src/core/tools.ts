@@ -11,6 +11,7 @@ import {
   type RememberInput,
   type RememberResult,
 } from './memories.ts'
+import { identifier } from './scope.ts'
 import { parseInput, z } from './validate.ts'
 
 const category = z.enum(MEMORY_CATEGORIES)
@@ -283,7 +284,7 @@ export function anthropicTools(names: readonly ToolName[] = TOOL_NAMES) {
 }
 
 const toolName = z.string()
-const identityField = z.string().min(1).optional()
+const identityField = identifier.optional()
 /** A `ToolIdentity` as callers give it (checked by `callTool` and the MCP server). */
 export const toolIdentity = z.strictObject({
   tenantId: identityField,

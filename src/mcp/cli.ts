@@ -1,12 +1,14 @@
 /**
  * `engram-mcp` (src/mcp/bin.ts): a memory on this machine served to an MCP client (Claude
- * Desktop, VS Code, OpenCode …) over stdio. Run `engram-mcp --help` for the options.
+ * Desktop, VS Code, OpenCode …) over stdio, or to several at once over HTTP (`--port`). Run
+ * `engram-mcp --help` for the options.
  */
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createTransformersEmbedder, openMemory } from '../node/index.ts'
+import { serveMcpOverHttp } from './http.ts'
 import { createMcpServer } from './server.ts'
 
 const HELP = `engram-mcp — long-term memory for an MCP client, kept on this machine
@@ -19,6 +21,10 @@ Options:
   --tenant ID           the tenant (default 'default')
   --workspace-root DIR  document paths are kept relative to this folder
   --no-embedder         keyword search only (no embedding model is loaded)
+  --port N              serve several clients at once over HTTP on 127.0.0.1:N (0: any
+                        free port) at /mcp, instead of one over stdio; a client may act
+                        for another identity with x-engram-user, x-engram-agent,
+                        x-engram-project or x-engram-tenant headers on its initialize
   --help                this text
 `
 
@@ -45,6 +51,7 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
       tenant: { type: 'string' },
       'workspace-root': { type: 'string' },
       'no-embedder': { type: 'boolean' },
+      port: { type: 'string' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -52,6 +59,10 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
   if (values.help) {
     io.stderr.write(HELP)
     return
+  }
+  const port = values.port === undefined ? undefined : Number(values.port)
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    throw new Error(`--port takes a port number from 0 to 65535, not "${values.port}"`)
   }
   const dataDir = resolve(values['data-dir'] ?? join(homedir(), '.engram', 'mcp'))
   const root = values['workspace-root']
@@ -67,6 +78,24 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
     ...(values.agent === undefined ? {} : { agentId: values.agent }),
     ...(values.project === undefined ? {} : { projectId: values.project }),
     ...(values.tenant === undefined ? {} : { tenantId: values.tenant }),
+  }
+  if (port !== undefined) {
+    let http: Awaited<ReturnType<typeof serveMcpOverHttp>>
+    try {
+      http = await serveMcpOverHttp(memory, { port, identity })
+    } catch (error) {
+      await memory.close()
+      throw error
+    }
+    io.stderr.write(`engram-mcp: serving ${dataDir} at ${http.url}\n`)
+    // Served until the process is stopped.
+    await new Promise<void>((done) => {
+      if (io.signal?.aborted) done()
+      io.signal?.addEventListener('abort', () => done(), { once: true })
+    })
+    await http.close()
+    await memory.close()
+    return
   }
   const server = createMcpServer(memory, { identity })
   const transport = new StdioServerTransport(io.stdin as never, io.stdout as never)

@@ -1,6 +1,10 @@
-import { readFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { request } from 'node:http'
+import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js'
@@ -8,8 +12,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
 import { describe, expect, it } from 'vitest'
 import { anthropicTools, MEMORY_GUIDELINES, TOOL_NAMES } from '../../src/core/tools.ts'
 import { runMcpCli } from '../../src/mcp/cli.ts'
-import { createMcpServer, GUIDELINES_PROMPT } from '../../src/mcp/server.ts'
-import type { NodeMemory } from '../../src/node/index.ts'
+import { createMcpServer, GUIDELINES_PROMPT, serveMcpOverHttp } from '../../src/mcp/index.ts'
+import { type NodeMemory, openMemory } from '../../src/node/index.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestMemory } from '../support/memory.ts'
 import { codeOf } from '../support/errors.ts'
@@ -164,4 +168,102 @@ describe('engram-mcp', () => {
     expect(help.join('')).toContain('--data-dir DIR')
     await expect(runMcpCli(['--bogus'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr })).rejects.toThrow(/bogus/)
   }, 60_000)
+
+  it('over HTTP, several clients share one memory, each session acting for its own identity', async () => {
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    const http = await serveMcpOverHttp(memory, { port: 0, identity: { userId: 'ann', agentId: 'desktop' } })
+    try {
+      expect(http.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/)
+      const client = async (headers: Record<string, string> = {}) => {
+        const c = new Client({ name: 'test', version: '1.0.0' })
+        await c.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers } }))
+        const call = async (name: string, args: Record<string, unknown>) => {
+          const r = await c.callTool({ name, arguments: args })
+          return JSON.parse((r.content as { text: string }[])[0]?.text ?? 'null') as Record<string, unknown>
+        }
+        return { c, call }
+      }
+      const desktop = await client()
+      const editor = await client({ 'x-engram-agent': 'editor' })
+      const bob = await client({ 'x-engram-user': 'bob' })
+      expect(http.sessions()).toBe(3)
+      expect((await desktop.c.listTools()).tools.map((t) => t.name)).toEqual(TOOL_NAMES)
+
+      // What one of Ann's clients saves, her other one recalls; Bob's session sees none of it.
+      const saved = await desktop.call('save_memory', { content: 'Ann ships on Fridays', category: 'fact' })
+      const recalled = (await editor.call('recall_memories', { query: 'ships Fridays' })).memories as { id: string }[]
+      expect(recalled.map((m) => m.id)).toEqual([saved.id])
+      expect((await bob.call('recall_memories', { query: 'ships Fridays' })).memories).toEqual([])
+      expect((await memory.memories.get(saved.id as string))?.agentId).toBe('desktop')
+
+      // Requests that open no session, or name none that exists, or come by another Host, are refused.
+      const post = (headers: Record<string, string>, body: unknown) =>
+        fetch(http.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+          body: JSON.stringify(body),
+        })
+      const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' }
+      expect((await post({}, list)).status).toBe(400)
+      expect((await post({ 'mcp-session-id': 'nope' }, list)).status).toBe(404)
+      expect((await fetch(http.url.replace('/mcp', '/other'))).status).toBe(404)
+      const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }
+      // (fetch keeps its own Host header: sent by hand.)
+      const byHost = await new Promise<number>((done, fail) => {
+        const body = JSON.stringify(init)
+        const req = request(http.url, {
+          method: 'POST',
+          headers: { host: 'evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        }, (res) => {
+          res.resume()
+          done(res.statusCode ?? 0)
+        })
+        req.on('error', fail)
+        req.end(body)
+      })
+      expect(byHost).toBe(403)
+      expect((await post({ 'x-engram-user': 'x'.repeat(300) }, init)).status).toBe(400)
+
+      await desktop.c.close()
+      await editor.c.close()
+      await bob.c.close()
+    } finally {
+      await http.close()
+    }
+    // Closed: nothing listens any more.
+    await expect(fetch(http.url)).rejects.toThrow()
+  })
+
+  it('engram-mcp --port serves over HTTP until stopped, then closes the memory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'engram-mcp-http-'))
+    try {
+      const stop = new AbortController()
+      const stderr = new PassThrough()
+      let log = ''
+      stderr.on('data', (chunk: Buffer) => {
+        log += chunk.toString()
+      })
+      const running = runMcpCli(['--data-dir', dir, '--user', 'ann', '--no-embedder', '--port', '0'], {
+        stdin: new PassThrough(),
+        stdout: new PassThrough(),
+        stderr,
+        signal: stop.signal,
+      })
+      await expect.poll(() => /at (http:\S+)/.exec(log)?.[1], { timeout: 30_000 }).toBeDefined()
+      const url = /at (http:\S+)/.exec(log)?.[1] as string
+      const c = new Client({ name: 'test', version: '1.0.0' })
+      await c.connect(new StreamableHTTPClientTransport(new URL(url)))
+      const saved = await c.callTool({ name: 'save_memory', arguments: { content: 'Ann reads the changelog first', category: 'fact' } })
+      expect(saved.isError).not.toBe(true)
+      await c.close()
+      stop.abort()
+      await running
+      // The folder is free again, and holds what was saved.
+      await using reopened = await openMemory({ dataDir: dir })
+      expect((await reopened.memories.list({ userId: 'ann' })).map((m) => m.content)).toEqual(['Ann reads the changelog first'])
+      await expect(runMcpCli(['--port', 'x'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough() })).rejects.toThrow(/--port/)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
 })
