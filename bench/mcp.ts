@@ -2,8 +2,9 @@
  * What the MCP server adds to a tool call. One memory in this process with the bundled model,
  * 300 curated memories; then `recall_memories` and `save_memory` called three ways,
  * alternately: `memory.callTool` in-process, through an MCP client and server over the SDK's
- * in-memory transport (JSON-RPC, validation, JSON), and through the built `engram-mcp` over
- * stdio (a second process with its own copy of the same memory, `npm run build` first). The
+ * in-memory transport (JSON-RPC, validation, JSON), over Streamable HTTP on the loopback
+ * interface (`serveMcpOverHttp`, this process), and through the built `engram-mcp` over stdio
+ * (a second process with its own copy of the same memory, `npm run build` first). The
  * first WARMUP rounds are not counted. Prints p50 / p95 and the ratios to in-process.
  *
  *   node bench/run.mjs bench/mcp.ts            # ROUNDS (default 200)
@@ -14,7 +15,8 @@ import { join } from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
-import { createMcpServer } from '../src/mcp/server.ts'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { createMcpServer, serveMcpOverHttp } from '../src/mcp/index.ts'
 import { createTransformersEmbedder, openMemory } from '../src/node/index.ts'
 import { percentile } from './lib/metrics.ts'
 
@@ -46,6 +48,9 @@ const server = createMcpServer(local, { identity: USER })
 const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
 const inMemory = new Client({ name: 'bench', version: '1' })
 await Promise.all([server.connect(serverSide), inMemory.connect(clientSide)])
+const http = await serveMcpOverHttp(local, { port: 0, identity: USER })
+const overHttp = new Client({ name: 'bench', version: '1' })
+await overHttp.connect(new StreamableHTTPClientTransport(new URL(http.url)))
 const stdio = new Client({ name: 'bench', version: '1' })
 const transport = new StdioClientTransport({
   command: process.execPath,
@@ -57,6 +62,7 @@ await stdio.connect(transport)
 const ways = {
   'in-process callTool': (name: string, args: Record<string, unknown>) => local.callTool(name, args, USER),
   'MCP, in-memory transport': (name: string, args: Record<string, unknown>) => inMemory.callTool({ name, arguments: args }),
+  'MCP, Streamable HTTP': (name: string, args: Record<string, unknown>) => overHttp.callTool({ name, arguments: args }),
   'MCP, stdio (engram-mcp)': (name: string, args: Record<string, unknown>) => stdio.callTool({ name, arguments: args }),
 } as const
 type Way = keyof typeof ways
@@ -99,6 +105,8 @@ for (const [op, byWay] of Object.entries(times)) {
   }
 }
 await stdio.close()
+await overHttp.close()
+await http.close()
 await inMemory.close()
 await local.close()
 await rm(base, { recursive: true, force: true })
