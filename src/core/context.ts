@@ -529,18 +529,23 @@ export function createContext(ctx: EngineContext) {
       superseded_by: string | null
       relevant: boolean
       origin: 'event' | 'memory'
+      rationale: string | null
+      alternatives: string | null
     }>(
       `WITH q AS (
          SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')
                  FROM unnest(to_tsvector('english', $5)))::tsquery AS q
        ), dec AS (
          SELECT e.id, coalesce(e.content ->> 'decision', e.content ->> 'text') AS text, e.conversation_id, e.created_at,
-                e.content -> 'supersedes' AS supersedes, 'event' AS origin
+                e.content -> 'supersedes' AS supersedes, 'event' AS origin,
+                CASE WHEN jsonb_typeof(e.content -> 'rationale') = 'string' THEN e.content ->> 'rationale' END AS rationale,
+                CASE WHEN jsonb_typeof(e.content -> 'alternatives') = 'array'
+                     THEN (SELECT string_agg(a, ', ') FROM jsonb_array_elements_text(e.content -> 'alternatives') a) END AS alternatives
          FROM events e
          WHERE e.tenant_id = $1 AND e.kind = 'decision' AND e.sensitivity = ANY($2::text[]) AND e.created_at <= $3
            AND ($4::text IS NULL OR e.user_id IS NULL OR e.user_id = $4)
          UNION ALL
-         SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory'
+         SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory', NULL, NULL
          FROM memories m
          WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = 'decision' AND m.created_at <= $3
            AND ${unexpired('$3')} AND ${readableBy('$4', '$6')} AND m.sensitivity = ANY($2::text[])
@@ -549,7 +554,7 @@ export function createContext(ctx: EngineContext) {
          FROM dec d
          CROSS JOIN LATERAL ${supersededIds('d.supersedes')}
        )
-       SELECT d.id, d.text, d.conversation_id, d.created_at, d.origin,
+       SELECT d.id, d.text, d.conversation_id, d.created_at, d.origin, d.rationale, d.alternatives,
               (SELECT min(by_id) FROM superseding s WHERE s.old_id = d.id) AS superseded_by,
               coalesce(to_tsvector('english', coalesce(d.text, '')) @@ (SELECT q FROM q), false) AS relevant
        FROM dec d
@@ -567,7 +572,7 @@ export function createContext(ctx: EngineContext) {
       out.push({
         id: r.id,
         kind: r.origin === 'event' ? 'decision' : 'memory:decision',
-        text: `- ${r.text ?? ''} (${day(r.created_at)}${r.conversation_id ? `, conversation ${r.conversation_id}` : ''})`,
+        text: `- ${r.text ?? ''}${r.rationale ? ` — because ${r.rationale}` : ''}${r.alternatives ? `; not: ${r.alternatives}` : ''} (${day(r.created_at)}${r.conversation_id ? `, conversation ${r.conversation_id}` : ''})`,
         score: (r.relevant ? 1 : 0.5) - n / (10 * (rows.length + 1)),
         source: { [r.origin === 'event' ? 'eventId' : 'memoryId']: r.id, conversationId: r.conversation_id },
       })

@@ -142,6 +142,12 @@ const recordEvent = z
       .max(20)
       .optional()
       .describe('For decision: the event ids of earlier decisions this one replaces.'),
+    rationale: z.string().min(1).max(4000).optional().describe('For decision: why it was made.'),
+    alternatives: z
+      .array(z.string().min(1).max(500))
+      .max(20)
+      .optional()
+      .describe('For decision: the options considered and not taken.'),
     actor_type: z.enum(['human', 'agent', 'tool']).optional().describe('Who acted (default: agent).'),
     actor_id: z.string().min(1).optional().describe('Which human, agent or tool.'),
     channel: z
@@ -153,7 +159,7 @@ const recordEvent = z
     refs: z.array(z.string().min(1)).max(100).optional().describe('Ids of events or documents it refers to.'),
   })
   .superRefine((v, issues) => {
-    const only = (field: 'tool' | 'tool_args' | 'task_id' | 'status' | 'supersedes', kinds: readonly string[]) => {
+    const only = (field: 'tool' | 'tool_args' | 'task_id' | 'status' | 'supersedes' | 'rationale' | 'alternatives', kinds: readonly string[]) => {
       if (v[field] !== undefined && !kinds.includes(v.kind)) {
         issues.addIssue({ code: 'custom', path: [field], message: `${field} is for ${kinds.join(' and ')} only` })
       }
@@ -163,6 +169,8 @@ const recordEvent = z
     only('task_id', ['task_update'])
     only('status', ['task_update'])
     only('supersedes', ['decision'])
+    only('rationale', ['decision'])
+    only('alternatives', ['decision'])
     if ((v.kind === 'tool_call' || v.kind === 'tool_result') && v.tool === undefined) {
       issues.addIssue({ code: 'custom', path: ['tool'], message: `a ${v.kind} needs tool` })
     }
@@ -179,7 +187,12 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
     case 'tool_result':
       return { tool: a.tool, output: a.text }
     case 'decision':
-      return { text: a.text, ...(a.supersedes ? { supersedes: a.supersedes } : {}) }
+      return {
+        text: a.text,
+        ...(a.rationale ? { rationale: a.rationale } : {}),
+        ...(a.alternatives ? { alternatives: a.alternatives } : {}),
+        ...(a.supersedes ? { supersedes: a.supersedes } : {}),
+      }
     case 'task_update':
       return { text: a.text, ...(a.task_id ? { taskId: a.task_id } : {}), ...(a.status ? { status: a.status } : {}) }
     default:

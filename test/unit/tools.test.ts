@@ -397,13 +397,21 @@ describe('agent tools', () => {
     await rec({ kind: 'task_update', task_id: 'T-1', status: 'in_progress', text: 'port the invoice parser' })
     await rec({ kind: 'task_update', task_id: 'T-2', text: 'write the changelog' })
     const old = await rec({ kind: 'decision', text: 'parse invoices with a regex' })
-    await rec({ kind: 'decision', text: 'parse invoices with the csv library', supersedes: [old.eventId] })
+    await rec({
+      kind: 'decision',
+      text: 'parse invoices with the csv library',
+      supersedes: [old.eventId],
+      rationale: 'quoted fields broke the regex',
+      alternatives: ['a hand-written parser', 'keep the regex'],
+    })
     const sectionText = async (name: string) => {
       const b = (await memory.callTool('build_context', { query: 'invoice parser', conversation_id: 'c1' }, alice)) as ContextBundle
       return b.sections.find((x) => x.name === name)?.items.map((i) => i.text)
     }
     expect(await sectionText('task_state')).toEqual(['- [open] T-2: write the changelog', '- [in_progress] T-1: port the invoice parser'])
-    expect((await sectionText('decision_ledger'))?.map((t) => t.replace(/ \(.*$/, ''))).toEqual(['- parse invoices with the csv library'])
+    expect((await sectionText('decision_ledger'))?.map((t) => t.replace(/ \(\d{4}.*$/, ''))).toEqual([
+      '- parse invoices with the csv library — because quoted fields broke the regex; not: a hand-written parser, keep the regex',
+    ])
     await rec({ kind: 'task_update', task_id: 'T-1', status: 'done', text: 'parser ported' })
     expect(await sectionText('task_state')).toEqual(['- [open] T-2: write the changelog'])
 
@@ -414,6 +422,7 @@ describe('agent tools', () => {
       { kind: 'message', text: 'hi', tool: 'grep' },
       { kind: 'decision', text: 'x', status: 'done' },
       { kind: 'task_update', text: 'x', supersedes: ['evt_1'] },
+      { kind: 'message', text: 'x', rationale: 'because' },
       { kind: 'task_update', text: 'x', status: 'finished' },
       { kind: 'tool_result', tool: 'grep', text: 'x', tool_args: {} },
     ]) {
