@@ -43,3 +43,31 @@ export async function embedOne(embedder: Embedder, text: string): Promise<Float3
   }
   return v
 }
+
+/**
+ * The vectors of the last texts embedded one at a time — queries, memories, a fact searched
+ * for and then saved — by model and text, so a text asked about again is not embedded again.
+ * Least recently used out first; a failed embedding is not kept. The vectors are shared:
+ * callers read them and never write to them.
+ */
+export class VectorCache {
+  readonly #entries = new Map<string, Promise<Float32Array>>()
+  constructor(readonly limit = 64) {}
+
+  embed(embedder: Embedder, text: string): Promise<Float32Array> {
+    const key = `${embedder.id}\u0000${text}`
+    const hit = this.#entries.get(key)
+    if (hit) {
+      this.#entries.delete(key)
+      this.#entries.set(key, hit)
+      return hit
+    }
+    const made = embedOne(embedder, text)
+    this.#entries.set(key, made)
+    made.catch(() => {
+      if (this.#entries.get(key) === made) this.#entries.delete(key)
+    })
+    if (this.#entries.size > this.limit) this.#entries.delete(this.#entries.keys().next().value as string)
+    return made
+  }
+}

@@ -5,7 +5,7 @@ import type { Db } from './db.ts'
 import { withMemoryErrors } from './db-errors.ts'
 import { withPreparedStatements } from './prepared.ts'
 import { createDocuments } from './documents.ts'
-import type { Embedder } from './embedder.ts'
+import { type Embedder, VectorCache } from './embedder.ts'
 import { entityGraphApi } from './entity-graph.ts'
 import { createEvents } from './events.ts'
 import { createForget } from './forget.ts'
@@ -109,6 +109,8 @@ export interface EngineContext {
   telemetry: Telemetry
   workspace: Workspace
   resolvePath: PathResolver | undefined
+  /** The vectors of recent queries and memories, so a text asked about again is not embedded again. */
+  vectors: VectorCache
   scoring: Scoring
   tokenCounter: ((text: string) => number) | null
   /** Tells the background indexer that rows may need vectors: a flag and a timer, no query. */
@@ -149,6 +151,7 @@ export async function createEngine(options: EngineOptions) {
     telemetry: createTelemetry(now),
     workspace: resolvedWorkspace(normalizeWorkspace(options.workspace), options.resolvePath),
     resolvePath: options.resolvePath,
+    vectors: new VectorCache(),
     scoring: resolveScoring(DEFAULT_SCORING, options.scoring),
     tokenCounter: options.tokenCounter ?? null,
     wrote: () => {},

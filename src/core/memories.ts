@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db.ts'
-import { embedOne, toVectorParam } from './embedder.ts'
+import { toVectorParam } from './embedder.ts'
 import type { EngineContext } from './engine.ts'
 import { type JsonObject, missingReferences, writeEdges } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
@@ -744,7 +744,7 @@ export function memoriesApi(ctx: EngineContext) {
     const embedder = ctx.embedder
     if (!embedder) return null
     try {
-      return { value: await embedOne(embedder, content), model: embedder.id }
+      return { value: await ctx.vectors.embed(embedder, content), model: embedder.id }
     } catch (cause) {
       if (cause instanceof MemoryError) throw cause
       throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, {

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db.ts'
-import { embedOne, type Embedder } from './embedder.ts'
+import { type Embedder, type VectorCache } from './embedder.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { EVENT_KINDS, type ActorType, type EventKind } from './events.ts'
@@ -997,9 +997,9 @@ export function withoutNames(text: string, names: ReadonlySet<string>): string {
     .trim()
 }
 
-async function embedQuery(embedder: Embedder, text: string): Promise<Float32Array> {
+async function embedQuery(vectors: VectorCache, embedder: Embedder, text: string): Promise<Float32Array> {
   try {
-    return await embedOne(embedder, text)
+    return await vectors.embed(embedder, text)
   } catch (cause) {
     if (cause instanceof MemoryError) throw cause
     throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
@@ -1024,7 +1024,7 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   const actors = await lookUpActors(ctx, text, o.scope.tenantId)
   const embedded = namesOut && actors.words.length > 0 && actors.others ? withoutNames(text, new Set(actors.words)) : text
   const vector = embedder
-    ? { value: await embedQuery(embedder, embedded), model: embedder.id, dims: embedder.dims }
+    ? { value: await embedQuery(ctx.vectors, embedder, embedded), model: embedder.id, dims: embedder.dims }
     : null
   return {
     text,

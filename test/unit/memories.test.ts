@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { VectorCache } from '../../src/core/embedder.ts'
 import { DEFAULT_DEDUP_THRESHOLD } from '../../src/core/engine.ts'
 import { MemoryError } from '../../src/core/errors.ts'
 import { memoryHash } from '../../src/core/memories.ts'
@@ -110,6 +111,35 @@ describe('curated memories', () => {
     expect(hits.map((h) => h.id).sort()).toEqual([a.id, b.id].sort())
     expect(hits.every((h) => h.scores.vector === null && (h.scores.keyword ?? 0) > 0)).toBe(true)
     expect((await memory.memories.get(a.id))?.embedModel).toBeNull()
+  })
+
+  it('a text asked about again is not embedded again: recall, search and a fact searched then saved share their vectors', async () => {
+    const embedder = createTestEmbedder()
+    await using memory = await openTestMemory({ embedder, indexing: 'manual' })
+    await memory.remember({ content: 'Ann prefers tabs', category: 'preference', userId: 'ann' })
+    const before = embedder.calls
+    await memory.recall('how does Ann indent?', { userId: 'ann' })
+    await memory.recall('how does Ann indent?', { userId: 'ann' })
+    await memory.memories.search('how does Ann indent?', { userId: 'ann' })
+    await memory.search('how does Ann indent?')
+    expect(embedder.calls - before).toBe(1)
+    // The mem0 facade's way: a fact is searched for, then saved.
+    await memory.memories.search('Ann reviews on Mondays', { userId: 'ann' })
+    await memory.remember({ content: 'Ann reviews on Mondays', category: 'fact', userId: 'ann' })
+    expect(embedder.calls - before).toBe(2)
+    // A failure is not kept: the next call tries again.
+    const failing = createTestEmbedder({ failOn: (t) => t === 'broken' })
+    const cache = new VectorCache(2)
+    await expect(cache.embed(failing, 'broken')).rejects.toThrow(/refuses/)
+    await expect(cache.embed(failing, 'broken')).rejects.toThrow(/refuses/)
+    expect(failing.calls).toBe(2)
+    // The least recently used goes first.
+    for (const t of ['a', 'b', 'a', 'c']) await cache.embed(failing, t)
+    expect(failing.calls).toBe(5)
+    await cache.embed(failing, 'a')
+    expect(failing.calls).toBe(5)
+    await cache.embed(failing, 'b')
+    expect(failing.calls).toBe(6)
   })
 
   it('the near-duplicate threshold is an engine option, 0.92 by default', async () => {

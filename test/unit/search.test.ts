@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import type { Db } from '../../src/core/db.ts'
-import type { Embedder } from '../../src/core/embedder.ts'
+import { type Embedder, VectorCache } from '../../src/core/embedder.ts'
 import type { EngineContext } from '../../src/core/engine.ts'
 import { withPreparedStatements } from '../../src/core/prepared.ts'
 import { DEFAULT_SCORING, resolveScoring, Z_WINDOW } from '../../src/core/scoring.ts'
@@ -28,7 +28,14 @@ import { say } from '../support/events.ts'
 
 /** What `planSearch` reads of an engine: `db` with its statements kept prepared, the default scoring. */
 function searchContext(db: Db, now: () => Date, embedder: Embedder): EngineContext {
-  const ctx = { db: withPreparedStatements(db), now, embedder, scoring: resolveScoring(DEFAULT_SCORING, undefined), beforeRead: async () => {} }
+  const ctx = {
+    db: withPreparedStatements(db),
+    now,
+    embedder,
+    vectors: new VectorCache(),
+    scoring: resolveScoring(DEFAULT_SCORING, undefined),
+    beforeRead: async () => {},
+  }
   return ctx as unknown as EngineContext
 }
 
