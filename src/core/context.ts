@@ -246,6 +246,40 @@ interface TurnRow {
   truncated_artifact: string | null
 }
 
+const turnsOptions = z
+  .object({
+    tenantId: identifier.default('default'),
+    /** Events above what this channel may show are left out (default 'private'). */
+    channel: z.enum(CHANNELS).default('private'),
+    /** Staleness as of this time (default now); procedures' links as the memory knew them then. */
+    asOf: timeInput.optional(),
+  })
+  .strict()
+export type TurnsOptions = z.input<typeof turnsOptions>
+
+/** A past turn as a search hit leads to it: the question, the answer, and what the answer did. */
+export interface TurnView {
+  /** The event asked about (a hit's `eventId`). */
+  eventId: string
+  /** The turn's question and answer; null for an event recorded outside a turn. */
+  userEventId: string | null
+  userText: string | null
+  replyEventId: string | null
+  replyText: string | null
+  /** The reply's procedures, in order, each with the document version it read or wrote. */
+  procedures: {
+    tool: string
+    args: JsonValue
+    versionId: string | null
+    /** The document's canonical key (its path or URL). */
+    document: string | null
+    version: number | null
+    latestVersion: number | null
+    /** Versions the document has had since the one seen (0: current). */
+    staleness: number | null
+  }[]
+}
+
 /** `buildContext`: the Active Context Bundle. */
 export function createContext(ctx: EngineContext) {
   const count = ctx.tokenCounter ?? estimateTokens
@@ -714,6 +748,55 @@ export function createContext(ctx: EngineContext) {
   }
 
   return {
+    /**
+     * The past turns that events belong to — for each search hit, the question, the answer,
+     * the procedures of the answer and the document versions they saw, with how stale each
+     * is now (or at `asOf`) — in the order asked, leaving out ids that are no event of the
+     * tenant, or above what `channel` may show. An event recorded outside a turn comes back
+     * with null question and answer.
+     *
+     * @example
+     * const hits = await memory.search('why does login fail?')
+     * const [turn] = await memory.turns(hits.map((h) => h.eventId))
+     */
+    async turns(eventIds: readonly string[], options: TurnsOptions = {}): Promise<TurnView[]> {
+      const ids = parseInput(z.array(identifier).max(1000), eventIds, 'event ids')
+      const o = parseInput(turnsOptions, options, 'turn options')
+      if (ids.length === 0) return []
+      const asOf = o.asOf === undefined ? null : toDate(o.asOf)
+      return ctx.db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ id: string }>(
+          `SELECT id FROM events WHERE id = ANY($1::text[]) AND tenant_id = $2 AND sensitivity = ANY($3::text[])
+             AND ($4::timestamptz IS NULL OR created_at <= $4)`,
+          [ids, o.tenantId, allowedSensitivities(o.channel), asOf],
+        )
+        const visible = new Set(rows.map((r) => r.id))
+        const found = await expandTurns(tx, [...visible], o.tenantId, asOf)
+        return ids.flatMap((id) => {
+          const t = found.get(id)
+          if (!visible.has(id) || !t) return []
+          return [
+            {
+              eventId: id,
+              userEventId: t.user_event_id,
+              userText: t.user_event_id ? t.user_text : null,
+              replyEventId: t.user_event_id ? t.reply_event_id : null,
+              replyText: t.user_event_id ? t.reply_text : null,
+              procedures: (t.procedures ?? []).map((p) => ({
+                tool: p.tool,
+                args: p.args,
+                versionId: p.version_id,
+                document: p.key,
+                version: p.version,
+                latestVersion: p.latest,
+                staleness: p.version === null || p.latest === null ? null : p.latest - p.version,
+              })),
+            },
+          ]
+        })
+      })
+    },
+
     /**
      * Builds the Active Context Bundle for the next model call: identity and rules (policy
      * memory and curated instructions, constraints, conventions), open tasks, decisions (not

@@ -169,6 +169,39 @@ describe('graph', () => {
     await expect(memory.documents.interactions('src/auth.ts', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
+  it('turns lead from search hits to their turns: question, answer, procedures and the versions they saw, with staleness', async () => {
+    const { memory, t1, t2 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const note = await memory.record({ kind: 'message', scope: { conversationId: 'c3' }, actor: { type: 'human', id: 'ann' }, content: { text: 'no turn' } })
+    const secret = await memory.recordTurn({ conversationId: 'c4', user: 'the admin password policy?', agent: 'Rotated monthly.', sensitivity: 'high' })
+    const hits = await memory.search('login')
+    expect(hits.map((h) => h.eventId)).toContain(t1.agentEventId)
+    const [first, second, standalone, ...rest] = await memory.turns([t1.agentEventId, t2.userEventId, note.eventId, 'evt_nothing', secret.userEventId], {
+      channel: 'public',
+    })
+    expect(rest).toEqual([])
+    expect(first).toMatchObject({
+      eventId: t1.agentEventId,
+      userEventId: t1.userEventId,
+      userText: 'how does login work?',
+      replyEventId: t1.agentEventId,
+      replyText: 'It checks a bcrypt hash.',
+    })
+    expect(first?.procedures).toEqual([
+      { tool: 'read_file', args: { path: 'src/auth.ts' }, versionId: t1.procedures[0]?.versionId, document: 'src/auth.ts', version: 1, latestVersion: 2, staleness: 1 },
+    ])
+    expect(second?.procedures.map((p) => [p.tool, p.version, p.staleness])).toEqual([
+      ['read_file', 1, 1],
+      ['edit_file', 2, 0],
+    ])
+    expect(standalone).toEqual({ eventId: note.eventId, userEventId: null, userText: null, replyEventId: null, replyText: null, procedures: [] })
+    // As of before the edit, what c1 read was current; the sensitive turn is there on a private channel.
+    expect((await memory.turns([t1.agentEventId], { asOf: '2025-04-01T09:00:30Z' }))[0]?.procedures[0]?.staleness).toBe(0)
+    expect((await memory.turns([secret.userEventId]))[0]?.replyText).toBe('Rotated monthly.')
+    expect(await memory.turns([t1.agentEventId], { tenantId: 'other' })).toEqual([])
+    await expect(memory.turns('evt_x' as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
   it('diffSince lists what was created after a time', async () => {
     const { memory, clock, t2 } = await twoConversationsSharingAFile()
     await using _ = memory
