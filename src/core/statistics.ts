@@ -58,10 +58,19 @@ export interface StatisticsOptions {
  * session closed before its writes paused), or whose statistics no longer describe its chunks,
  * is analysed at the first pause after opening.
  */
+/**
+ * Rows written since the waiting chunks' terms were counted at which a search counts them
+ * first (`engram_keyword_stats_apply`, once) instead of reading them itself, as each search
+ * does below it.
+ */
+export const KEYWORDS_BEFORE_READ = 256
+
 export function createStatistics(db: Db, options: StatisticsOptions) {
   let pending = 0
   /** Writes since the waiting chunks' terms were last counted (numbered past `keyword_counted`). */
   let keywordsWaiting = false
+  /** Rows those writes changed: about how many chunks a search would count on its own. */
+  let keywordRows = 0
   /** Chunks at the last refresh; null until known. */
   let baseline: number | null = null
   let running: Promise<void> | undefined
@@ -87,6 +96,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     running = (async () => {
       await applying?.catch(() => {})
       keywordsWaiting = false
+      keywordRows = 0
       // The waiting chunks' terms first, so they are in term_stats when it is analysed.
       await db.exec('SELECT engram_keyword_stats_apply()')
       const names = await tables()
@@ -125,6 +135,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     if (running) return running
     if (applying) return applying
     keywordsWaiting = false
+    keywordRows = 0
     applying = db
       .exec('SELECT engram_keyword_stats_apply()')
       .then(
@@ -264,6 +275,7 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       if (!(rows > 0)) return
       lastWrite = performance.now()
       pending += rows
+      keywordRows += rows
       keywordsWaiting = true
       if (due()) schedule()
       scheduleKeywords()
@@ -278,6 +290,13 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
     beforeRead: async (): Promise<void> => {
       if (options.mode !== 'auto' || stopped) return
       if (running) return running.catch(() => {})
+      // Writes that never pause (several agents at once) leave many chunks waiting, and each
+      // search would count their terms on its own: count them once, for every search after.
+      if (keywordsWaiting && keywordRows >= KEYWORDS_BEFORE_READ) {
+        clearTimeout(keywordSlot.timer)
+        keywordSlot.timer = undefined
+        await applyKeywords().catch((error: unknown) => options.onError?.(error))
+      }
       if (!due()) return
       clearTimeout(refreshSlot.timer)
       refreshSlot.timer = undefined

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import type { Db } from '../../src/core/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
+import { KEYWORDS_BEFORE_READ } from '../../src/core/statistics.ts'
 import type { EngineErrorEvent } from '../../src/core/indexer.ts'
 import { KEYWORD_PENDING_BOUND } from '../../src/core/schema/0009-keyword-pending.ts'
 import { steppingClock } from '../support/clock.ts'
@@ -176,6 +177,19 @@ describe('keyword statistics', () => {
       await vi.waitFor(async () => expect(await pendingChunks(t.db)).toBe(0), { timeout: 5_000, interval: 20 })
       await statsAgree(t.db)
     }
+  })
+
+  it(`are counted before a search once writes that never pause have changed ${KEYWORDS_BEFORE_READ} rows`, async () => {
+    // Writes never pause for a minute here: only a search counts them sooner.
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', indexingPause: { quietMs: 60_000, maxWaitMs: 60_000 } })
+    for (let i = 0; i < KEYWORDS_BEFORE_READ - 1; i++) await t.engine.record(say('c1', `Note ${i} on the release`))
+    await t.engine.search('release', { mode: 'keyword' })
+    expect(await pendingChunks(t.db)).toBe(KEYWORDS_BEFORE_READ - 1)
+    await t.engine.record(say('c1', 'One more note on the release'))
+    const hits = await t.engine.search('release', { mode: 'keyword' })
+    expect(await pendingChunks(t.db)).toBe(0)
+    expect(hits.length).toBeGreaterThan(0)
+    await statsAgree(t.db)
   })
 })
 
