@@ -170,6 +170,7 @@ const identity = {
   projectId: idField.optional(),
 }
 const metadataSchema = z.record(z.string(), z.unknown())
+const relevantToField = z.array(z.string().min(1).max(1000)).min(1).max(100).optional()
 const memoryIdSchema = z.string().min(1).max(200)
 const filterSchema = z.unknown().optional()
 
@@ -247,7 +248,7 @@ const recallOptions = z.strictObject({
   userId: idField.optional(),
   projectId: idField.optional(),
   /** Only memories relevant to any of these entity ids (`remember({ relatedTo })`), e.g. the file at hand. */
-  relevantTo: z.array(z.string().min(1).max(1000)).min(1).max(100).optional(),
+  relevantTo: relevantToField,
   /** The channel the memories will be shown in: those above its allowance are left out. */
   channel: readChannel,
 })
@@ -263,7 +264,7 @@ const selector = {
   scope: z.enum(MEMORY_SCOPES).optional(),
   category: z.union([z.enum(MEMORY_CATEGORIES), z.array(z.enum(MEMORY_CATEGORIES)).min(1)]).optional(),
   /** Only memories relevant to any of these entity ids (`remember({ relatedTo })`). */
-  relevantTo: z.array(z.string().min(1).max(1000)).min(1).max(100).optional(),
+  relevantTo: relevantToField,
   filters: filterSchema,
 }
 
