@@ -138,11 +138,52 @@ export type {
   DocumentRef,
   Staleness,
   Provenance,
+  DocumentInteraction,
+  InteractionOptions,
 } from '../core/documents.ts'
 export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery } from '../core/graph.ts'
 export type { ConversationGraph } from '../core/conversations.ts'
 export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/forget.ts'
 export type { Changes } from '../core/changes.ts'
+export type {
+  ForgetAllInput,
+  MemoryByIdOptions,
+  MemoryCategory,
+  MemoryContextInput,
+  MemoryContextRecord,
+  MemoryContextsOptions,
+  MemoryGetOptions,
+  MemoryHistoryRecord,
+  MemoryHit,
+  MemoryListOptions,
+  MemoryRecord,
+  MemoryResetInput,
+  MemoryScope,
+  MemoryScores,
+  MemorySearchOptions,
+  MemorySource,
+  MemoryStatus,
+  MemoryUpdate,
+  RecallOptions,
+  RememberInput,
+  RememberResult,
+} from '../core/memories.ts'
+export type {
+  EdgeInput,
+  EdgeOptions,
+  EdgeWriteResult,
+  GraphVerifyReport,
+  GraphWriteInput,
+  Neighbor,
+  NeighborsOptions,
+  NodeInput,
+  NodeReadOptions,
+  NodeRecord,
+  NodesOptions,
+  RelationRecord,
+  RemoveOptions,
+} from '../core/entity-graph.ts'
+export type { KvEntry, KvGetOptions, KvListOptions, KvWriteOptions } from '../core/kv.ts'
 export type { Stats } from '../core/stats.ts'
 export type {
   EngineErrorEvent,
@@ -188,5 +229,8 @@ export {
   type ContextOmission,
   type ContextSection,
   DEFAULT_SECTION_CAPS,
+  SECTION_PRIORITIES,
   type SectionName,
+  type TurnsOptions,
+  type TurnView,
 } from '../core/context.ts'
