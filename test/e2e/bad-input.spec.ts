@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test'
 import { openMemory } from '../../src/node/index.ts'
-import { apiMethods } from '../support/api-methods.ts'
+import { apiMethods, garbageArguments } from '../support/api-methods.ts'
 import { openHarness } from './support.ts'
 
 /** Methods that take a listener: they subscribe in the page and are not data calls. */
@@ -13,32 +13,12 @@ test('every method, called through the worker with bad arguments, answers with a
   await node.close()
   expect(paths.length).toBeGreaterThan(70)
   await openHarness(page)
-  const wrong = await page.evaluate(async (paths) => {
+  const wrong = await page.evaluate(async ({ paths, source }) => {
     const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
     await memory.recordTurn({ conversationId: 'c0', user: 'hi', agent: 'hello' })
-    const circular: Record<string, unknown> = {}
-    circular.self = circular
-    const garbage: unknown[][] = [
-      [undefined],
-      [42],
-      [null],
-      [[]],
-      [{ bogus: true }],
-      [circular],
-      [Symbol('s')],
-      [() => 1],
-      [Number.NaN],
-      [10n],
-      [new Date('not a date')],
-      ['a\u0000b'],
-      ['x', 42],
-      ['x', null],
-      ['x', { bogus: 1 }],
-      ['x', { tenantId: 'a\u0000b' }],
-      [{ conversationId: 'c\u0000' }],
-      ['c0', { limit: -1 }],
-      ['c0', { asOf: 'garbage' }],
-      ['x', {}, null],
+    // The unit sweep's argument sets, built here from the function's source, and what only a page has.
+    const garbage = [
+      ...(new Function(`return (${source})()`) as () => unknown[][])(),
       [new Blob(['x'])],
       [new Uint8Array(4)],
     ]
@@ -59,7 +39,8 @@ test('every method, called through the worker with bad arguments, answers with a
     // And the memory still answers.
     if ((await memory.ping()).schemaVersion < 1) out.push('ping failed after the sweep')
     await memory.close()
-    return out
-  }, paths)
-  expect(wrong).toEqual([])
+    return { out, sets: garbage.length }
+  }, { paths, source: garbageArguments.toString() })
+  expect(wrong.sets).toBe(garbageArguments().length + 2)
+  expect(wrong.out).toEqual([])
 })

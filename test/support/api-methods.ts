@@ -10,3 +10,39 @@ export function apiMethods(api: object, path: readonly string[] = []): string[][
     return []
   })
 }
+
+/**
+ * What an untyped caller might pass, as each call's arguments. Self-contained (no imports, no
+ * outer names), so the browser sweep can build the same list in the page from its source.
+ */
+export function garbageArguments(): unknown[][] {
+  const circular: Record<string, unknown> = {}
+  circular.self = circular
+  return [
+    [undefined],
+    [42],
+    [null],
+    [[]],
+    [{ bogus: true }],
+    [circular],
+    [Symbol('s')],
+    [() => 1],
+    [Number.NaN],
+    [10n],
+    [new Date('not a date')],
+    [Object.create(null)],
+    ['a\u0000b'],
+    ['x', 42],
+    ['x', null],
+    ['x', { bogus: 1 }],
+    ['x', { tenantId: 'a\u0000b' }],
+    [{ conversationId: 'c\u0000' }],
+    [{ scope: { conversationId: 'a\u0000b' } }],
+    ['c0', { limit: -1 }],
+    ['c0', { limit: 1e12 }],
+    ['c0', { asOf: 'garbage' }],
+    ['x', {}, null],
+    ['x', {}, 42],
+    ['save_memory', { content: 'a', category: 'fact' }, { tenantId: 5 }],
+  ]
+}

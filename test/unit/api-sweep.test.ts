@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { Memory } from '../../src/core/mem0.ts'
 import type { NodeMemory } from '../../src/node/index.ts'
-import { apiMethods } from '../support/api-methods.ts'
+import { apiMethods, garbageArguments } from '../support/api-methods.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 let memory: NodeMemory
@@ -13,37 +13,7 @@ beforeAll(async () => {
 })
 afterAll(() => memory.close())
 
-const circular: Record<string, unknown> = {}
-circular.self = circular
-
-/** What an untyped caller might pass, as each call's arguments. */
-const GARBAGE: unknown[][] = [
-  [undefined],
-  [42],
-  [null],
-  [[]],
-  [{ bogus: true }],
-  [circular],
-  [Symbol('s')],
-  [() => 1],
-  [Number.NaN],
-  [10n],
-  [new Date('not a date')],
-  [Object.create(null)],
-  ['a\u0000b'],
-  ['x', 42],
-  ['x', null],
-  ['x', { bogus: 1 }],
-  ['x', { tenantId: 'a\u0000b' }],
-  [{ conversationId: 'c\u0000' }],
-  [{ scope: { conversationId: 'a\u0000b' } }],
-  ['c0', { limit: -1 }],
-  ['c0', { limit: 1e12 }],
-  ['c0', { asOf: 'garbage' }],
-  ['x', {}, null],
-  ['x', {}, 42],
-  ['save_memory', { content: 'a', category: 'fact' }, { tenantId: 5 }],
-]
+const GARBAGE = garbageArguments()
 
 function describeArgs(args: unknown[]): string {
   return args
