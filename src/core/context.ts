@@ -58,6 +58,8 @@ export const SECTION_PRIORITIES: Readonly<Record<SectionName, number>> = Object.
 
 /** Section names, highest priority first (ties in bundle order). */
 const BY_PRIORITY = [...SECTION_NAMES].sort((a, b) => SECTION_PRIORITIES[b] - SECTION_PRIORITIES[a])
+/** The order items are dropped from when the rendered bundle is over budget. */
+const LOWEST_PRIORITY_FIRST = [...BY_PRIORITY].reverse()
 
 /** Order of sections in the bundle and its text. */
 const SECTION_TITLES: Record<SectionName, string> = {
@@ -862,10 +864,11 @@ export function createContext(ctx: EngineContext) {
       // lowest-priority section that has any.
       let text = render(sections)
       while (count(text) > i.maxTokens) {
-        const s = [...sections].reverse().sort((a, b) => SECTION_PRIORITIES[a.name] - SECTION_PRIORITIES[b.name]).find((x) => x.items.length > 0)
+        const s = LOWEST_PRIORITY_FIRST.map((n) => sections.find((x) => x.name === n) as ContextSection).find((x) => x.items.length > 0)
+        if (!s) break
         let worst: { s: ContextSection; k: number } | undefined
-        for (const [k, it] of (s?.items ?? []).entries()) {
-          if (!worst || it.score < (worst.s.items[worst.k]?.score ?? Infinity)) worst = { s: s as ContextSection, k }
+        for (const [k, it] of s.items.entries()) {
+          if (!worst || it.score < (worst.s.items[worst.k]?.score ?? Infinity)) worst = { s, k }
         }
         if (!worst) break
         const [dropped] = worst.s.items.splice(worst.k, 1)

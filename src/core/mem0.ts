@@ -223,17 +223,25 @@ function toItem(m: MemoryRecord, score?: number): Mem0Item {
   }
 }
 
-/** Graph memory's links among `entities` (others left out) in mem0's shape, and the entities' names by node id. */
-function relationsOf(links: readonly Neighbor[], entities: readonly NodeRecord[]): { relations: Mem0Relation[]; nameOf: Map<string, string> } {
+/**
+ * Graph memory's links among `entities` (others left out): in mem0's shape, as the links
+ * themselves (`kept`), and the entities' names by node id.
+ */
+function relationsOf(
+  links: readonly Neighbor[],
+  entities: readonly NodeRecord[],
+): { relations: Mem0Relation[]; kept: Neighbor[]; nameOf: Map<string, string> } {
   const nameOf = new Map(entities.map((n) => [n.id, entityName(n.payload.name)]))
   const relations = new Map<string, Mem0Relation>()
+  const kept: Neighbor[] = []
   for (const link of links) {
     const source = nameOf.get(link.src)
     const destination = nameOf.get(link.dst)
     if (!link.rel.startsWith(RELATION_PREFIX) || !source || !destination) continue
     relations.set(link.edgeId, { source, relationship: link.rel.slice(RELATION_PREFIX.length), destination })
+    kept.push(link)
   }
-  return { relations: [...relations.values()], nameOf }
+  return { relations: [...relations.values()], kept, nameOf }
 }
 
 /** Graph memory's entity nodes are of this type; the entity's own type is in the payload. */
@@ -582,13 +590,9 @@ export class Memory {
           )
     const ends = links.filter((l) => l.rel.startsWith(RELATION_PREFIX)).map((l) => l.neighbor)
     const others = ends.length === 0 ? [] : await graph.nodes({ ids: [...new Set(ends)], type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
-    const { relations, nameOf } = relationsOf(links, [...named, ...others])
-    const linked = new Set<string>()
-    for (const link of links) {
-      if (link.rel.startsWith(RELATION_PREFIX) && nameOf.has(link.src) && nameOf.has(link.dst) && !named.some((m) => m.id === link.neighbor)) {
-        linked.add(nameOf.get(link.neighbor) as string)
-      }
-    }
+    const { relations, kept, nameOf } = relationsOf(links, [...named, ...others])
+    const namedIds = new Set(named.map((n) => n.id))
+    const linked = new Set(kept.filter((l) => !namedIds.has(l.neighbor)).map((l) => nameOf.get(l.neighbor) as string))
     if (linked.size === 0) return { results, relations }
     // The memories of the linked entities that the search above did not return, interleaved
     // with its hits by reciprocal rank and cut to `limit`; each keeps its own score.

@@ -124,6 +124,17 @@ const manageMemory = z
 
 const TASK_STATUSES = ['open', 'in_progress', 'blocked', 'done', 'cancelled'] as const
 
+/** The record_event arguments that belong to some kinds of event only. */
+const FIELD_KINDS = {
+  tool: ['tool_call', 'tool_result'],
+  tool_args: ['tool_call'],
+  task_id: ['task_update'],
+  status: ['task_update'],
+  supersedes: ['decision'],
+  rationale: ['decision'],
+  alternatives: ['decision'],
+} as const
+
 const recordEvent = z
   .strictObject({
     kind: z.enum(['message', 'tool_call', 'tool_result', 'decision', 'task_update']).describe('What happened.'),
@@ -159,18 +170,11 @@ const recordEvent = z
     refs: z.array(z.string().min(1)).max(100).optional().describe('Ids of events or documents it refers to.'),
   })
   .superRefine((v, issues) => {
-    const only = (field: 'tool' | 'tool_args' | 'task_id' | 'status' | 'supersedes' | 'rationale' | 'alternatives', kinds: readonly string[]) => {
+    for (const [field, kinds] of Object.entries(FIELD_KINDS) as [keyof typeof FIELD_KINDS, readonly string[]][]) {
       if (v[field] !== undefined && !kinds.includes(v.kind)) {
         issues.addIssue({ code: 'custom', path: [field], message: `${field} is for ${kinds.join(' and ')} only` })
       }
     }
-    only('tool', ['tool_call', 'tool_result'])
-    only('tool_args', ['tool_call'])
-    only('task_id', ['task_update'])
-    only('status', ['task_update'])
-    only('supersedes', ['decision'])
-    only('rationale', ['decision'])
-    only('alternatives', ['decision'])
     if ((v.kind === 'tool_call' || v.kind === 'tool_result') && v.tool === undefined) {
       issues.addIssue({ code: 'custom', path: ['tool'], message: `a ${v.kind} needs tool` })
     }

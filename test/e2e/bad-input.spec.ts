@@ -13,15 +13,13 @@ test('every method, called through the worker with bad arguments, answers with a
   await node.close()
   expect(paths.length).toBeGreaterThan(70)
   await openHarness(page)
-  const wrong = await page.evaluate(async ({ paths, source }) => {
+  // The unit sweep's argument sets, built in the page (functions and symbols cannot be sent there).
+  const shared = await page.evaluateHandle(garbageArguments)
+  const wrong = await page.evaluate(async ({ paths, shared }) => {
     const memory = await window.engram.createMemory({ storage: 'memory', embedder: { kind: 'none' } })
     await memory.recordTurn({ conversationId: 'c0', user: 'hi', agent: 'hello' })
-    // The unit sweep's argument sets, built here from the function's source, and what only a page has.
-    const garbage = [
-      ...(new Function(`return (${source})()`) as () => unknown[][])(),
-      [new Blob(['x'])],
-      [new Uint8Array(4)],
-    ]
+    // And what only a page has.
+    const garbage = [...shared, [new Blob(['x'])], [new Uint8Array(4)]]
     const out: string[] = []
     for (const path of paths) {
       let fn: unknown = memory
@@ -40,7 +38,7 @@ test('every method, called through the worker with bad arguments, answers with a
     if ((await memory.ping()).schemaVersion < 1) out.push('ping failed after the sweep')
     await memory.close()
     return { out, sets: garbage.length }
-  }, { paths, source: garbageArguments.toString() })
+  }, { paths, shared })
   expect(wrong.sets).toBe(garbageArguments().length + 2)
   expect(wrong.out).toEqual([])
 })

@@ -13,7 +13,7 @@ export function apiMethods(api: object, path: readonly string[] = []): string[][
 
 /**
  * What an untyped caller might pass, as each call's arguments. Self-contained (no imports, no
- * outer names), so the browser sweep can build the same list in the page from its source.
+ * outer names), so the browser sweep can run it in the page and get the same list there.
  */
 export function garbageArguments(): unknown[][] {
   const circular: Record<string, unknown> = {}
