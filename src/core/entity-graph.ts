@@ -62,14 +62,14 @@ const TOMBSTONE_WARNING_RATIO = 0.3
 
 const RELATION_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/
 
-const tenant = z.string().min(1).max(200).default('default')
+export const tenant = z.string().min(1).max(200).default('default')
 const provenance = {
   tenantId: tenant,
   runId: z.string().min(1).max(200).optional(),
   taskId: z.string().min(1).max(200).optional(),
 }
-const entityId = z.string().min(1).max(1000)
-const entityIds = z.array(entityId).min(1).max(10_000)
+export const entityId = z.string().min(1).max(1000)
+export const entityIds = z.array(entityId).min(1).max(10_000)
 const payloadSchema = z.record(z.string(), z.unknown())
 
 const nodeInput = z.strictObject({
@@ -109,12 +109,12 @@ const removeOptions = z.strictObject(provenance)
 export type RemoveOptions = z.input<typeof removeOptions>
 
 const asOf = z.coerce.date().optional()
-const nodeReadOptions = z
+export const nodeReadOptions = z
   .strictObject({ tenantId: tenant, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).optional() })
   .refine((v) => v.asOf === undefined || v.rev === undefined, { message: 'give asOf or rev, not both' })
 export type NodeReadOptions = z.input<typeof nodeReadOptions>
 
-const nodesOptions = z.strictObject({
+export const nodesOptions = z.strictObject({
   tenantId: tenant,
   asOf,
   /** Only these ids (those that name a live node). */
@@ -125,7 +125,7 @@ const nodesOptions = z.strictObject({
 })
 export type NodesOptions = z.input<typeof nodesOptions>
 
-const neighborsOptions = z.strictObject({
+export const neighborsOptions = z.strictObject({
   tenantId: tenant,
   asOf,
   /** Only links that held at this time in the world (`validFrom` ≤ it < `validTo`; an open end holds). */
@@ -310,11 +310,11 @@ export interface NodeRow {
   tombstone: boolean
 }
 
-function corrupt(message: string, details: Record<string, unknown>): MemoryError {
+export function corrupt(message: string, details: Record<string, unknown>): MemoryError {
   return new MemoryError('CORRUPT', message, { details })
 }
 
-function isJsonObject(value: unknown): value is JsonObject {
+export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 

@@ -687,3 +687,6 @@ export function createEvents(ctx: EngineContext) {
     },
   }
 }
+
+/** The read-by-id options' schema, for readers of an exported file (snapshot.ts). */
+export { getOptions as eventReadOptions }

@@ -252,3 +252,6 @@ export function kvApi(ctx: EngineContext) {
     },
   }
 }
+
+/** The read options' schemas, for readers of an exported file (snapshot.ts). */
+export { getOptions as kvGetOptions, listOptions as kvListOptions, name as kvName }

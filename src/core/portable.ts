@@ -272,7 +272,7 @@ async function unseal(file: Blob, passphrase: string | undefined): Promise<strin
   }
 }
 
-interface ParsedFile {
+export interface ParsedFile {
   manifest: ExportManifest
   rows: Map<string, Record<string, unknown>[]>
   vectors: { source_id: string; ord: number; model: string; v: string }[]
@@ -344,6 +344,11 @@ async function parseFile(text: string): Promise<ParsedFile> {
     if (info.count > 0 && !byTable.has(table)) throw corrupt(`the rows of "${table}" are missing (truncated file?)`)
   }
   return { manifest, rows, vectors }
+}
+
+/** Opens a file and checks it whole (signature, passphrase, per-table counts and checksums), without a database. */
+export async function readExportFile(file: Blob, passphrase?: string): Promise<ParsedFile> {
+  return parseFile(await unseal(file, passphrase))
 }
 
 /**

@@ -29,7 +29,7 @@ export interface OpenMemoryOptions {
   indexing?: 'auto' | 'manual'
   /** How background batches wait for a pause in the writes (default 1 s, 10 s at most); see `createEngine`. */
   indexingPause?: EngineOptions['indexingPause']
-  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.85). */
+  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.92, `DEFAULT_DEDUP_THRESHOLD`). */
   dedupThreshold?: number
   /** Retrieval and ranking weights over `DEFAULT_SCORING`. */
   scoring?: ScoringInput
@@ -219,6 +219,9 @@ export {
   UPDATE_DECISION_PROMPT,
 } from '../mem0/index.ts'
 export type { TelemetryEvent } from '../core/telemetry.ts'
+// Reading an export file without opening a memory.
+export { openSnapshot, type Snapshot, type SnapshotOptions } from '../core/snapshot.ts'
+export type { ExportManifest } from '../core/portable.ts'
 export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools.ts'
 export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from '../core/search.ts'
 export { DEFAULT_SCORING, type Scoring, type ScoringInput } from '../core/scoring.ts'

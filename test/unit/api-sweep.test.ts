@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { Memory } from '../../src/core/mem0.ts'
+import { openSnapshot } from '../../src/core/snapshot.ts'
 import type { NodeMemory } from '../../src/node/index.ts'
 import { apiMethods, garbageArguments } from '../support/api-methods.ts'
 import { openTestMemory } from '../support/memory.ts'
@@ -75,6 +76,20 @@ describe('the whole API against garbage', () => {
     for (const name of names) {
       const fn = (facade as unknown as Record<string, (...args: unknown[]) => unknown>)[name] as (...args: unknown[]) => unknown
       await sweep(name, (...args) => fn.apply(facade, args), wrong)
+    }
+    expect(wrong).toEqual([])
+  })
+
+  it('answers every bad argument of a snapshot, and of opening one, with a MemoryError', async () => {
+    const snapshot = await openSnapshot(await memory.exportFile())
+    const all = apiMethods(snapshot)
+    expect(all.map((p) => p.join('.'))).toEqual(expect.arrayContaining(['rows', 'graph.neighbors', 'kv.get', 'events.get']))
+    const wrong: string[] = []
+    expect(await sweep('openSnapshot', (...args) => openSnapshot(...(args as Parameters<typeof openSnapshot>)), wrong)).toBe(true)
+    for (const path of all) {
+      const self = path.slice(0, -1).reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, snapshot as never)
+      const fn = self[path.at(-1) as string] as (...args: unknown[]) => unknown
+      await sweep(path.join('.'), (...args) => fn.apply(self, args), wrong)
     }
     expect(wrong).toEqual([])
   })
