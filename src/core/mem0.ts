@@ -180,6 +180,8 @@ const searchOptions = z.strictObject({
   ...scopeFields,
   limit: z.number().int().min(1).max(1000).default(100),
   filters: z.unknown().optional(),
+  /** Leaves out results whose `score` (the fused rank score, 0–1) is below this. */
+  threshold: z.number().min(0).max(1).optional(),
 })
 export type Mem0SearchOptions = z.input<typeof searchOptions>
 const getAllOptions = z.strictObject({
@@ -571,8 +573,9 @@ export class Memory {
     const o = parseInput(searchOptions, options ?? {}, 'search options')
     requireScope(o)
     const scope = { ...scopeOf(o), ...this.#tenant, ...(o.filters === undefined ? {} : { filters: o.filters }) }
-    const hits = await this.#engine.memories.search(query, { ...scope, limit: o.limit })
-    const results = hits.map((h) => toItem(h, h.scores.fused))
+    const threshold = o.threshold ?? 0
+    const scored = (hits: MemoryHit[]) => hits.filter((h) => h.scores.fused >= threshold).map((h) => toItem(h, h.scores.fused))
+    const results = scored(await this.#engine.memories.search(query, { ...scope, limit: o.limit }))
     if (this.#options.graph !== true) return { results }
     // Graph memory: the links of the entities the query names, then (up to `limit` more) the
     // memories of the entities at their other ends that the search above did not return.
@@ -597,9 +600,9 @@ export class Memory {
     // The memories of the linked entities that the search above did not return, interleaved
     // with its hits by reciprocal rank and cut to `limit`; each keeps its own score.
     const seen = new Set(results.map((r) => r.id))
-    const related = (await this.#engine.memories.search([...linked].join(' '), { ...scope, limit: o.limit }))
-      .filter((h) => !seen.has(h.id))
-      .map((h) => toItem(h, h.scores.fused))
+    const related = scored(await this.#engine.memories.search([...linked].join(' '), { ...scope, limit: o.limit })).filter(
+      (h) => !seen.has(h.id),
+    )
     const rrf = (rank: number) => 1 / (DEFAULT_SCORING.rrfK + rank + 1)
     // A stable sort: on a tie the direct hit, listed first, stays ahead.
     const merged = [...results.map((item, n) => ({ item, rrf: rrf(n) })), ...related.map((item, n) => ({ item, rrf: rrf(n) }))].sort(

@@ -125,6 +125,32 @@ describe('mem0-compatible Memory: CRUD', () => {
     expect((await mem.search('tea', { userId: 'u' })).results).toHaveLength(5)
   })
 
+  it('search leaves out results scored below `threshold`', async () => {
+    await using mem = await open({
+      embedder: {
+        table: {
+          'User likes Python': atSimilarity(0.9),
+          'User likes Rust': atSimilarity(0.6),
+          'User owns a red bicycle': atSimilarity(0.1),
+          'programming languages': atSimilarity(1),
+        },
+      },
+    })
+    for (const text of ['User likes Python', 'User likes Rust', 'User owns a red bicycle']) await mem.add(text, { userId: 'alice' })
+    const all = (await mem.search('programming languages', { userId: 'alice' })).results
+    expect(all).toHaveLength(3)
+    const scores = all.map((r) => r.score as number)
+    // Between the first and the second score: only the first is left.
+    const cut = ((scores[0] as number) + (scores[1] as number)) / 2
+    expect(scores[0]).toBeGreaterThan(scores[1] as number)
+    const kept = (await mem.search('programming languages', { userId: 'alice', threshold: cut })).results
+    expect(kept.map((r) => r.memory)).toEqual(['User likes Python'])
+    expect((await mem.search('programming languages', { userId: 'alice', threshold: 0 })).results).toEqual(all)
+    for (const threshold of [-0.1, 1.5, Number.NaN]) {
+      await expect(mem.search('programming languages', { userId: 'alice', threshold })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    }
+  })
+
   it('get returns the stored item in mem0 shape, and null for an unknown id', async () => {
     await using mem = await open()
     const { results } = await mem.add('I prefer dark mode', { userId: 'alice', metadata: { tag: 'ui' } })
