@@ -11,7 +11,9 @@ import {
   type RememberInput,
   type RememberResult,
 } from './memories.ts'
+import { MAX_PROCEDURES_PER_TURN } from './limits.ts'
 import { identifier } from './scope.ts'
+import type { TurnRecord } from './turns.ts'
 import { parseInput, z } from './validate.ts'
 
 const category = z.enum(MEMORY_CATEGORIES)
@@ -204,6 +206,52 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
   }
 }
 
+const turnProcedure = z
+  .strictObject({
+    tool: z.string().min(1).max(64).describe('The tool\'s name, e.g. read_file.'),
+    args: z.record(z.string(), z.unknown()).optional().describe('The arguments it was called with.'),
+    path: z.string().min(1).max(4096).optional().describe('The file it read or wrote.'),
+    url: z.string().min(1).max(4096).optional().describe('The web page it read.'),
+    content: z
+      .string()
+      .optional()
+      .describe('The file\'s or page\'s content as it was after the call (leave it out to record only that it was touched).'),
+    effect: z.enum(['read', 'write']).optional().describe('With path or url: whether the tool read or wrote it.'),
+    output: z.string().min(1).optional().describe('Without path or url: what the tool returned.'),
+  })
+  .superRefine((p, issues) => {
+    if (p.path !== undefined && p.url !== undefined) {
+      issues.addIssue({ code: 'custom', path: ['url'], message: 'give path or url, not both' })
+    }
+    const document = p.path !== undefined || p.url !== undefined
+    if (document && p.effect === undefined) issues.addIssue({ code: 'custom', path: ['effect'], message: 'a path or url needs effect' })
+    if (document && p.output !== undefined) {
+      issues.addIssue({ code: 'custom', path: ['output'], message: 'a path or url keeps its content in content; drop output' })
+    }
+    if (!document) {
+      for (const field of ['content', 'effect'] as const) {
+        if (p[field] !== undefined) issues.addIssue({ code: 'custom', path: [field], message: `${field} needs a path or url` })
+      }
+    }
+  })
+
+const recordTurn = z.strictObject({
+  conversation_id: z.string().min(1).describe('The conversation (session) it belongs to.'),
+  user: z.string().min(1).describe('The user\'s message, as they wrote it.'),
+  reply: z.string().min(1).describe('Your reply.'),
+  procedures: z
+    .array(turnProcedure)
+    .max(MAX_PROCEDURES_PER_TURN)
+    .optional()
+    .describe('The tools you called to answer, in order: the files and pages they read or wrote, or their output.'),
+  channel: z
+    .enum(['private', 'public', 'team', 'agent'])
+    .optional()
+    .describe('Who may later see it (default private).'),
+  sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
+  tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
+})
+
 const buildContext = z.strictObject({
   query: z.string().min(1).describe('What the next step is about; drives retrieval.'),
   conversation_id: z.string().min(1).optional().describe('The current conversation.'),
@@ -254,6 +302,11 @@ export const TOOL_SCHEMAS = {
     description:
       'Record something that happened in this conversation (a message, tool call, tool result, decision or task update) in the permanent log.',
     schema: recordEvent,
+  },
+  record_turn: {
+    description:
+      'Record one exchange of this conversation in the permanent log: the user\'s message, your reply, and the tools you called, with the files and pages they read or wrote (each file\'s content becomes a version, so later sessions can tell whether what you read has changed since).',
+    schema: recordTurn,
   },
   build_context: {
     description:
@@ -321,7 +374,7 @@ export interface ToolIdentity {
 }
 
 /**
- * What `callTool` needs from the engine; `record`, `buildContext`, `search` and
+ * What `callTool` needs from the engine; `record`, `recordTurn`, `buildContext`, `search` and
  * `artifacts.get` are used when present (else their tools answer NOT_SUPPORTED).
  */
 export interface ToolHost {
@@ -478,6 +531,54 @@ export async function callTool(
         ...(a.refs ? { refs: a.refs } : {}),
       })
     }
+    case 'record_turn': {
+      const a = parseInput(recordTurn, args, 'record_turn arguments')
+      const turn = (await optional(
+        host,
+        'recordTurn',
+      )({
+        conversationId: a.conversation_id,
+        scope: {
+          ...who(identity),
+          ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
+          ...(identity.runId === undefined ? {} : { runId: identity.runId }),
+        },
+        user: a.user,
+        agent: identity.agentId === undefined ? a.reply : { text: a.reply, actorId: identity.agentId },
+        procedures: (a.procedures ?? []).map((p) => ({
+          tool: p.tool,
+          ...(p.args === undefined ? {} : { args: p.args }),
+          ...(p.path === undefined && p.url === undefined
+            ? p.output === undefined
+              ? {}
+              : { output: p.output }
+            : {
+                document: {
+                  ...(p.path === undefined ? {} : { path: p.path }),
+                  ...(p.url === undefined ? {} : { url: p.url }),
+                  ...(p.content === undefined ? {} : { content: p.content }),
+                  effect: p.effect,
+                },
+              }),
+        })),
+        ...(a.channel ? { channel: a.channel } : {}),
+        ...(a.sensitivity ? { sensitivity: a.sensitivity } : {}),
+        ...(a.tags ? { tags: a.tags } : {}),
+      })) as TurnRecord
+      return {
+        turn_index: turn.turnIndex,
+        user_event_id: turn.userEventId,
+        reply_event_id: turn.agentEventId,
+        created_at: turn.createdAt,
+        procedures: turn.procedures.map((p) => ({
+          tool: p.tool,
+          ...(p.canonicalKey === undefined ? {} : { document: p.canonicalKey }),
+          ...(p.version === undefined ? {} : { version: p.version, version_created: p.versionCreated === true }),
+          ...(p.toolCallEventId === undefined ? {} : { tool_call_event_id: p.toolCallEventId }),
+          ...(p.toolResultEventId === undefined ? {} : { tool_result_event_id: p.toolResultEventId }),
+        })),
+      }
+    }
     case 'get_artifact': {
       const a = parseInput(getArtifact, args, 'get_artifact arguments')
       const artifact = (await optional(
@@ -558,7 +659,7 @@ function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
 /** A method of the engine the tool needs beyond `ToolHost` (a dotted path), or NOT_SUPPORTED. */
 function optional(
   host: ToolHost,
-  method: 'record' | 'buildContext' | 'search' | 'artifacts.get' | 'events.supersededBy',
+  method: 'record' | 'recordTurn' | 'buildContext' | 'search' | 'artifacts.get' | 'events.supersededBy',
 ): (...args: unknown[]) => Promise<unknown> {
   const path = method.split('.')
   const owner = path.slice(0, -1).reduce<unknown>((o, key) => (o as Record<string, unknown> | undefined)?.[key], host)
@@ -605,6 +706,9 @@ Also save what you infer (source: inferred): the user keeps correcting the same 
 ### Never save
 - Passwords, API keys, tokens or any other secret.
 - Passing task details ("asked me to fix bug #123") or what anyone could see from the code.
+
+### The session log (record_turn)
+- When the host does not record the conversation itself, record each exchange that used tools with record_turn: the user's message, your reply, and the files you read or wrote with their content.
 
 ### Past decisions and full outputs (query_decisions, get_artifact)
 - Before changing something that was decided in an earlier session, look the decision up with query_decisions and say if you go against it.

@@ -159,7 +159,7 @@ describe('engram-mcp', () => {
     stop.abort()
     await stopped
     await session(async (client) => {
-      expect((await client.listTools()).tools.length).toBe(7)
+      expect((await client.listTools()).tools.length).toBe(TOOL_NAMES.length)
     })
     const help: string[] = []
     const stderr = new PassThrough()

@@ -32,6 +32,7 @@ describe('agent tools', () => {
       'recall_memories',
       'manage_memory',
       'record_event',
+      'record_turn',
       'build_context',
       'get_artifact',
       'query_decisions',
@@ -344,7 +345,7 @@ describe('agent tools', () => {
   })
 
   it('the memory guidelines name every memory tool and every category', () => {
-    for (const tool of ['save_memory', 'recall_memories', 'manage_memory'])
+    for (const tool of ['save_memory', 'recall_memories', 'manage_memory', 'record_turn'])
       expect(MEMORY_GUIDELINES).toContain(tool)
     for (const c of [
       'preference',
@@ -377,6 +378,83 @@ describe('agent tools', () => {
       content: { text: 'Use PGlite for storage' },
       tags: ['db'],
     })
+  })
+
+  it('record_turn records a whole exchange in the caller\'s scope: the files read or written become versions, a tool\'s output its events', async () => {
+    await using memory = await openTestMemory({ workspace: { mode: 'local', root: '/repo' } })
+    const alice = { userId: 'alice', agentId: 'coder' }
+    type Turn = { turn_index: number; user_event_id: string; reply_event_id: string; procedures: Record<string, unknown>[] }
+    const first = (await memory.callTool(
+      'record_turn',
+      {
+        conversation_id: 'c1',
+        user: 'why does the parser fail on dates?',
+        reply: 'It reads dates as MM/DD; I switched it to ISO.',
+        procedures: [
+          { tool: 'read_file', args: { path: 'src/parse.ts' }, path: '/repo/src/parse.ts', content: 'parse(mmdd)', effect: 'read' },
+          { tool: 'run_tests', args: { filter: 'parse' }, output: '3 passed' },
+          { tool: 'edit_file', path: '/repo/src/parse.ts', content: 'parse(iso)', effect: 'write' },
+        ],
+        tags: ['topic:dates'],
+      },
+      alice,
+    )) as Turn
+    expect(first).toMatchObject({
+      turn_index: 0,
+      procedures: [
+        { tool: 'read_file', document: 'src/parse.ts', version: 1, version_created: true },
+        { tool: 'run_tests', tool_call_event_id: expect.any(String), tool_result_event_id: expect.any(String) },
+        { tool: 'edit_file', document: 'src/parse.ts', version: 2, version_created: true },
+      ],
+    })
+    expect(await memory.events.get(first.user_event_id)).toMatchObject({
+      kind: 'message',
+      scope: { conversationId: 'c1', userId: 'alice', agentId: 'coder' },
+      actor: { type: 'human' },
+      content: { text: 'why does the parser fail on dates?' },
+      tags: ['topic:dates'],
+    })
+    expect(await memory.events.get(first.reply_event_id)).toMatchObject({ actor: { type: 'agent', id: 'coder' } })
+    const output = first.procedures[1]?.tool_result_event_id as string
+    expect((await memory.events.get(output)).content).toMatchObject({ tool: 'run_tests', excerptText: '3 passed', truncated: false })
+
+    // The next turn reads the file again, as it is now: the first turn's read is two versions behind.
+    const second = (await memory.callTool(
+      'record_turn',
+      {
+        conversation_id: 'c1',
+        user: 'and now?',
+        reply: 'ISO everywhere.',
+        procedures: [{ tool: 'read_file', path: '/repo/src/parse.ts', content: 'parse(iso)', effect: 'read' }],
+      },
+      alice,
+    )) as Turn
+    expect(second).toMatchObject({ turn_index: 1, procedures: [{ document: 'src/parse.ts', version: 2, version_created: false }] })
+    const [view] = await memory.turns([first.user_event_id])
+    expect(view?.procedures.map((p) => [p.tool, p.version, p.latestVersion])).toEqual([
+      ['read_file', 1, 2],
+      ['run_tests', null, null],
+      ['edit_file', 2, 2],
+    ])
+
+    const before = (await memory.stats()).counts
+    for (const bad of [
+      { conversation_id: 'c1', user: 'x' },
+      { conversation_id: 'c1', user: 'x', reply: 'y', procedures: [{ tool: 'read', path: 'a', url: 'https://x.dev', effect: 'read' }] },
+      { conversation_id: 'c1', user: 'x', reply: 'y', procedures: [{ tool: 'read', path: 'a' }] },
+      { conversation_id: 'c1', user: 'x', reply: 'y', procedures: [{ tool: 'read', path: 'a', effect: 'read', output: 'z' }] },
+      { conversation_id: 'c1', user: 'x', reply: 'y', procedures: [{ tool: 'read', content: 'z' }] },
+      { conversation_id: 'c1', user: 'x', reply: 'y', procedures: [{ tool: 'MESSAGE', output: 'z' }] },
+      { conversation_id: 'c1', user: 'x', reply: 'y', procedures: Array.from({ length: 1000 }, () => ({ tool: 't' })) },
+      { conversation_id: 'c1', user: 'x', reply: 'y', extra: 1 },
+    ]) {
+      expect((await errorOf(memory.callTool('record_turn', bad, alice))).code, JSON.stringify(bad).slice(0, 80)).toBe('INVALID_INPUT')
+    }
+    // A refused turn leaves nothing, even when its first procedures were fine.
+    expect((await memory.stats()).counts).toEqual(before)
+    // A host without recordTurn cannot run it.
+    const host = { remember: memory.remember, recall: memory.recall, memories: memory.memories }
+    expect((await errorOf(callTool(host, 'record_turn', { conversation_id: 'c', user: 'x', reply: 'y' }))).code).toBe('NOT_SUPPORTED')
   })
 
   it('record_event records tool calls and results, task updates and superseding decisions in the shapes the engine reads', async () => {
