@@ -33,6 +33,8 @@ export { allowedSensitivities, CHANNEL_SENSITIVITIES } from './core/privacy.ts'
 export { isSealed, type VaultInput, type VaultStatus } from './core/vault.ts'
 export type { Channel, Sensitivity } from './core/scope.ts'
 export type { TelemetryEvent } from './core/telemetry.ts'
+// Assembles a streamed turn and records it whole (over the worker's recordTurn).
+export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from './core/turn-recorder.ts'
 // Reads an export file in the page, without the worker or a database.
 export { openSnapshot, type Snapshot, type SnapshotOptions } from './core/snapshot.ts'
 export type { ExportManifest } from './core/portable.ts'

@@ -328,3 +328,6 @@ class Rehearsal extends Error {
   }
 }
 
+
+/** One procedure's and one speaker's schemas, for what assembles a turn piece by piece (turn-recorder.ts). */
+export { procedure as procedureInput, speech as speechInput, turnInput }

@@ -219,6 +219,7 @@ export {
   UPDATE_DECISION_PROMPT,
 } from '../mem0/index.ts'
 export type { TelemetryEvent } from '../core/telemetry.ts'
+export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from '../core/turn-recorder.ts'
 // Reading an export file without opening a memory.
 export { openSnapshot, type Snapshot, type SnapshotOptions } from '../core/snapshot.ts'
 export type { ExportManifest } from '../core/portable.ts'

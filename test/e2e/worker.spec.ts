@@ -247,3 +247,46 @@ test('a conversation is archived, listed and restored through the worker; forget
     bad: 'INVALID_INPUT',
   })
 })
+
+test('a streamed turn assembled in the page is recorded whole through the worker, by commit and after idleMs', async ({ page }) => {
+  await openHarness(page)
+  const out = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ storage: 'memory', bootTimeoutMs: 30_000 })
+    const turns = window.engram.turnRecorder(memory, { conversationId: 'stream', idleMs: 200 })
+    await turns.user('summarise the release notes')
+    for (const delta of ['The release ', 'adds snapshots ', 'and record_turn.']) turns.reply(delta)
+    turns.procedure({ tool: 'fetch_page', args: { url: 'https://example.dev/notes' }, output: 'notes' })
+    const first = await turns.commit()
+    await turns.user('thanks')
+    turns.reply('You are welcome.')
+    // Recorded by the idle timer, with no call.
+    const deadline = Date.now() + 5000
+    let events = await memory.events.list({ conversationId: 'stream' })
+    while (events.filter((e) => e.kind === 'message').length < 4 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50))
+      events = await memory.events.list({ conversationId: 'stream' })
+    }
+    const refused = (() => {
+      try {
+        window.engram.turnRecorder(memory, { conversationId: 'x', idleMs: -1 })
+        return 'none'
+      } catch (error) {
+        return (error as { code?: string }).code
+      }
+    })()
+    await turns.close()
+    await memory.close()
+    return {
+      turnIndex: first?.turnIndex,
+      messages: events.filter((e) => e.kind === 'message').map((e) => e.content.text),
+      tools: events.filter((e) => e.kind !== 'message').map((e) => e.kind),
+      refused,
+    }
+  })
+  expect(out).toEqual({
+    turnIndex: 0,
+    messages: ['summarise the release notes', 'The release adds snapshots and record_turn.', 'thanks', 'You are welcome.'],
+    tools: ['tool_call', 'tool_result'],
+    refused: 'INVALID_INPUT',
+  })
+})
