@@ -650,9 +650,10 @@ export function createContext(ctx: EngineContext) {
        FROM events e
        WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.kind = 'message'
          AND e.sensitivity = ANY($3::text[]) AND e.created_at <= $4
+         AND ($5::text IS NULL OR e.user_id IS NULL OR e.user_id = $5)
        ORDER BY e.created_at DESC, e.seq DESC
        LIMIT 200`,
-      [i.tenantId, i.conversationId, allowedSensitivities(i.channel), now],
+      [i.tenantId, i.conversationId, allowedSensitivities(i.channel), now, i.userId ?? null],
       PREPARED,
     )
     return rows.map((r) => ({
@@ -674,9 +675,10 @@ export function createContext(ctx: EngineContext) {
          AND (e.content ->> 'to' IS NULL OR e.content ->> 'to' = $4)
          AND ($5::text IS NULL OR e.conversation_id = $5 OR e.content ->> 'to' = $4)
          AND ($4::text IS NULL OR e.agent_id IS DISTINCT FROM $4)
+         AND ($6::text IS NULL OR e.user_id IS NULL OR e.user_id = $6)
        ORDER BY e.created_at DESC, e.seq DESC
        LIMIT 100`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.agentId ?? null, i.conversationId ?? null],
+      [i.tenantId, allowedSensitivities(i.channel), now, i.agentId ?? null, i.conversationId ?? null, i.userId ?? null],
       PREPARED,
     )
     return rows.map((r, n) => ({

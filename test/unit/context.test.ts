@@ -190,6 +190,41 @@ describe('buildContext: acceptance scenarios', () => {
     expect(section(bundle, 'handoff_packet').capTokens).toBe(Math.floor((6000 * 2000) / 65000))
   })
 
+  it("one user's handoff notes and messages stay out of another user's bundle, even in a conversation of the same id", async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    const ann = { tenantId: 't1', userId: 'ann', agentId: 'coder' }
+    const bob = { tenantId: 't1', userId: 'bob', agentId: 'coder' }
+    await memory.recordTurn({ conversationId: 'daily', scope: ann, user: 'my salary review is on friday', agent: 'Noted.' })
+    const annNote = await memory.record({
+      kind: 'message',
+      scope: { ...ann, conversationId: 'daily' },
+      actor: { type: 'agent', id: 'coder' },
+      tags: ['handoff'],
+      content: { text: 'Ann asked to prepare her salary review figures.' },
+    })
+    await memory.recordTurn({ conversationId: 'daily', scope: bob, user: 'what is on my plate?', agent: 'The release notes.' })
+    const bobNote = await memory.record({
+      kind: 'message',
+      scope: { ...bob, conversationId: 'daily' },
+      actor: { type: 'agent', id: 'coder' },
+      tags: ['handoff'],
+      content: { text: 'Bob wants the release notes drafted.' },
+    })
+    const texts = (b: ContextBundle, name: string) => section(b, name).items.map((i) => i.text).join('\n')
+    for (const [who, mine, theirs] of [
+      [bob, bobNote.eventId, annNote.eventId],
+      [ann, annNote.eventId, bobNote.eventId],
+    ] as const) {
+      const bundle = await memory.buildContext({ ...who, agentId: 'reviewer', query: 'what next', conversationId: 'daily', retrieval: false })
+      const handoffs = section(bundle, 'handoff_packet').items.map((i) => i.id)
+      expect(handoffs).toContain(mine)
+      expect(handoffs).not.toContain(theirs)
+      const recent = texts(bundle, 'recent_window')
+      expect(recent).toContain(who.userId === 'ann' ? 'salary review' : 'release notes')
+      expect(recent).not.toContain(who.userId === 'ann' ? 'release notes' : 'salary review')
+    }
+  })
+
   it('a public channel loads nothing above its sensitivity', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     const base = { scope: { ...scope, conversationId: 'p' }, actor: { type: 'human' as const, id: 'ann' } }
