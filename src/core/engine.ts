@@ -203,9 +203,10 @@ export async function createEngine(options: EngineOptions) {
   const curated = memoriesApi(ctx)
   // Memories embed on write (the near-duplicate check needs the vector); the indexer fills
   // in those written while the model was loading or under another model.
-  const { remember } = nudging({ remember: curated.remember }, ['remember'], wrote(1))
-  const { recall } = curated
-  const memories = nudging(curated.memories, ['update'], wrote(1))
+  // Whatever escapes these is a MemoryError too (INTERNAL at worst, with the cause).
+  const { remember } = withMemoryErrors(nudging({ remember: curated.remember }, ['remember'], wrote(1)))
+  const { recall } = withMemoryErrors({ recall: curated.recall })
+  const memories = withMemoryErrors(nudging(curated.memories, ['update'], wrote(1)))
 
   const turns = createTurns(ctx)
   // Rows a file or an archive brings in are sealed before their chunks are cut.
@@ -304,9 +305,9 @@ export async function createEngine(options: EngineOptions) {
     remember,
     recall,
     memories,
-    kv: kvApi(ctx),
+    kv: withMemoryErrors(kvApi(ctx)),
     archives,
-    graph: { ...entityGraphApi(ctx), ...conversationGraph },
+    graph: { ...withMemoryErrors(entityGraphApi(ctx)), ...conversationGraph },
     telemetry: telemetryApi(ctx.telemetry),
     ...indexer.api,
     /**

@@ -2,9 +2,13 @@ import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
+import { jsonRecord } from './json.ts'
+import { MAX_REVISION } from './limits.ts'
 import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
-import { edgeHeldAt, edgeVisibleAt } from './graph.ts'
+import { edgeHeldAt, edgeVisibleAt, entityId, relationIds, TOMBSTONE_WARNING_RATIO, warnOfTombstones } from './graph.ts'
+
+export { entityId, relationIds }
 
 export type JsonObject = { [key: string]: unknown }
 
@@ -57,8 +61,6 @@ export interface GraphVerifyReport {
   warnings: string[]
 }
 
-/** Above this share of tombstoned edges, `verify()` suggests a compaction. */
-const TOMBSTONE_WARNING_RATIO = 0.3
 
 const RELATION_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/
 
@@ -68,9 +70,8 @@ const provenance = {
   runId: z.string().min(1).max(200).optional(),
   taskId: z.string().min(1).max(200).optional(),
 }
-export const entityId = z.string().min(1).max(1000)
 export const entityIds = z.array(entityId).min(1).max(10_000)
-const payloadSchema = z.record(z.string(), z.unknown())
+const payloadSchema = jsonRecord
 
 const nodeInput = z.strictObject({
   id: entityId,
@@ -110,7 +111,7 @@ export type RemoveOptions = z.input<typeof removeOptions>
 
 const asOf = z.coerce.date().optional()
 export const nodeReadOptions = z
-  .strictObject({ tenantId: tenant, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).optional() })
+  .strictObject({ tenantId: tenant, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).max(MAX_REVISION).optional() })
   .refine((v) => v.asOf === undefined || v.rev === undefined, { message: 'give asOf or rev, not both' })
 export type NodeReadOptions = z.input<typeof nodeReadOptions>
 
@@ -147,23 +148,6 @@ const graphWriteInput = z.strictObject({
   edges: z.array(z.unknown()).default([]),
 })
 export type GraphWriteInput = z.input<typeof graphWriteInput>
-
-/** Resolves relation names to their interned ids; an unknown name is a hard error. */
-export async function relationIds(q: Queryable, names: readonly string[]): Promise<Map<string, number>> {
-  const unique = [...new Set(names)]
-  const { rows } = await q.query<{ id: number; name: string }>(
-    'SELECT id, name FROM relations WHERE name = ANY($1::text[])',
-    [unique],
-  )
-  const ids = new Map(rows.map((r) => [r.name, r.id]))
-  const missing = unique.filter((n) => !ids.has(n))
-  if (missing.length > 0) {
-    throw new MemoryError('UNKNOWN_RELATION', `Unknown relation "${missing[0]}": define it first`, {
-      details: { relations: missing },
-    })
-  }
-  return ids
-}
 
 /**
  * Ids among `ids` that point at no live row of the tenant (entity node, memory, event,
@@ -482,35 +466,8 @@ export function entityGraphApi(ctx: EngineContext) {
         at,
       })
     }
-    if (out.edges > 0) await warnOfTombstones(at)
+    if (out.edges > 0) await warnOfTombstones(ctx, at)
     return out
-  }
-
-  /**
-   * After edges are tombstoned: a telemetry warning when more than TOMBSTONE_WARNING_RATIO of
-   * all edges are, time for `graph.compact()`. Counted only while someone listens; the total
-   * is the planner's estimate, the tombstones are read from their partial index.
-   */
-  async function warnOfTombstones(at: Date): Promise<void> {
-    if (telemetry.listeners.size === 0) return
-    const { rows } = await db.query<{ tombstoned: number; edges: number }>(
-      `SELECT (SELECT count(*)::int FROM edges WHERE tombstoned_at IS NOT NULL) AS tombstoned,
-              greatest((SELECT reltuples FROM pg_class WHERE oid = 'edges'::regclass), 0)::float8 AS edges`,
-    )
-    const { tombstoned, edges } = rows[0] as { tombstoned: number; edges: number }
-    // An estimate below the tombstones counted (statistics not refreshed yet) counts them as all.
-    const ratio = tombstoned / Math.max(edges, tombstoned, 1)
-    if (ratio <= TOMBSTONE_WARNING_RATIO) return
-    telemetry.emit({
-      op: 'warning',
-      memoryId: null,
-      entityType: 'edge',
-      scope: null,
-      runId: null,
-      taskId: null,
-      at,
-      detail: { warning: 'tombstones', tombstoned, edges: Math.round(Math.max(edges, tombstoned)), ratio, advice: 'run graph.compact()' },
-    })
   }
 
   async function putNodes(inputs: NodeInput[]): Promise<NodeWrite[]> {
@@ -572,6 +529,8 @@ export function entityGraphApi(ctx: EngineContext) {
     const at = ctx.now()
     const { results, written, missing } = await db.transaction((tx) => writeEdgesChecked(tx, edges, at))
     reportEdges(edges, written, missing, at)
+    // A revised link retires the row it replaces.
+    if (written.some((e) => e.action === 'overwritten')) await warnOfTombstones(ctx, at)
     return results
   }
 
@@ -734,6 +693,7 @@ export function entityGraphApi(ctx: EngineContext) {
         return { n, e: await writeEdgesChecked(tx, edges, at) }
       })
       reportEdges(edges, written.e.written, written.e.missing, at)
+      if (written.e.written.some((e) => e.action === 'overwritten')) await warnOfTombstones(ctx, at)
       return { nodes: nodeResults(nodes, batch, written.n, at), edges: written.e.results }
     },
 
@@ -770,7 +730,7 @@ export function entityGraphApi(ctx: EngineContext) {
           detail: e,
         })
       }
-      if (rows.length > 0) await warnOfTombstones(at)
+      if (rows.length > 0) await warnOfTombstones(ctx, at)
       return { removed: rows.length > 0 }
     },
 

@@ -195,6 +195,57 @@ export interface Walk {
   truncated: boolean
 }
 
+/** Above this share of tombstoned edges, `verify()` suggests a compaction and removals warn. */
+export const TOMBSTONE_WARNING_RATIO = 0.3
+
+/**
+ * After edges are tombstoned: a telemetry warning when more than TOMBSTONE_WARNING_RATIO of
+ * all edges are, time for `graph.compact()`. Counted only while someone listens; the total
+ * is the planner's estimate, the tombstones are read from their partial index.
+ */
+export async function warnOfTombstones(ctx: EngineContext, at: Date): Promise<void> {
+const { db, telemetry } = ctx
+  if (telemetry.listeners.size === 0) return
+  const { rows } = await db.query<{ tombstoned: number; edges: number }>(
+    `SELECT (SELECT count(*)::int FROM edges WHERE tombstoned_at IS NOT NULL) AS tombstoned,
+            greatest((SELECT reltuples FROM pg_class WHERE oid = 'edges'::regclass), 0)::float8 AS edges`,
+  )
+  const { tombstoned, edges } = rows[0] as { tombstoned: number; edges: number }
+  // An estimate below the tombstones counted (statistics not refreshed yet) counts them as all.
+  const ratio = tombstoned / Math.max(edges, tombstoned, 1)
+  if (ratio <= TOMBSTONE_WARNING_RATIO) return
+  telemetry.emit({
+    op: 'warning',
+    memoryId: null,
+    entityType: 'edge',
+    scope: null,
+    runId: null,
+    taskId: null,
+    at,
+    detail: { warning: 'tombstones', tombstoned, edges: Math.round(Math.max(edges, tombstoned)), ratio, advice: 'run graph.compact()' },
+  })
+}
+
+/** An entity's or any other graph end's id, as the entity graph takes it. */
+export const entityId = z.string().min(1).max(1000)
+
+/** Resolves relation names to their interned ids; an unknown name is a hard error. */
+export async function relationIds(q: Queryable, names: readonly string[]): Promise<Map<string, number>> {
+  const unique = [...new Set(names)]
+  const { rows } = await q.query<{ id: number; name: string }>(
+    'SELECT id, name FROM relations WHERE name = ANY($1::text[])',
+    [unique],
+  )
+  const ids = new Map(rows.map((r) => [r.name, r.id]))
+  const missing = unique.filter((n) => !ids.has(n))
+  if (missing.length > 0) {
+    throw new MemoryError('UNKNOWN_RELATION', `Unknown relation "${missing[0]}": define it first`, {
+      details: { relations: missing },
+    })
+  }
+  return ids
+}
+
 const edgeQuery = z
   .object({
     tenantId: identifier.default('default'),
@@ -221,7 +272,8 @@ function parseEdgeQuery(relOrOptions: string | EdgeQuery | undefined, options: E
 /** The graph namespace: neighbours, traversal and explicit links over the `edges` table. */
 export function createGraph(ctx: EngineContext) {
   async function neighbours(direction: 'out' | 'in', id: string, query: z.output<typeof edgeQuery>) {
-    parseInput(identifier, id, 'node id')
+    parseInput(entityId, id, 'node id')
+    if (query.rel !== undefined) await relationIds(ctx.db, [query.rel])
     const column = direction === 'out' ? 'e.src' : 'e.dst'
     const { rows } = await ctx.db.query<EdgeRow>(
       `SELECT ${EDGE_COLUMNS}
@@ -263,8 +315,9 @@ export function createGraph(ctx: EngineContext) {
      * const { nodes, edges } = await memory.graph.walk(userEventId, { depth: 3 })
      */
     async walk(id: string, options: WalkOptions = {}): Promise<Walk> {
-      parseInput(identifier, id, 'node id')
+      parseInput(entityId, id, 'node id')
       const o = parseInput(walkOptions, options, 'walk options')
+      if (o.rels !== undefined) await relationIds(ctx.db, o.rels)
       const { rows } = await ctx.db.query<{
         nodes: { id: string; depth: number }[]
         edges: EdgeRow[] | null
@@ -330,14 +383,33 @@ export function createGraph(ctx: EngineContext) {
       )
       const at = o.at === undefined ? ctx.now() : toDate(o.at)
       const { rows } = await ctx.db.query<{ id: string; tombstoned_at: Date | null }>(
-        `UPDATE edges SET tombstoned_at = $2 WHERE id = $1 AND tenant_id = $3 AND tombstoned_at IS NULL RETURNING id`,
+        `UPDATE edges SET tombstoned_at = $2
+         WHERE id = $1 AND tenant_id = $3 AND tombstoned_at IS NULL AND created_at <= $2 RETURNING id`,
         [edgeId, at, o.tenantId],
       )
       if (rows.length === 0) {
         const existing = await getEdge(ctx, edgeId, o.tenantId)
-        throw new MemoryError('CONFLICT', `Edge ${edgeId} was already tombstoned at ${existing.tombstonedAt}`)
+        if (existing.tombstonedAt !== null) {
+          throw new MemoryError('CONFLICT', `Edge ${edgeId} was already tombstoned at ${existing.tombstonedAt}`)
+        }
+        // An edge cannot end before it began: verify() would call the graph damaged.
+        throw new MemoryError('INVALID_INPUT', `Edge ${edgeId} was created at ${existing.createdAt}; it cannot end before, at ${at.toISOString()}`, {
+          details: { field: 'at' },
+        })
       }
-      return getEdge(ctx, edgeId, o.tenantId)
+      const edge = await getEdge(ctx, edgeId, o.tenantId)
+      ctx.telemetry.emit({
+        op: 'delete',
+        memoryId: edge.id,
+        entityType: 'edge',
+        scope: null,
+        runId: edge.runId,
+        taskId: edge.taskId,
+        at,
+        detail: { src: edge.src, rel: edge.rel, dst: edge.dst },
+      })
+      await warnOfTombstones(ctx, at)
+      return edge
     },
   }
 }

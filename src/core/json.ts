@@ -61,10 +61,25 @@ export function jsonProblem(value: unknown): { path: string; message: string } |
   return walk(value, '$', 0)
 }
 
-/** A zod schema for a JSON object (the shape of event content and tool arguments). */
-export const jsonObject = z.custom<JsonObject>().superRefine((value, ctx) => {
+function checkObject(value: unknown, ctx: z.RefinementCtx): void {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     ctx.addIssue({ code: 'custom', message: 'expected a JSON object' })
+    return
+  }
+  const problem = jsonProblem(value)
+  if (problem) ctx.addIssue({ code: 'custom', message: `not JSON at ${problem.path}: ${problem.message}` })
+}
+
+/** A zod schema for a JSON object (the shape of event content and tool arguments). */
+export const jsonObject = z.custom<JsonObject>().superRefine(checkObject)
+
+/** `jsonObject` typed as callers write such objects (payloads, metadata): the same check. */
+export const jsonRecord = z.custom<Record<string, unknown>>().superRefine(checkObject)
+
+/** A zod schema for any JSON value (a policy entry's payload): undefined and what JSON cannot hold are refused. */
+export const jsonValue = z.custom<JsonValue>().superRefine((value, ctx) => {
+  if (value === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'a value is required' })
     return
   }
   const problem = jsonProblem(value)

@@ -1,6 +1,8 @@
 import type { EngineContext } from './engine.ts'
 import { newId } from './ids.ts'
 import { redactUnknown } from './redact.ts'
+import { jsonValue } from './json.ts'
+import { MAX_REVISION } from './limits.ts'
 import { parseInput, z } from './validate.ts'
 
 /** One revision of a policy entry (a decision, constraint or procedure). */
@@ -26,15 +28,24 @@ export type KvWriteOptions = z.input<typeof writeOptions>
 
 const getOptions = z.strictObject({
   tenantId: name.default('default'),
-  /** A time, or a revision number of this key. */
-  asOf: z.union([z.number().int().min(1), z.date(), z.string().pipe(z.coerce.date())]).optional(),
+  /** A time (a Date or an ISO string), or a revision number of this key. */
+  asOf: z
+    .union([
+      z.number().int().min(1).max(MAX_REVISION, `a number is a revision (1–${MAX_REVISION}); pass a Date for a time`),
+      z.date(),
+      z.string().pipe(z.coerce.date()),
+    ])
+    .optional(),
 })
 export type KvGetOptions = z.input<typeof getOptions>
 
-const listOptions = z.strictObject({ tenantId: name.default('default'), asOf: z.coerce.date().optional() })
+const listOptions = z.strictObject({
+  tenantId: name.default('default'),
+  /** A time, as a Date or an ISO string (a number would read as a revision in `get`, so none is taken here). */
+  asOf: z.union([z.date(), z.string().pipe(z.coerce.date())]).optional(),
+})
 export type KvListOptions = z.input<typeof listOptions>
 
-const jsonValue = z.unknown().refine((v) => v !== undefined, 'a payload is required')
 
 export interface KvRow {
   id: string

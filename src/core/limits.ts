@@ -52,3 +52,6 @@ export function formatBytes(bytes: number): string {
   if (bytes >= 1024) return `${(bytes / 1024).toFixed(1).replace(/\.0$/, '')} KiB`
   return `${bytes} bytes`
 }
+
+/** The largest revision number of a node or policy entry (Postgres' `int`). */
+export const MAX_REVISION = 2_147_483_647

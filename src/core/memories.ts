@@ -5,6 +5,7 @@ import { type JsonObject, missingReferences, writeEdges } from './entity-graph.t
 import { MemoryError } from './errors.ts'
 import { compileFilter, type FilterColumn } from './filters.ts'
 import { memoryHash, normalizeMemoryText } from './hash.ts'
+import { jsonRecord } from './json.ts'
 import { refuseSecret } from './events.ts'
 import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
@@ -169,7 +170,7 @@ const identity = {
   runId: idField.optional(),
   projectId: idField.optional(),
 }
-const metadataSchema = z.record(z.string(), z.unknown())
+const metadataSchema = jsonRecord
 const relevantToField = z.array(z.string().min(1).max(1000)).min(1).max(100).optional()
 const memoryIdSchema = z.string().min(1).max(200)
 const filterSchema = z.unknown().optional()

@@ -44,5 +44,10 @@ export function garbageArguments(): unknown[][] {
     ['x', {}, null],
     ['x', {}, 42],
     ['save_memory', { content: 'a', category: 'fact' }, { tenantId: 5 }],
+    // A payload in fourth place (kv.put, graph.putEdge) that is not JSON.
+    ['x', 'y', 'z', circular],
+    ['x', 'y', 'z', { n: 10n }],
+    ['x', 'y', 'z', { s: 'half \uD800' }],
+    ['x', 'y', 'z', undefined],
   ]
 }

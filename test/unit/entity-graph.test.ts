@@ -432,6 +432,65 @@ describe('entity graph', () => {
     await g.removeEdge('x', 'calls', 'y')
     expect(warnings).toHaveLength(2)
     expect((await g.verify()).tombstoneRatio).toBe(0.25)
+    // Revising links retires the rows they replace: a payload rewritten run after run piles up
+    // tombstones too, and so does ending an edge by id.
+    await g.putEdge('x', 'calls', 'z', { run: 2 })
+    expect(warnings.map((w) => w.detail?.tombstoned)).toEqual([4, 10, 2])
+    await g.putGraph({ edges: [{ src: 'x', rel: 'calls', dst: 'w', payload: { run: 2 } }] })
+    expect(warnings).toHaveLength(4)
+    const [link] = await g.neighbors('x', { rel: 'calls' })
+    const deletes: TelemetryEvent[] = []
+    memory.telemetry.subscribe((e) => {
+      if (e.op === 'delete' && e.entityType === 'edge') deletes.push(e)
+    })
+    await memory.graph.tombstone(link?.edgeId as string)
+    expect(deletes.map((d) => [d.memoryId, d.detail])).toEqual([[link?.edgeId, { src: 'x', rel: 'calls', dst: link?.dst }]])
+    expect(warnings).toHaveLength(5)
+  })
+
+  it('an edge cannot be ended before it began, which would leave the graph failing verify()', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    await memory.graph.putEdge('a', 'calls', 'b')
+    const [link] = await memory.graph.neighbors('a')
+    const err = await errorOf(memory.graph.tombstone(link?.edgeId as string, { at: new Date(link!.createdAt.getTime() - 1000) }))
+    expect(err.code).toBe('INVALID_INPUT')
+    expect((await memory.graph.verify()).ok).toBe(true)
+    expect(await memory.graph.neighbors('a')).toHaveLength(1)
+    const ended = await memory.graph.tombstone(link?.edgeId as string, { at: link!.createdAt })
+    expect(ended.tombstonedAt).toBe(link?.createdAt.toISOString())
+    expect((await memory.graph.verify()).ok).toBe(true)
+  })
+
+  it('payloads that are not JSON, and revision numbers past what is stored, are refused as INVALID_INPUT, nothing written', async () => {
+    await using memory = await openTestMemory()
+    const circular: Record<string, unknown> = {}
+    circular.self = circular
+    const bad: unknown[] = [circular, { n: 10n }, { s: 'half \uD800' }, { n: Number.NaN }, { at: new Date() }, { f: () => 1 }]
+    for (const payload of bad) {
+      for (const write of [
+        () => memory.graph.putNode({ id: 'n', type: 't', payload: payload as Record<string, unknown> }),
+        () => memory.graph.putEdge('a', 'calls', 'b', payload as Record<string, unknown>),
+        () => memory.graph.putGraph({ nodes: [{ id: 'n', type: 't', payload }] }),
+        () => memory.kv.put('s', 'n', 'k', payload),
+        () => memory.remember({ content: 'x', category: 'fact', userId: 'u', metadata: payload as Record<string, unknown> }),
+      ]) {
+        expect((await errorOf(write())).code).toBe('INVALID_INPUT')
+      }
+    }
+    expect((await errorOf(memory.kv.put('s', 'n', 'k', undefined))).code).toBe('INVALID_INPUT')
+    expect((await memory.stats()).counts).toMatchObject({ nodes: 0, edges: 0, memories: 0 })
+    expect(await memory.kv.history('s', 'n', 'k')).toEqual([])
+    // A number is a revision in kv.get and getNode: one past Postgres' int is refused, not sent.
+    expect((await errorOf(memory.kv.get('s', 'n', 'k', { asOf: Date.now() }))).code).toBe('INVALID_INPUT')
+    expect((await errorOf(memory.graph.getNode('n', { rev: 3e9 }))).code).toBe('INVALID_INPUT')
+    expect(await memory.kv.get('s', 'n', 'k', { asOf: 2_147_483_647 })).toBeNull()
+    // kv.list takes a time only: a number there would mean a time in one call and a revision in the other.
+    expect((await errorOf(memory.kv.list('s', 'n', { asOf: Date.now() as never }))).code).toBe('INVALID_INPUT')
+    // Long canonical ids the entity graph takes are read by out, in and walk too.
+    const long = `sym:${'x'.repeat(900)}`
+    await memory.graph.putEdge(long, 'calls', 'b')
+    expect((await memory.graph.out(long)).map((e) => e.dst)).toEqual(['b'])
+    expect((await memory.graph.walk(long)).nodes.map((n) => n.id).sort()).toEqual(['b', long].sort())
   })
 
   it('corruption fails fast: a dangling relation id or a broken payload', async () => {

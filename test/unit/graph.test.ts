@@ -41,7 +41,14 @@ describe('graph', () => {
     ])
     expect((await memory.graph.in(v2, 'edit_file')).map((e) => e.src)).toEqual([t2.agentEventId])
     expect(await memory.graph.in(v2, 'read_file')).toEqual([])
-    expect(await memory.graph.out(t2.agentEventId, { rel: 'nonexistent' })).toEqual([])
+    // A relation no edge was ever written under is a hard error, as in the entity graph.
+    for (const read of [
+      () => memory.graph.out(t2.agentEventId, { rel: 'nonexistent' }),
+      () => memory.graph.in(v2, 'nonexistent'),
+      () => memory.graph.walk(t2.agentEventId, { rels: ['read_file', 'nonexistent'] }),
+    ]) {
+      await expect(read()).rejects.toMatchObject({ code: 'UNKNOWN_RELATION', details: { relations: ['nonexistent'] } })
+    }
   })
 
   it('walk follows edges both ways without looping and reports each node at its shortest depth', async () => {
