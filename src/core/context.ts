@@ -198,6 +198,8 @@ interface Candidate {
   source: ContextItem['source']
   /** Whether the text may be cut to fit the room left in its section. */
   truncatable?: boolean
+  /** The text's last line, kept whole when the rest is cut (a turn's document staleness). */
+  keep?: string
   /** Text that makes two candidates the same for the reader; the later one is left out. */
   body?: string
 }
@@ -219,6 +221,21 @@ function policyScopes(i: Input): string[] {
 
 function day(at: Date | string): string {
   return iso(at).slice(0, 10)
+}
+
+/** How a past turn's rendering names the documents its procedures saw, and how stale they are. */
+const DOCUMENTS_LINE = 'Documents: '
+
+/**
+ * `text` cut to `max` tokens with its last line, `keep`, whole after the cut: a turn's answer
+ * is shortened, never what it says of the documents it saw. Null when that does not fit.
+ */
+function keepingLast(text: string, keep: string | undefined, max: number, count: (t: string) => number): string | null {
+  if (keep === undefined || !text.endsWith(`\n${keep}`)) return null
+  const head = fitText(text.slice(0, -keep.length - 1), max - count(`\n${keep}`), count)
+  if (head === null) return null
+  const out = `${head}\n${keep}`
+  return count(out) <= max ? out : null
 }
 
 /** The longest prefix of `text` (cut at a word where possible) that counts at most `max` tokens. */
@@ -345,7 +362,7 @@ export function createContext(ctx: EngineContext) {
     const docs = procs.filter((p) => p.key !== null && p.version !== null)
     if (docs.length > 0) {
       lines.push(
-        `Documents: ${docs
+        `${DOCUMENTS_LINE}${docs
           .map((p) => {
             const behind = (p.latest ?? 0) - (p.version ?? 0)
             return behind > 0
@@ -423,14 +440,17 @@ export function createContext(ctx: EngineContext) {
       if (turn?.truncated_artifact) {
         omissions.push({ id: hit.eventId, reason: 'truncated_tool_output', detail: turn.truncated_artifact })
       }
+      const text = renderTurn(hit, turn)
+      const last = text.slice(text.lastIndexOf('\n') + 1)
       candidates.push({
         id: key,
         kind: turn?.user_event_id ? 'turn' : hit.kind,
-        text: renderTurn(hit, turn),
-        body: renderTurn(hit, turn).split('\n').slice(1).join('\n'),
+        text,
+        body: text.split('\n').slice(1).join('\n'),
         score,
         ...(explain ? { explain } : {}),
         truncatable: true,
+        ...(last.startsWith(DOCUMENTS_LINE) ? { keep: last } : {}),
         source: {
           eventId: hit.eventId,
           conversationId: hit.conversationId,
@@ -724,7 +744,7 @@ export function createContext(ctx: EngineContext) {
       let text = c.text
       let tokens = count(text)
       if (tokens > room && c.truncatable && room > 32) {
-        const cut = fitText(text, room, count)
+        const cut = keepingLast(text, c.keep, room, count) ?? fitText(text, room, count)
         if (cut !== null) {
           omissions.push({ id: c.id, reason: 'truncated_to_fit', detail: `${name}: ${tokens} → ${count(cut)} tokens` })
           text = cut

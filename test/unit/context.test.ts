@@ -626,6 +626,28 @@ describe('buildContext: budget and determinism', () => {
     expect(roomy.omissions.some((o) => o.reason === 'truncated_to_fit')).toBe(false)
   })
 
+  it('a turn cut to fit keeps what it says of the documents it saw: only the answer is shortened', async () => {
+    const clock = testClock()
+    await using t = await openTestEngine({ now: clock.now, indexing: 'manual', workspace: { mode: 'local', root: '/repo' } })
+    const turn = await t.engine.recordTurn({
+      conversationId: 'c1',
+      scope,
+      user: 'why does the quokka importer stall?',
+      agent: `The quokka importer stalls because ${'each batch waits for the previous lock and '.repeat(120)}so it never finishes.`,
+      procedures: [{ tool: 'read_file', args: { path: 'src/importer.ts' }, document: { path: '/repo/src/importer.ts', content: 'lock()', effect: 'read' } }],
+    })
+    clock.advance(1000)
+    await t.engine.observeDocument({ path: '/repo/src/importer.ts', content: 'lockFree()', conversationId: 'c9', scope })
+    const bundle = await t.engine.buildContext({ ...scope, query: 'quokka importer', conversationId: 'new', maxTokens: 1200 })
+    const item = section(bundle, 'retrieved_evidence').items.find((i) => i.id === turn.userEventId)
+    expect(bundle.omissions.filter((o) => o.reason === 'truncated_to_fit').map((o) => o.id)).toContain(turn.userEventId)
+    const lines = item?.text.split('\n') ?? []
+    expect(lines[1]).toBe('Q: why does the quokka importer stall?')
+    expect(lines.at(-2)?.endsWith(' …[truncated]')).toBe(true)
+    expect(lines.at(-1)).toBe('Documents: src/importer.ts (seen v1, now v2: 1 newer version)')
+    expect(item?.tokens).toBeLessThanOrEqual(section(bundle, 'retrieved_evidence').capTokens)
+  })
+
   it("standing memories of a context with a higher priority are surfaced first in the rules", async () => {
     const clock = testClock()
     await using t = await openTestEngine({ now: clock.now, indexing: 'manual' })
