@@ -1,6 +1,6 @@
 import type { EdgeWriteResult, GraphWriteInput, Neighbor, NeighborsOptions, NodeRecord, NodesOptions, RemoveOptions } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
-import { filterExpressionSchema } from './filters.ts'
+import { type FilterExpression, filterExpressionSchema } from './filters.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
 import { redact } from './redact.ts'
 import { DEFAULT_SCORING } from './scoring.ts'
@@ -226,6 +226,38 @@ function toItem(m: MemoryRecord, score?: number): Mem0Item {
 }
 
 /**
+ * A memory's own fields in mem0, and the engine's column each stands for; a filter's other
+ * fields are metadata keys there, so `category` or `source` reads `metadata.category`, not the
+ * engine's column of that name.
+ */
+const MEM0_FIELDS: Record<string, string> = {
+  id: 'id',
+  memory: 'memory',
+  hash: 'hash',
+  user_id: 'user_id',
+  agent_id: 'agent_id',
+  run_id: 'run_id',
+  created_at: 'created_at',
+  updated_at: 'updated_at',
+  expiration_date: 'expires_at',
+}
+
+/** A mem0 filter (checked: INVALID_FILTER) as the engine reads it: mem0's fields as columns, every other one a metadata path. */
+function mem0Filter(filters: unknown): FilterExpression {
+  const walk = (e: FilterExpression): FilterExpression => {
+    if ('AND' in e) return { AND: e.AND.map(walk) }
+    if ('OR' in e) return { OR: e.OR.map(walk) }
+    if ('NOT' in e) return { NOT: walk(e.NOT) }
+    if (typeof e.field !== 'string') return e
+    const column = Object.hasOwn(MEM0_FIELDS, e.field) ? MEM0_FIELDS[e.field] : undefined
+    return { ...e, field: column ?? e.field.split('.') }
+  }
+  return walk(parseInput(filterExpressionSchema, filters, 'filter', 'INVALID_FILTER'))
+}
+
+const filtersOf = (o: { filters?: unknown }) => (o.filters === undefined ? {} : { filters: mem0Filter(o.filters) })
+
+/**
  * Graph memory's links among `entities` (others left out): in mem0's shape, as the links
  * themselves (`kept`), and the entities' names by node id.
  */
@@ -348,7 +380,7 @@ export class Memory {
     const o = parseInput(addOptions, options ?? {}, 'add options')
     requireScope(o)
     // Checked here: each fact's decision swallows its own failures, a bad filter among them.
-    if (o.filters !== undefined) parseInput(filterExpressionSchema, o.filters, 'add filter', 'INVALID_FILTER')
+    if (o.filters !== undefined) mem0Filter(o.filters)
     const input = parseInput(messagesSchema, messages, 'messages')
     const list: ChatMessage[] = typeof input === 'string' ? [{ role: 'user', content: input }] : input
     const llm = this.#options.llm
@@ -500,7 +532,7 @@ export class Memory {
       ...scope,
       ...this.#tenant,
       limit: 5,
-      ...(o.filters === undefined ? {} : { filters: o.filters }),
+      ...filtersOf(o),
     })
     const listing =
       existing.length === 0
@@ -572,7 +604,7 @@ export class Memory {
   async search(query: string, options: Mem0SearchOptions): Promise<{ results: Mem0Item[]; relations?: Mem0Relation[] }> {
     const o = parseInput(searchOptions, options ?? {}, 'search options')
     requireScope(o)
-    const scope = { ...scopeOf(o), ...this.#tenant, ...(o.filters === undefined ? {} : { filters: o.filters }) }
+    const scope = { ...scopeOf(o), ...this.#tenant, ...filtersOf(o) }
     const threshold = o.threshold ?? 0
     const scored = (hits: MemoryHit[]) => hits.filter((h) => h.scores.fused >= threshold).map((h) => toItem(h, h.scores.fused))
     const results = scored(await this.#engine.memories.search(query, { ...scope, limit: o.limit }))
@@ -629,7 +661,7 @@ export class Memory {
       ...scopeOf(o),
       ...this.#tenant,
       limit: o.limit,
-      ...(o.filters === undefined ? {} : { filters: o.filters }),
+      ...filtersOf(o),
     })
     const results = list.map((m) => toItem(m))
     if (this.#options.graph !== true) return { results }

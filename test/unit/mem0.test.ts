@@ -564,6 +564,22 @@ describe('mem0-compatible Memory: filters', () => {
     expect(found.results.map((m) => m.memory)).toEqual(['User likes Python for ML'])
   })
 
+  it("fields that are not mem0's own are metadata keys, even where the engine has a column of that name", async () => {
+    await using mem = await open()
+    await mem.add('User likes Python for ML', { userId: 'u', metadata: { category: 'work', source: 'chat' } })
+    await mem.add('User likes hiking', { userId: 'u', metadata: { category: 'personal', nested: { level: 2 } } })
+    expect(await texts(mem, { field: 'category', operator: 'eq', value: 'work' })).toEqual(['User likes Python for ML'])
+    expect(await texts(mem, { field: 'source', operator: 'eq', value: 'chat' })).toEqual(['User likes Python for ML'])
+    expect(await texts(mem, { field: 'nested.level', operator: 'eq', value: 2 })).toEqual(['User likes hiking'])
+    const found = await mem.search('Python hiking', { userId: 'u', filters: { field: 'category', operator: 'eq', value: 'personal' } })
+    expect(found.results.map((m) => m.memory)).toEqual(['User likes hiking'])
+    // mem0's own fields are the memory's: its text, its scope and its times.
+    expect(await texts(mem, { field: 'memory', operator: 'contains', value: 'hiking' })).toEqual(['User likes hiking'])
+    expect(await texts(mem, { field: 'user_id', operator: 'eq', value: 'u' })).toHaveLength(2)
+    expect(await texts(mem, { field: 'created_at', operator: 'lt', value: '2000-01-01T00:00:00Z' })).toEqual([])
+    expect(await texts(mem, { field: 'expiration_date', operator: 'eq', value: null })).toHaveLength(2)
+  })
+
   it('an unknown operator is INVALID_FILTER', async () => {
     await using mem = await seeded()
     const err = await errorOf(
