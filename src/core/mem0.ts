@@ -2,6 +2,7 @@ import type { EdgeWriteResult, GraphWriteInput, Neighbor, NeighborsOptions, Node
 import { MemoryError } from './errors.ts'
 import { type FilterExpression, filterExpressionSchema } from './filters.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
+import { sha256Hex } from './hash.ts'
 import { redact } from './redact.ts'
 import { DEFAULT_SCORING } from './scoring.ts'
 import type {
@@ -283,19 +284,34 @@ const ENTITY_NODE = 'mem0.entity'
 /** Graph memory's relations are named `mem0.<relation>`, apart from any other of the engine's. */
 const RELATION_PREFIX = 'mem0.'
 
-/** The scope of a graph memory's nodes: one graph per userId / agentId / runId combination. */
-function graphScope(s: Mem0Scope): string {
+/** The longest scope the entity graph keeps (`NodeInput.scope`). */
+const MAX_GRAPH_SCOPE = 200
+
+/**
+ * The scope of a graph memory's nodes: one graph per userId / agentId / runId combination.
+ * The characters that separate its parts, and the ids from entity names in node ids (`%`,
+ * space, `=`, `/`), are escaped, so that no two scopes and names make one id; a scope longer
+ * than the entity graph keeps is its SHA-256.
+ */
+async function graphScope(s: Mem0Scope): Promise<string> {
+  const escape = (v: string) => v.replace(/[% =/]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
   const parts = [
-    ...(s.userId === undefined ? [] : [`user=${s.userId}`]),
-    ...(s.agentId === undefined ? [] : [`agent=${s.agentId}`]),
-    ...(s.runId === undefined ? [] : [`run=${s.runId}`]),
+    ...(s.userId === undefined ? [] : [`user=${escape(s.userId)}`]),
+    ...(s.agentId === undefined ? [] : [`agent=${escape(s.agentId)}`]),
+    ...(s.runId === undefined ? [] : [`run=${escape(s.runId)}`]),
   ]
-  return `mem0 ${parts.join(' ')}`.slice(0, 200)
+  const key = `mem0 ${parts.join(' ')}`
+  return key.length <= MAX_GRAPH_SCOPE ? key : `mem0 sha256=${await sha256Hex(key)}`
 }
 
-/** An entity's name as kept: trimmed, single spaces, at most 200 characters; '' when none. */
+/** The longest entity name kept. */
+const MAX_ENTITY_NAME = 200
+/** How many names one look-up of a query's entities asks for (`graph.nodes` takes 10,000 ids). */
+const LOOKUP_BATCH = 5000
+
+/** An entity's name as kept: trimmed, single spaces, at most MAX_ENTITY_NAME characters; '' when none. */
 function entityName(value: unknown): string {
-  return typeof value === 'string' ? value.replace(/\s+/g, ' ').trim().slice(0, 200) : ''
+  return typeof value === 'string' ? value.replace(/\s+/g, ' ').trim().slice(0, MAX_ENTITY_NAME) : ''
 }
 
 /** A relation as a snake_case name the entity graph accepts ("works at" → works_at); '' when none. */
@@ -432,7 +448,7 @@ export class Memory {
       relations.set(JSON.stringify([nameKey(link.source), relationship, nameKey(link.destination)]), link)
     }
     if (entities.size === 0) return []
-    const key = graphScope(scope)
+    const key = await graphScope(scope)
     const id = (name: string) => `${key}/${nameKey(name)}`
     const links = [...relations.values()]
     try {
@@ -612,10 +628,17 @@ export class Memory {
     // Graph memory: the links of the entities the query names, then (up to `limit` more) the
     // memories of the entities at their other ends that the search above did not return.
     const graph = this.#engine.graph as MemoryGraph
-    const key = graphScope(scopeOf(o))
+    const key = await graphScope(scopeOf(o))
     // The entities named are looked up by key (`${scope}/${name}`), never by reading them all.
-    const candidates = namedInText(query).map((name) => `${key}/${name}`)
-    const named = await graph.nodes({ ids: candidates, type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
+    // Names longer than an entity's are none; a long query's runs are read in batches.
+    const candidates = namedInText(query)
+      .filter((name) => name.length <= MAX_ENTITY_NAME)
+      .map((name) => `${key}/${name}`)
+    const named: NodeRecord[] = []
+    for (let i = 0; i < candidates.length; i += LOOKUP_BATCH) {
+      const ids = candidates.slice(i, i + LOOKUP_BATCH)
+      named.push(...(await graph.nodes({ ids, type: ENTITY_NODE, scope: key, ...this.#tenant, limit: LOOKUP_BATCH })))
+    }
     const links =
       named.length === 0
         ? []
@@ -666,7 +689,7 @@ export class Memory {
     const results = list.map((m) => toItem(m))
     if (this.#options.graph !== true) return { results }
     const graph = this.#engine.graph as MemoryGraph
-    const entities = await graph.nodes({ type: ENTITY_NODE, scope: graphScope(scopeOf(o)), ...this.#tenant, limit: 100_000 })
+    const entities = await graph.nodes({ type: ENTITY_NODE, scope: await graphScope(scopeOf(o)), ...this.#tenant, limit: 100_000 })
     // Each link once, from its source.
     const links =
       entities.length === 0 ? [] : await graph.neighbors(entities.map((n) => n.id), { direction: 'out', limit: 100_000, ...this.#tenant })
@@ -687,7 +710,7 @@ export class Memory {
     const s = parseInput(z.strictObject(scopeFields), scope ?? {}, 'scope')
     requireScope(s)
     await this.#engine.memories.forgetAll({ ...scopeOf(s), ...this.#tenant, confirm: true })
-    if (this.#options.graph === true) await this.#removeGraph(graphScope(scopeOf(s)))
+    if (this.#options.graph === true) await this.#removeGraph(await graphScope(scopeOf(s)))
   }
 
   /** Removes graph memory's entities (and their links) of one scope, or of every scope. */

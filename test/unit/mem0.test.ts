@@ -748,6 +748,30 @@ describe('mem0-compatible Memory: graph memory', () => {
     expect(await entities(mem)).toEqual([])
   })
 
+  it('scopes whose ids hold the separators stay apart, and a long query is looked up without failing', async () => {
+    const memory = await openTestMemory({ embedder: createTestEmbedder(), now: steppingClock() })
+    await using _ = memory
+    const llm = graphLLM({ ...script, 'pipeline notes': { entities: [{ name: 'CI/Alice', type: 'concept' }], relations: [] } })
+    const mem = new Memory(memory, { llm, graph: true })
+    // "acme" naming "CI/Alice" and "acme/ci" naming "Alice": one id each, not one for both.
+    await mem.add('pipeline notes', { userId: 'acme' })
+    await mem.add(ALICE, { userId: 'acme/ci' })
+    const names = async (scope: string) =>
+      (await memory.graph.nodes({ type: 'mem0.entity', scope })).map((n) => n.payload.name)
+    expect(await names('mem0 user=acme')).toEqual(['CI/Alice'])
+    expect(await names('mem0 user=acme%2Fci')).toEqual(['Alice', 'google', 'Software Engineering'])
+    // A scope too long for the graph's scope field is its hash, and stays its own.
+    const long = { userId: 'u'.repeat(150), agentId: 'a'.repeat(100) }
+    await mem.add(ALICE, long)
+    const scopes = new Set((await memory.graph.nodes({ type: 'mem0.entity' })).map((n) => n.scope))
+    expect([...scopes].filter((sc) => sc?.startsWith('mem0 sha256='))).toHaveLength(1)
+    expect((await mem.search('Alice', long)).relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'google' }])
+    // Thousands of words (tens of thousands of runs to look up) and one very long token.
+    const query = `${Array.from({ length: 2000 }, (_, i) => `w${i}`).join(' ')} Alice ${'x'.repeat(5000)}`
+    const found = await mem.search(query, { userId: 'acme/ci' })
+    expect(found.relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'google' }])
+  })
+
   it("deleteAll removes the scope's entities and links, reset every scope's; graph memory needs an engine with a graph", async () => {
     await using mem = await openGraph()
     await mem.add(ALICE, { userId: 'u1' })
