@@ -130,6 +130,9 @@ const TASK_STATUSES = ['open', 'in_progress', 'blocked', 'done', 'cancelled'] as
 const FIELD_KINDS = {
   tool: ['tool_call', 'tool_result'],
   tool_args: ['tool_call'],
+  path: ['tool_result'],
+  line_range: ['tool_result'],
+  to: ['message'],
   task_id: ['task_update'],
   status: ['task_update'],
   supersedes: ['decision'],
@@ -148,7 +151,24 @@ const recordEvent = z
       .describe('The content: the message, the tool result\'s output, the decision or the task update. Needed for every kind but tool_call.'),
     tool: z.string().min(1).max(200).optional().describe('For tool_call and tool_result: the tool\'s name.'),
     tool_args: z.record(z.string(), z.unknown()).optional().describe('For tool_call: the arguments it was called with.'),
-    task_id: z.string().min(1).max(200).optional().describe('For task_update: which task (its later updates use the same id).'),
+    path: z.string().min(1).max(4096).optional().describe('For tool_result of a file read: the file it read.'),
+    line_range: z
+      .tuple([z.number().int().min(1), z.number().int().min(1)])
+      .refine(([a, b]) => b >= a, 'line_range must be [first, last] with last ≥ first')
+      .optional()
+      .describe('For tool_result of a file read: the first and last line it read, e.g. [120, 180].'),
+    to: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('For a handoff note (a message tagged "handoff"): the agent it is for; without it, every other agent.'),
+    task_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('For task_update, needed: which task, a short id you choose (e.g. "T-1"); its later updates use the same id.'),
     status: z.enum(TASK_STATUSES).optional().describe('For task_update: the task\'s state now (default open).'),
     supersedes: z
       .array(z.string().min(1))
@@ -183,6 +203,13 @@ const recordEvent = z
     if (v.kind !== 'tool_call' && v.text === undefined) {
       issues.addIssue({ code: 'custom', path: ['text'], message: `a ${v.kind} needs text` })
     }
+    // Without an id, each update would be a task of its own, open for ever.
+    if (v.kind === 'task_update' && v.task_id === undefined) {
+      issues.addIssue({ code: 'custom', path: ['task_id'], message: 'a task_update needs task_id' })
+    }
+    if (v.to !== undefined && !(v.tags ?? []).includes('handoff')) {
+      issues.addIssue({ code: 'custom', path: ['to'], message: 'to is for a handoff note: tag it "handoff"' })
+    }
   })
 
 /** The event content a record_event call describes, in the shape the engine reads for its kind. */
@@ -191,7 +218,12 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
     case 'tool_call':
       return { tool: a.tool, args: a.tool_args ?? {}, ...(a.text === undefined ? {} : { text: a.text }) }
     case 'tool_result':
-      return { tool: a.tool, output: a.text }
+      return {
+        tool: a.tool,
+        output: a.text,
+        ...(a.path === undefined ? {} : { path: a.path }),
+        ...(a.line_range === undefined ? {} : { lineRange: a.line_range }),
+      }
     case 'decision':
       return {
         text: a.text,
@@ -202,7 +234,7 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
     case 'task_update':
       return { text: a.text, ...(a.task_id ? { taskId: a.task_id } : {}), ...(a.status ? { status: a.status } : {}) }
     default:
-      return { text: a.text }
+      return { text: a.text, ...(a.to === undefined ? {} : { to: a.to }) }
   }
 }
 
@@ -210,7 +242,12 @@ const turnProcedure = z
   .strictObject({
     tool: z.string().min(1).max(64).describe('The tool\'s name, e.g. read_file.'),
     args: z.record(z.string(), z.unknown()).optional().describe('The arguments it was called with.'),
-    path: z.string().min(1).max(4096).optional().describe('The file it read or wrote.'),
+    path: z
+      .string()
+      .min(1)
+      .max(4096)
+      .optional()
+      .describe('The file it read or wrote, as an absolute path (a path relative to the project root works when the memory has one).'),
     url: z.string().min(1).max(4096).optional().describe('The web page it read.'),
     content: z
       .string()
@@ -254,6 +291,12 @@ const recordTurn = z.strictObject({
 
 const buildContext = z.strictObject({
   query: z.string().min(1).describe('What the next step is about; drives retrieval.'),
+  intent: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('What you are about to do, in a few words (e.g. "fix the date parser"); recorded with the bundle.'),
   conversation_id: z.string().min(1).optional().describe('The current conversation.'),
   max_tokens: z
     .number()
@@ -637,6 +680,7 @@ export async function callTool(
         'buildContext',
       )({
         query: a.query,
+        ...(a.intent ? { intent: a.intent } : {}),
         ...(a.conversation_id ? { conversationId: a.conversation_id } : {}),
         ...(a.max_tokens ? { maxTokens: a.max_tokens } : {}),
         ...(a.channel ? { channel: a.channel } : {}),
@@ -709,6 +753,9 @@ Also save what you infer (source: inferred): the user keeps correcting the same 
 
 ### The session log (record_turn)
 - When the host does not record the conversation itself, record each exchange that used tools with record_turn: the user's message, your reply, and the files you read or wrote with their content.
+
+### Handing over (record_event)
+- When another agent will carry on the work, leave a note: record_event with kind message, tags ["handoff"] and, when you know it, to: the agent it is for. It reaches that agent's context.
 
 ### Past decisions and full outputs (query_decisions, get_artifact)
 - Before changing something that was decided in an earlier session, look the decision up with query_decisions and say if you go against it.

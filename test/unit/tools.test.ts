@@ -503,8 +503,36 @@ describe('agent tools', () => {
       { kind: 'message', text: 'x', rationale: 'because' },
       { kind: 'task_update', text: 'x', status: 'finished' },
       { kind: 'tool_result', tool: 'grep', text: 'x', tool_args: {} },
+      { kind: 'task_update', text: 'no id' },
+      { kind: 'message', text: 'x', to: 'reviewer' },
+      { kind: 'decision', text: 'x', to: 'reviewer', tags: ['handoff'] },
+      { kind: 'message', text: 'x', path: 'a.ts' },
+      { kind: 'tool_result', tool: 'read_file', text: 'x', line_range: [5, 2] },
     ]) {
       expect((await errorOf(rec(bad))).code, JSON.stringify(bad)).toBe('INVALID_INPUT')
     }
+  })
+
+  it('record_event keeps a file read\'s path and lines, and hands a note to one agent; build_context records the intent', async () => {
+    await using memory = await openTestMemory()
+    const coder = { userId: 'alice', agentId: 'coder' }
+    const read = (await memory.callTool(
+      'record_event',
+      { kind: 'tool_result', conversation_id: 'c1', tool: 'read_file', text: 'line a\nline b\nline c\n', path: '/repo/src/parse.ts', line_range: [120, 122] },
+      coder,
+    )) as { eventId: string }
+    expect((await memory.events.get(read.eventId)).content).toMatchObject({ tool: 'read_file', path: '/repo/src/parse.ts', lineRange: [120, 122] })
+
+    const note = (await memory.callTool(
+      'record_event',
+      { kind: 'message', conversation_id: 'c1', text: 'Parser half done; dates left.', tags: ['handoff'], to: 'reviewer' },
+      coder,
+    )) as { eventId: string }
+    const handoffs = async (agentId: string) => {
+      const bundle = (await memory.callTool('build_context', { query: 'what next', intent: 'pick up the parser work' }, { userId: 'alice', agentId })) as ContextBundle
+      return { ids: bundle.sections.find((x) => x.name === 'handoff_packet')?.items.map((i) => i.id), intent: bundle.provenance.intent }
+    }
+    expect(await handoffs('reviewer')).toEqual({ ids: [note.eventId], intent: 'pick up the parser work' })
+    expect((await handoffs('tester')).ids).toEqual([])
   })
 })
