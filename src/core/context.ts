@@ -103,6 +103,8 @@ export const DOCUMENT_LINK_SCORE = 0.5
 /** Policy-memory namespaces read into the identity and rules sections. */
 export const IDENTITY_NAMESPACES = ['identity'] as const
 export const RULE_NAMESPACES = ['rules', 'constraints', 'conventions', 'procedures'] as const
+/** Policy-memory namespaces read into the decision ledger, beside the decisions of the log. */
+export const DECISION_NAMESPACES = ['decisions'] as const
 /** Curated-memory categories read into the rules section. */
 export const RULE_CATEGORIES = ['instruction', 'constraint', 'convention'] as const
 
@@ -214,6 +216,7 @@ function policyScopes(i: Input): string[] {
   return [
     'global',
     ...(i.userId ? [`user:${i.userId}`] : []),
+    ...(i.projectId ? [`project:${i.projectId}`] : []),
     ...(i.agentId ? [`agent:${i.agentId}`] : []),
     ...(i.conversationId ? [`conversation:${i.conversationId}`] : []),
   ]
@@ -856,6 +859,7 @@ export function createContext(ctx: EngineContext) {
           decisions(tx, i, now, omissions),
           recent(tx, i, now),
           handoff(tx, i, now),
+          policy(tx, i, DECISION_NAMESPACES, now),
           tx.query<{ terms: string[] | null }>(
             `SELECT array_agg(DISTINCT lexeme ORDER BY lexeme) AS terms FROM unnest(to_tsvector('english', $1))`,
             [i.query],
@@ -866,7 +870,7 @@ export function createContext(ctx: EngineContext) {
         const evidence = plan ? await retrieved(tx, i, now, plan, omissions, cap.retrieved_evidence, limits) : null
         return { sections, evidence }
       })
-      const [identity, rules, memoryRules, taskItems, decisionItems, recentItems, handoffItems, terms] = read.sections
+      const [identity, rules, memoryRules, taskItems, decisionItems, recentItems, handoffItems, policyDecisions, terms] = read.sections
       const evidence = read.evidence ?? { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
       if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
 
@@ -874,7 +878,8 @@ export function createContext(ctx: EngineContext) {
         identity,
         rules: [...rules, ...memoryRules],
         task_state: taskItems,
-        decision_ledger: decisionItems,
+        // Standing decisions of the policy memory first, then those the log recorded.
+        decision_ledger: [...policyDecisions.map((c) => ({ ...c, score: 1 + c.score })), ...decisionItems],
         retrieved_evidence: evidence.candidates,
         recent_window: recentItems,
         handoff_packet: handoffItems,

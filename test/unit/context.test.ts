@@ -225,6 +225,29 @@ describe('buildContext: acceptance scenarios', () => {
     }
   })
 
+  it("policy entries of the project load with it: its rules, and its decisions ahead of the log's in the ledger", async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    await memory.kv.put('project:billing', 'decisions', 'storage', 'Store invoices in PGlite, one database per workspace', { tenantId: 't1' })
+    await memory.kv.put('project:billing', 'rules', 'money', 'Amounts are integers in cents', { tenantId: 't1' })
+    await memory.kv.put('project:search', 'rules', 'engine', 'Search runs in the worker', { tenantId: 't1' })
+    await memory.record({
+      kind: 'decision',
+      scope: { ...scope, conversationId: 'c1' },
+      actor: { type: 'agent', id: 'coder' },
+      content: { decision: 'Invoices are exported as CSV' },
+    })
+    const texts = (b: ContextBundle, name: string) => section(b, name).items.map((i) => i.text)
+    const billing = await memory.buildContext({ ...scope, projectId: 'billing', query: 'invoice storage', retrieval: false })
+    expect(texts(billing, 'decision_ledger')[0]).toBe('- Store invoices in PGlite, one database per workspace')
+    expect(texts(billing, 'decision_ledger')[1]).toMatch(/^- Invoices are exported as CSV/)
+    expect(section(billing, 'decision_ledger').items[0]?.source).toMatchObject({ scope: 'project:billing', namespace: 'decisions', key: 'storage' })
+    expect(texts(billing, 'rules')).toContain('- Amounts are integers in cents')
+    expect(texts(billing, 'rules')).not.toContain('- Search runs in the worker')
+    const elsewhere = await memory.buildContext({ ...scope, query: 'invoice storage', retrieval: false })
+    expect(texts(elsewhere, 'decision_ledger')).toHaveLength(1)
+    expect(texts(elsewhere, 'rules')).toEqual([])
+  })
+
   it('a public channel loads nothing above its sensitivity', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     const base = { scope: { ...scope, conversationId: 'p' }, actor: { type: 'human' as const, id: 'ann' } }
@@ -465,14 +488,14 @@ describe('buildContext: acceptance scenarios', () => {
       `SELECT statement, (generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements`,
     )
     const runs = (fragment: string) => rows.filter((r) => r.statement.includes(fragment)).map((r) => r.runs)
-    expect(runs('FROM kv')).toEqual([4]) // identity and rules, twice
+    expect(runs('FROM kv')).toEqual([6]) // identity, rules and decisions, twice
     expect(runs('m.confidence * (0.5 + coalesce(')).toEqual([2])
     expect(runs('array_agg(DISTINCT lexeme')).toEqual([2])
     expect(runs("WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE')")).toEqual([2])
     expect(runs('WITH names AS')).toEqual([2])
     // Every statement of the bundle, the names look-up and the search's two included, was
     // parsed once for both calls.
-    expect(rows.every((r) => r.runs === 2 || r.runs === 4)).toBe(true)
+    expect(rows.every((r) => r.runs === 2 || r.runs === 6)).toBe(true)
     expect(rows.length).toBe(12)
   })
 
