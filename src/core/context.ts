@@ -492,8 +492,12 @@ export function createContext(ctx: EngineContext) {
       canonical_key: string
     }>(
       `WITH cur AS (
-         SELECT DISTINCT e.document_id FROM edges e
+         SELECT e.document_id FROM edges e
          WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.document_id IS NOT NULL AND ${edgeVisibleAt('$3', 'e')}
+         UNION
+         -- The versions this conversation observed without an event to link them from.
+         SELECT v.document_id FROM doc_versions v JOIN documents d ON d.id = v.document_id
+         WHERE v.conversation_id = $2 AND d.tenant_id = $1 AND v.created_at <= $3
        ), touch AS (
          -- Per document, its newest edges from other conversations: one walk down edges_document,
          -- each reply checked by key (OFFSET 0 keeps both from becoming scans of every row).

@@ -569,16 +569,23 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
       WHERE ed.tenant_id = ${tenant} AND ${edgeVisibleAt(asOf, 'ed')}
       GROUP BY t.event_id
     ), doc_conversations AS MATERIALIZED (
-      -- Per document, once: the conversations whose edges reach any of its versions, one
-      -- index range per document (edges_document). At most familiarityScale of them: a hit
+      -- Per document, once: the conversations whose edges reach any of its versions (one
+      -- index range per document, edges_document) or that wrote one of them. At most familiarityScale of them: a hit
       -- whose documents were touched in that many conversations has the full bonus whichever
       -- they are, and one whose documents were touched in fewer has every one counted.
       SELECT d.document_id, x.conversations
       FROM (SELECT DISTINCT unnest(docs) AS document_id FROM seen) d
       CROSS JOIN LATERAL (
         SELECT array_agg(c.conversation_id) AS conversations FROM (
-          SELECT DISTINCT x.conversation_id FROM edges x
-          WHERE x.document_id = d.document_id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
+          SELECT DISTINCT t.conversation_id FROM (
+            SELECT x.conversation_id FROM edges x
+            WHERE x.document_id = d.document_id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
+            UNION ALL
+            -- A conversation that observed a new version without an event to link it from.
+            SELECT v.conversation_id FROM doc_versions v
+            WHERE v.document_id = d.document_id AND v.conversation_id IS NOT NULL
+              AND (${asOf}::timestamptz IS NULL OR v.created_at <= ${asOf})
+          ) t
           LIMIT ceil(${famScale})::bigint
         ) c
       ) x

@@ -154,6 +154,13 @@ describe('observeDocument', () => {
       code: 'INVALID_INPUT',
     })
     expect((await memory.documents.history(path)).versions).toHaveLength(1)
+    // A conversation that wrote a new version without an event touched the file as well: the
+    // messages of other conversations that touched it are linked into its context, newest first.
+    clock.advance(1000)
+    await memory.observeDocument({ path, content: 'export const total = 2\n', conversationId: 'c4' })
+    const fresh = await memory.buildContext({ query: 'payment totals', conversationId: 'c4' })
+    const found = fresh.sections.find((x) => x.name === 'retrieved_evidence')?.items.filter((i) => i.source.via === `document:${path}`)
+    expect(found?.map((i) => i.id)).toEqual([ask.eventId, reply.eventId])
   })
 
   it('local mode: the same relative path from a project opened at two roots is one document', async () => {

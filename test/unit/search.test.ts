@@ -642,6 +642,14 @@ describe('search', () => {
     expect(await at('deploy pipeline', 2)).toBe(1)
     expect(await at('release checklist', 4.5)).toBe(1) // five conversations: four from a.ts, c4 from b.ts
     expect(await at('release checklist', 6)).toBeCloseTo(Math.log(1 + 5) / Math.log(1 + 6), 9)
+
+    // A conversation that observed a new version of a.ts, with no event to link it from,
+    // touched it too: five now, as the document's own signals count them.
+    clock.advance(60_000)
+    await memory.observeDocument({ path: '/repo/a.ts', content: 'v3', conversationId: 'c6' })
+    const [after] = await memory.search('deploy pipeline', { limit: 1 })
+    expect(after?.explain.familiarity).toBeCloseTo(Math.log(1 + 5) / scale, 9)
+    expect((await memory.documents.signals({ path: '/repo/a.ts' })).familiarity).toBe(5)
   })
 })
 
