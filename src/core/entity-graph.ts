@@ -64,7 +64,8 @@ export interface GraphVerifyReport {
 
 const RELATION_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/
 
-export const tenant = z.string().min(1).max(200).default('default')
+const tenant = z.string().min(1).max(200).default('default')
+/** Whose the row is, and the run and task a write (or a read, in telemetry) belongs to. */
 const provenance = {
   tenantId: tenant,
   runId: z.string().min(1).max(200).optional(),
@@ -111,12 +112,13 @@ export type RemoveOptions = z.input<typeof removeOptions>
 
 const asOf = z.coerce.date().optional()
 export const nodeReadOptions = z
-  .strictObject({ tenantId: tenant, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).max(MAX_REVISION).optional() })
+  .strictObject({ ...provenance, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).max(MAX_REVISION).optional() })
   .refine((v) => v.asOf === undefined || v.rev === undefined, { message: 'give asOf or rev, not both' })
 export type NodeReadOptions = z.input<typeof nodeReadOptions>
+export const nodeHistoryOptions = z.strictObject(provenance)
 
 export const nodesOptions = z.strictObject({
-  tenantId: tenant,
+  ...provenance,
   asOf,
   /** Only these ids (those that name a live node). */
   ids: z.array(entityId).max(10_000).optional(),
@@ -127,7 +129,7 @@ export const nodesOptions = z.strictObject({
 export type NodesOptions = z.input<typeof nodesOptions>
 
 export const neighborsOptions = z.strictObject({
-  tenantId: tenant,
+  ...provenance,
   asOf,
   /** Only links that held at this time in the world (`validFrom` ≤ it < `validTo`; an open end holds). */
   validAt: z.coerce.date().optional(),
@@ -448,13 +450,27 @@ export function entityGraphApi(ctx: EngineContext) {
       )
       const removed = rows.map((r) => r.id).sort()
       if (removed.length === 0) return { removed, edges: 0 }
-      const edges = await tx.query(
-        `UPDATE edges SET tombstoned_at = $3
-         WHERE tenant_id = $1 AND (src = ANY($2::text[]) OR dst = ANY($2::text[])) AND tombstoned_at IS NULL`,
+      const edges = await tx.query<{ id: string; src: string; rel: string; dst: string }>(
+        `UPDATE edges e SET tombstoned_at = $3 FROM relations r
+         WHERE r.id = e.rel AND e.tenant_id = $1 AND (e.src = ANY($2::text[]) OR e.dst = ANY($2::text[])) AND e.tombstoned_at IS NULL
+         RETURNING e.id, e.src, r.name AS rel, e.dst`,
         [o.tenantId, removed, at],
       )
-      return { removed, edges: edges.affectedRows ?? 0 }
+      return { removed, edges: edges.rows.length, tombstoned: edges.rows }
     })
+    // The links that went with the nodes, each reported as a removal of its own.
+    for (const e of out.tombstoned ?? []) {
+      telemetry.emit({
+        op: 'delete',
+        memoryId: e.id,
+        entityType: 'edge',
+        scope: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
+        at,
+        detail: { src: e.src, rel: e.rel, dst: e.dst },
+      })
+    }
     for (const id of out.removed) {
       telemetry.emit({
         op: 'delete',
@@ -467,7 +483,7 @@ export function entityGraphApi(ctx: EngineContext) {
       })
     }
     if (out.edges > 0) await warnOfTombstones(ctx, at)
-    return out
+    return { removed: out.removed, edges: out.edges }
   }
 
   async function putNodes(inputs: NodeInput[]): Promise<NodeWrite[]> {
@@ -573,8 +589,8 @@ export function entityGraphApi(ctx: EngineContext) {
         memoryId: nodeId,
         entityType: 'node',
         scope: row?.scope ?? null,
-        runId: null,
-        taskId: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
       })
       return row && !row.tombstone ? toNode(row) : null
     },
@@ -586,11 +602,19 @@ export function entityGraphApi(ctx: EngineContext) {
      * @example
      * const revisions = await memory.graph.nodeHistory('file:src/app.ts')
      */
-    async nodeHistory(id: string, options: { tenantId?: string } = {}): Promise<(NodeRecord & { tombstone: boolean })[]> {
+    async nodeHistory(id: string, options: RemoveOptions = {}): Promise<(NodeRecord & { tombstone: boolean })[]> {
       const nodeId = parseInput(entityId, id, 'node id')
-      const o = parseInput(z.strictObject({ tenantId: tenant }), options, 'node history options')
+      const o = parseInput(nodeHistoryOptions, options, 'node history options')
       const { rows } = await db.query<NodeRow>(`SELECT * FROM nodes WHERE tenant_id = $1 AND id = $2 ORDER BY rev`, [o.tenantId, nodeId])
-      telemetry.emit({ op: 'read', memoryId: nodeId, entityType: 'node', scope: null, runId: null, taskId: null, detail: { history: rows.length } })
+      telemetry.emit({
+        op: 'read',
+        memoryId: nodeId,
+        entityType: 'node',
+        scope: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
+        detail: { history: rows.length },
+      })
       return rows.map((r) => ({ ...toNode(r), tombstone: r.tombstone }))
     },
 
@@ -620,8 +644,8 @@ export function entityGraphApi(ctx: EngineContext) {
         memoryId: null,
         entityType: 'node',
         scope: o.scope ?? null,
-        runId: null,
-        taskId: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
         detail: { results: rows.length },
       })
       return rows.map(toNode)
@@ -821,8 +845,8 @@ export function entityGraphApi(ctx: EngineContext) {
         memoryId: nodeIds.length === 1 ? (nodeIds[0] as string) : null,
         entityType: 'edge',
         scope: null,
-        runId: null,
-        taskId: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
         detail: { results: out.length },
       })
       return out

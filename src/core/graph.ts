@@ -165,6 +165,9 @@ export interface EdgeQuery {
   asOf?: TimeInput
   /** Only edges whose fact held at this time in the world (see `Edge.validFrom`). */
   validAt?: TimeInput
+  /** The run and task the read belongs to, for its telemetry event. */
+  runId?: string
+  taskId?: string
 }
 
 export interface WalkOptions {
@@ -179,6 +182,9 @@ export interface WalkOptions {
   validAt?: TimeInput
   /** The most nodes returned, nearest first. Default 1000. */
   limit?: number
+  /** The run and task the read belongs to, for its telemetry event. */
+  runId?: string
+  taskId?: string
 }
 
 export interface WalkNode {
@@ -246,12 +252,16 @@ export async function relationIds(q: Queryable, names: readonly string[]): Promi
   return ids
 }
 
+/** The run and task a read belongs to, for its telemetry event. */
+const readProvenance = { runId: identifier.optional(), taskId: identifier.optional() }
+
 const edgeQuery = z
   .object({
     tenantId: identifier.default('default'),
     rel: relationName.optional(),
     asOf: timeInput.optional(),
     validAt: timeInput.optional(),
+    ...readProvenance,
   })
   .strict()
 const walkOptions = z
@@ -262,6 +272,7 @@ const walkOptions = z
     asOf: timeInput.optional(),
     validAt: timeInput.optional(),
     limit: z.number().int().min(1).max(100_000).default(1000),
+    ...readProvenance,
   })
   .strict()
 function parseEdgeQuery(relOrOptions: string | EdgeQuery | undefined, options: EdgeQuery | undefined) {
@@ -283,6 +294,15 @@ export function createGraph(ctx: EngineContext) {
        ORDER BY e.created_at, e.id`,
       [id, query.rel ?? null, asOfParam(query.asOf), query.tenantId, query.validAt === undefined ? null : toDate(query.validAt)],
     )
+    ctx.telemetry.emit({
+      op: 'query',
+      memoryId: id,
+      entityType: 'edge',
+      scope: null,
+      runId: query.runId ?? null,
+      taskId: query.taskId ?? null,
+      detail: { direction, results: rows.length },
+    })
     return rows.map(toEdge)
   }
 
@@ -360,6 +380,15 @@ export function createGraph(ctx: EngineContext) {
       )
       const row = rows[0]
       if (!row) throw new MemoryError('INTERNAL', 'graph walk returned no row')
+      ctx.telemetry.emit({
+        op: 'query',
+        memoryId: id,
+        entityType: 'edge',
+        scope: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
+        detail: { walk: o.depth, nodes: row.nodes.length, edges: row.edges?.length ?? 0 },
+      })
       return {
         nodes: row.nodes.map((n) => ({ id: n.id, kind: kindOfId(n.id) ?? null, depth: n.depth })),
         edges: (row.edges ?? []).map(toEdge),

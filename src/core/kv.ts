@@ -26,8 +26,12 @@ const writeOptions = z.strictObject({
 })
 export type KvWriteOptions = z.input<typeof writeOptions>
 
+/** The run and task a read belongs to, for its telemetry event. */
+const readProvenance = { runId: name.optional(), taskId: name.optional() }
+
 const getOptions = z.strictObject({
   tenantId: name.default('default'),
+  ...readProvenance,
   /** A time (a Date or an ISO string), or a revision number of this key. */
   asOf: z
     .union([
@@ -41,6 +45,7 @@ export type KvGetOptions = z.input<typeof getOptions>
 
 const listOptions = z.strictObject({
   tenantId: name.default('default'),
+  ...readProvenance,
   /** A time, as a Date or an ISO string (a number would read as a revision in `get`, so none is taken here). */
   asOf: z.union([z.date(), z.string().pipe(z.coerce.date())]).optional(),
 })
@@ -186,8 +191,8 @@ export function kvApi(ctx: EngineContext) {
         memoryId: row?.id ?? null,
         entityType: 'kv',
         scope: k[0],
-        runId: null,
-        taskId: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
         detail: { namespace: k[1], key: k[2] },
       })
       return row && !row.deleted ? toEntry(row) : null
@@ -217,8 +222,8 @@ export function kvApi(ctx: EngineContext) {
         memoryId: null,
         entityType: 'kv',
         scope: k[0],
-        runId: null,
-        taskId: null,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
         detail: { namespace: k[1], results: rows.length },
       })
       return rows.map(toEntry)

@@ -7,13 +7,13 @@ import {
   type Neighbor,
   type NeighborsOptions,
   neighborsOptions,
+  nodeHistoryOptions,
   type NodeReadOptions,
   type NodeRecord,
   nodeReadOptions,
   type NodesOptions,
   nodesOptions,
   type RelationRecord,
-  tenant,
 } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
 import { eventReadOptions, type EventRow, type MemoryEvent, type ReadByIdOptions, toEvent } from './events.ts'
@@ -47,7 +47,7 @@ export interface Snapshot {
     /** A node as it was when the file was written, at `asOf`, or as revision `rev` left it. */
     getNode(id: string, options?: NodeReadOptions): NodeRecord | null
     /** Every revision of a node, oldest first, its removals among them. */
-    nodeHistory(id: string, options?: { tenantId?: string }): (NodeRecord & { tombstone: boolean })[]
+    nodeHistory(id: string, options?: { tenantId?: string; runId?: string; taskId?: string }): (NodeRecord & { tombstone: boolean })[]
     /** Live nodes, by id, as `memory.graph.nodes` reads them. */
     nodes(options?: NodesOptions): NodeRecord[]
     /** A node's (or several nodes') links, oldest first, as `memory.graph.neighbors` reads them. */
@@ -286,7 +286,7 @@ export async function openSnapshot(
 
     nodeHistory(id, options = {}) {
       const nodeId = parseInput(entityId, id, 'node id')
-      const opts = parseInput(z.strictObject({ tenantId: tenant }), options, 'node history options')
+      const opts = parseInput(nodeHistoryOptions, options, 'node history options')
       return (nodes.get(opts.tenantId)?.get(nodeId) ?? []).map((r) => ({ ...checked(r), tombstone: r.tombstone }))
     },
 

@@ -406,6 +406,50 @@ describe('entity graph', () => {
     expect(report.warnings).toEqual(['67% of edges are tombstoned: run graph.compact()'])
   })
 
+  it('every read and traversal reports a telemetry event with the run and task it names; a removed node reports its links', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    const g = memory.graph
+    await g.putGraph({
+      relations: [{ name: 'calls' }],
+      nodes: [
+        { id: 'fn:a', type: 'function' },
+        { id: 'fn:b', type: 'function' },
+      ],
+      edges: [{ src: 'fn:a', rel: 'calls', dst: 'fn:b' }],
+    })
+    const events: TelemetryEvent[] = []
+    memory.telemetry.subscribe((e) => events.push(e))
+    const run = { runId: 'run-7', taskId: 'task-3' }
+    await g.getNode('fn:a', run)
+    await g.nodeHistory('fn:a', run)
+    await g.nodes(run)
+    await g.neighbors('fn:a', run)
+    await g.out('fn:a', run)
+    await g.in('fn:b', { rel: 'calls', ...run })
+    await g.walk('fn:a', run)
+    await g.getNode('fn:a')
+    expect(events.map((e) => [e.op, e.entityType, e.memoryId, e.runId, e.taskId])).toEqual([
+      ['read', 'node', 'fn:a', 'run-7', 'task-3'],
+      ['read', 'node', 'fn:a', 'run-7', 'task-3'],
+      ['query', 'node', null, 'run-7', 'task-3'],
+      ['query', 'edge', 'fn:a', 'run-7', 'task-3'],
+      ['query', 'edge', 'fn:a', 'run-7', 'task-3'],
+      ['query', 'edge', 'fn:b', 'run-7', 'task-3'],
+      ['query', 'edge', 'fn:a', 'run-7', 'task-3'],
+      ['read', 'node', 'fn:a', null, null],
+    ])
+    expect(events[5]?.detail).toEqual({ direction: 'in', results: 1 })
+    expect(events[6]?.detail).toEqual({ walk: 2, nodes: 2, edges: 1 })
+    events.length = 0
+    const [link] = await g.neighbors('fn:a', { runId: 'x' })
+    events.length = 0
+    await g.removeNode('fn:b', run)
+    expect(events.filter((e) => e.op === 'delete').map((e) => [e.entityType, e.memoryId, e.runId, e.detail])).toEqual([
+      ['edge', link?.edgeId, 'run-7', { src: 'fn:a', rel: 'calls', dst: 'fn:b' }],
+      ['node', 'fn:b', 'run-7', undefined],
+    ])
+  })
+
   it('removals that leave too many tombstones warn through telemetry, without waiting for verify', async () => {
     await using memory = await openTestMemory()
     const g = memory.graph

@@ -108,6 +108,9 @@ describe('policy memory (kv)', () => {
     await memory.kv.put('s', 'n', 'k', 1, { runId: 'run', taskId: 'task' })
     await memory.kv.put('s', 'n', 'k', 2, { runId: 'run', taskId: 'task' })
     await memory.kv.get('s', 'n', 'k')
+    // A read names its run and task too, when the caller gives them.
+    await memory.kv.get('s', 'n', 'k', { runId: 'run', taskId: 'task' })
+    await memory.kv.list('s', 'n', { runId: 'run', taskId: 'task' })
     await memory.kv.delete('s', 'n', 'k', { runId: 'run' })
     stop()
     await memory.kv.put('s', 'n', 'k', 3)
@@ -115,9 +118,11 @@ describe('policy memory (kv)', () => {
       ['write', 'kv', 's', 'run', 'task'],
       ['overwrite', 'kv', 's', 'run', 'task'],
       ['read', 'kv', 's', null, null],
+      ['read', 'kv', 's', 'run', 'task'],
+      ['query', 'kv', 's', 'run', 'task'],
       ['delete', 'kv', 's', 'run', null],
     ])
-    expect(events.every((e) => e.at instanceof Date && typeof e.memoryId === 'string')).toBe(true)
+    expect(events.filter((e) => e.op !== 'query').every((e) => e.at instanceof Date && typeof e.memoryId === 'string')).toBe(true)
   })
 
   it('a listener that throws does not break the write it observes', async () => {
