@@ -2,6 +2,7 @@ import type { Queryable } from './db.ts'
 import type { EngineContext } from './engine.ts'
 import { edgeVisibleAt } from './graph.ts'
 import { supersededIds } from './events.ts'
+import { newId } from './ids.ts'
 import type { JsonValue } from './json.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { CHANNELS, identifier, type StoredSensitivity } from './scope.ts'
@@ -162,6 +163,8 @@ export interface ContextOmission {
 
 /** The Active Context Bundle: what to put in front of the model, and why. */
 export interface ContextBundle {
+  /** This bundle's id (`acb_…`, sortable by time), to log or cite which context a step had. */
+  id: string
   budgetTokens: number
   tokenUsedEst: number
   sections: ContextSection[]
@@ -914,6 +917,7 @@ export function createContext(ctx: EngineContext) {
       }
 
       return {
+        id: newId('bundle'),
         budgetTokens: i.maxTokens,
         tokenUsedEst: count(text),
         sections,

@@ -15,6 +15,8 @@ export const ID_PREFIXES = {
   node: 'nod',
   forget: 'fgt',
   archive: 'arc',
+  /** An Active Context Bundle, as `buildContext` names each one it builds. */
+  bundle: 'acb',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIXES

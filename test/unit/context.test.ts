@@ -14,6 +14,7 @@ const README = '# invoicer\n\nConverts supplier invoices (CSV) into ledger entri
 const PACKAGE = '{\n  "name": "invoicer",\n  "main": "src/index.js",\n  "dependencies": {}\n}\n'
 const scope = { tenantId: 't1', userId: 'ann', agentId: 'coder' }
 
+const withoutId = ({ id: _, ...bundle }: ContextBundle) => bundle
 const section = (b: ContextBundle, name: string) => {
   const s = b.sections.find((x) => x.name === name)
   if (!s) throw new Error(`no section ${name}`)
@@ -559,7 +560,7 @@ describe('buildContext: acceptance scenarios', () => {
     expect(section(cold, 'retrieved_evidence').items.every((i) => i.explain?.vector === null)).toBe(true)
 
     await t.engine.indexNow()
-    expect(await t.engine.buildContext(request)).toEqual(before)
+    expect(withoutId(await t.engine.buildContext(request))).toEqual(withoutId(before))
   })
 
   it('summary drift guard: every item cites log events showing what it says, and a bundle rebuilt from the log alone is the same', async () => {
@@ -772,7 +773,10 @@ describe('buildContext: budget and determinism', () => {
     const request = { ...scope, query: 'same words project', conversationId: 'n', now: '2025-02-10T00:00:00Z' }
     const a = await memory.buildContext(request)
     const b = await memory.buildContext(request)
-    expect(b).toEqual(a)
+    // Each bundle has its own id; everything else is the same.
+    expect(b.id).toMatch(/^acb_[0-9a-z]{26}$/)
+    expect(b.id).not.toBe(a.id)
+    expect(withoutId(b)).toEqual(withoutId(a))
     expect(section(a, 'retrieved_evidence').items.length).toBeGreaterThanOrEqual(4)
   })
 
