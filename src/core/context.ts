@@ -229,6 +229,13 @@ function day(at: Date | string): string {
   return iso(at).slice(0, 10)
 }
 
+/** A decision's content field as text: a string, or an array's items joined by `separator`; else null. */
+function textList(field: string, separator: string): string {
+  const at = `e.content -> '${field}'`
+  return `CASE jsonb_typeof(${at}) WHEN 'string' THEN ${at} #>> '{}'
+            WHEN 'array' THEN (SELECT string_agg(a, '${separator}') FROM jsonb_array_elements_text(${at}) a) END`
+}
+
 /** How a past turn's rendering names the documents its procedures saw, and how stale they are. */
 const DOCUMENTS_LINE = 'Documents: '
 
@@ -597,6 +604,9 @@ export function createContext(ctx: EngineContext) {
       origin: 'event' | 'memory'
       rationale: string | null
       alternatives: string | null
+      constraints: string | null
+      consequences: string | null
+      refs: string[] | null
     }>(
       `WITH q AS (
          SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')
@@ -604,14 +614,13 @@ export function createContext(ctx: EngineContext) {
        ), dec AS (
          SELECT e.id, coalesce(e.content ->> 'decision', e.content ->> 'text') AS text, e.conversation_id, e.created_at,
                 e.content -> 'supersedes' AS supersedes, 'event' AS origin,
-                CASE WHEN jsonb_typeof(e.content -> 'rationale') = 'string' THEN e.content ->> 'rationale' END AS rationale,
-                CASE WHEN jsonb_typeof(e.content -> 'alternatives') = 'array'
-                     THEN (SELECT string_agg(a, ', ') FROM jsonb_array_elements_text(e.content -> 'alternatives') a) END AS alternatives
+                ${textList('rationale', '; ')} AS rationale, ${textList('alternatives', ', ')} AS alternatives,
+                ${textList('constraints', '; ')} AS constraints, ${textList('consequences', '; ')} AS consequences, e.refs
          FROM events e
          WHERE e.tenant_id = $1 AND e.kind = 'decision' AND e.sensitivity = ANY($2::text[]) AND e.created_at <= $3
            AND ($4::text IS NULL OR e.user_id IS NULL OR e.user_id = $4)
          UNION ALL
-         SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory', NULL, NULL
+         SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory', NULL, NULL, NULL, NULL, NULL
          FROM memories m
          WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = 'decision' AND m.created_at <= $3
            AND ${unexpired('$3')} AND ${readableBy('$4', '$6')} AND m.sensitivity = ANY($2::text[])
@@ -620,8 +629,8 @@ export function createContext(ctx: EngineContext) {
          FROM dec d
          CROSS JOIN LATERAL ${supersededIds('d.supersedes')}
        )
-       SELECT d.id, d.text, d.conversation_id, d.created_at, d.origin, d.rationale, d.alternatives,
-              (SELECT min(by_id) FROM superseding s WHERE s.old_id = d.id) AS superseded_by,
+       SELECT d.id, d.text, d.conversation_id, d.created_at, d.origin, d.rationale, d.alternatives, d.constraints,
+              d.consequences, d.refs, (SELECT min(by_id) FROM superseding s WHERE s.old_id = d.id) AS superseded_by,
               coalesce(to_tsvector('english', coalesce(d.text, '')) @@ (SELECT q FROM q), false) AS relevant
        FROM dec d
        ORDER BY relevant DESC, d.created_at DESC, d.id
@@ -638,9 +647,16 @@ export function createContext(ctx: EngineContext) {
       out.push({
         id: r.id,
         kind: r.origin === 'event' ? 'decision' : 'memory:decision',
-        text: `- ${r.text ?? ''}${r.rationale ? ` — because ${r.rationale}` : ''}${r.alternatives ? `; not: ${r.alternatives}` : ''} (${day(r.created_at)}${r.conversation_id ? `, conversation ${r.conversation_id}` : ''})`,
+        text: `- ${r.text ?? ''}${r.rationale ? ` — because ${r.rationale}` : ''}${r.alternatives ? `; not: ${r.alternatives}` : ''}${
+          r.constraints ? `; within: ${r.constraints}` : ''
+        }${r.consequences ? `; so: ${r.consequences}` : ''} (${day(r.created_at)}${r.conversation_id ? `, conversation ${r.conversation_id}` : ''})`,
         score: (r.relevant ? 1 : 0.5) - n / (10 * (rows.length + 1)),
-        source: { [r.origin === 'event' ? 'eventId' : 'memoryId']: r.id, conversationId: r.conversation_id },
+        source: {
+          [r.origin === 'event' ? 'eventId' : 'memoryId']: r.id,
+          conversationId: r.conversation_id,
+          // The events and chunks the decision cites as its evidence.
+          ...(r.refs && r.refs.length > 0 ? { refs: r.refs } : {}),
+        },
       })
     }
     return out

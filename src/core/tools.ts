@@ -138,6 +138,8 @@ const FIELD_KINDS = {
   supersedes: ['decision'],
   rationale: ['decision'],
   alternatives: ['decision'],
+  constraints: ['decision'],
+  consequences: ['decision'],
 } as const
 
 const recordEvent = z
@@ -181,6 +183,16 @@ const recordEvent = z
       .max(20)
       .optional()
       .describe('For decision: the options considered and not taken.'),
+    constraints: z
+      .array(z.string().min(1).max(500))
+      .max(20)
+      .optional()
+      .describe('For decision: the limits it was made within, e.g. "no network access".'),
+    consequences: z
+      .array(z.string().min(1).max(500))
+      .max(20)
+      .optional()
+      .describe('For decision: what follows from it, e.g. "imports must be rewritten".'),
     actor_type: z.enum(['human', 'agent', 'tool']).optional().describe('Who acted (default: agent).'),
     actor_id: z.string().min(1).optional().describe('Which human, agent or tool.'),
     channel: z
@@ -229,6 +241,8 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
         text: a.text,
         ...(a.rationale ? { rationale: a.rationale } : {}),
         ...(a.alternatives ? { alternatives: a.alternatives } : {}),
+        ...(a.constraints ? { constraints: a.constraints } : {}),
+        ...(a.consequences ? { consequences: a.consequences } : {}),
         ...(a.supersedes ? { supersedes: a.supersedes } : {}),
       }
     case 'task_update':
@@ -658,19 +672,34 @@ export async function callTool(
         hits.map((h) => h.eventId),
         { ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }), ...channel },
       )) as Record<string, string>
+      const kept = hits.filter((h) => a.include_superseded || by[h.eventId] === undefined).slice(0, limit)
+      // Each decision's own record: why, what else was weighed, within what, with what
+      // consequences, and the evidence it cites.
+      const events = (await Promise.all(
+        kept.map((h) =>
+          optional(host, 'events.get')(h.eventId, {
+            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+            ...channel,
+          }),
+        ),
+      )) as { content: Record<string, unknown>; refs: string[] }[]
       return {
-        decisions: hits
-          .filter((h) => a.include_superseded || by[h.eventId] === undefined)
-          .slice(0, limit)
-          .map((h) => ({
+        decisions: kept.map((h, n) => {
+          const { content, refs } = events[n] as { content: Record<string, unknown>; refs: string[] }
+          const said = content.decision ?? content.text
+          return {
             id: h.eventId,
-            text: h.text,
+            // The decision as said, not the text it was indexed by (which adds its details).
+            text: typeof said === 'string' ? said : h.text,
+            ...decisionDetails(content),
+            ...(refs.length === 0 ? {} : { refs }),
             conversation_id: h.conversationId,
             created_at: h.createdAt,
             status: by[h.eventId] === undefined ? 'active' : 'superseded',
             ...(by[h.eventId] === undefined ? {} : { superseded_by: by[h.eventId] }),
             score: h.score,
-          })),
+          }
+        }),
       }
     }
     case 'build_context': {
@@ -692,6 +721,16 @@ export async function callTool(
   }
 }
 
+/** The reasons, options, limits and consequences a decision's content records, as the tools name them. */
+function decisionDetails(content: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const field of ['rationale', 'alternatives', 'constraints', 'consequences'] as const) {
+    const value = content[field]
+    if (typeof value === 'string' || (Array.isArray(value) && value.length > 0)) out[field] = value
+  }
+  return out
+}
+
 /** A memory belongs to the caller when it is theirs (or global, which only admins change). */
 function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
   if (m.tenantId !== (identity.tenantId ?? 'default')) return false
@@ -703,7 +742,7 @@ function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
 /** A method of the engine the tool needs beyond `ToolHost` (a dotted path), or NOT_SUPPORTED. */
 function optional(
   host: ToolHost,
-  method: 'record' | 'recordTurn' | 'buildContext' | 'search' | 'artifacts.get' | 'events.supersededBy',
+  method: 'record' | 'recordTurn' | 'buildContext' | 'search' | 'artifacts.get' | 'events.get' | 'events.supersededBy',
 ): (...args: unknown[]) => Promise<unknown> {
   const path = method.split('.')
   const owner = path.slice(0, -1).reduce<unknown>((o, key) => (o as Record<string, unknown> | undefined)?.[key], host)

@@ -493,6 +493,28 @@ describe('agent tools', () => {
     await rec({ kind: 'task_update', task_id: 'T-1', status: 'done', text: 'parser ported' })
     expect(await sectionText('task_state')).toEqual(['- [open] T-2: write the changelog'])
 
+    // A decision's limits, consequences and evidence: in the ledger, and in query_decisions.
+    const why = await rec({ kind: 'decision', text: 'cache parsed invoices per supplier', refs: [result.eventId, call.eventId],
+      constraints: ['no network access'], consequences: ['a cold start parses again', 'the cache is per tab'], rationale: 'parsing dominates' })
+    const ledger = (await memory.callTool('build_context', { query: 'cache parsed invoices', conversation_id: 'c1' }, alice)) as ContextBundle
+    const item = ledger.sections.find((x) => x.name === 'decision_ledger')?.items.find((i) => i.id === why.eventId)
+    expect(item?.text.replace(/ \(\d{4}.*$/, '')).toBe(
+      '- cache parsed invoices per supplier — because parsing dominates; within: no network access; so: a cold start parses again; the cache is per tab',
+    )
+    expect(item?.source).toMatchObject({ eventId: why.eventId, refs: [result.eventId, call.eventId] })
+    const asked = (await memory.callTool('query_decisions', { query: 'cache parsed invoices' }, alice)) as { decisions: Record<string, unknown>[] }
+    expect(asked.decisions.find((d) => d.id === why.eventId)).toMatchObject({
+      rationale: 'parsing dominates',
+      constraints: ['no network access'],
+      consequences: ['a cold start parses again', 'the cache is per tab'],
+      refs: [result.eventId, call.eventId],
+      status: 'active',
+    })
+    expect(asked.decisions.find((d) => d.text === 'parse invoices with the csv library')).toMatchObject({
+      rationale: 'quoted fields broke the regex',
+      alternatives: ['a hand-written parser', 'keep the regex'],
+    })
+
     for (const bad of [
       { kind: 'tool_call' },
       { kind: 'tool_result', text: 'no tool named' },
@@ -508,6 +530,7 @@ describe('agent tools', () => {
       { kind: 'decision', text: 'x', to: 'reviewer', tags: ['handoff'] },
       { kind: 'message', text: 'x', path: 'a.ts' },
       { kind: 'tool_result', tool: 'read_file', text: 'x', line_range: [5, 2] },
+      { kind: 'message', text: 'x', constraints: ['y'] },
     ]) {
       expect((await errorOf(rec(bad))).code, JSON.stringify(bad)).toBe('INVALID_INPUT')
     }
