@@ -1,4 +1,5 @@
 import { MemoryError } from './errors.ts'
+import { MAX_EVENT_CONTENT_BYTES, MAX_PROCEDURES_PER_TURN, utf8Length } from './limits.ts'
 import { procedureInput, type RecordTurnInput, speechInput, type TurnRecord, turnInput } from './turns.ts'
 import { parseInput, z } from './validate.ts'
 
@@ -18,10 +19,17 @@ const optionsSchema = turnInput
      * `user` message or by `close`.
      */
     idleMs: z.number().int().min(1).max(3_600_000).optional(),
-    /** Receives what a commit that nobody awaited (an idle one) failed with. */
-    onError: z.custom<(error: unknown) => void>((v) => typeof v === 'function', 'onError must be a function').optional(),
+    /**
+     * Receives what a commit that nobody awaited (an idle one) failed with, and the turn it
+     * could not record.
+     */
+    onError: z
+      .custom<(error: unknown, turn: RecordTurnInput) => void>((v) => typeof v === 'function', 'onError must be a function')
+      .optional(),
   })
   .strict()
+  // Secrets are never stored: a recorder for them could record nothing.
+  .refine((o) => o.sensitivity !== 'secret', { message: 'secret is never stored', path: ['sensitivity'] })
 
 export type TurnRecorderOptions = z.input<typeof optionsSchema>
 
@@ -41,7 +49,8 @@ export interface TurnRecorder {
   discard(): void
   /**
    * Commits the open turn (a message still unanswered with an empty reply, so that it is not
-   * lost) and stops; later calls are refused with CLOSED.
+   * lost), after any idle commit under way, and stops; later calls are refused with CLOSED.
+   * When that commit fails, close rejects with its error (and is closed all the same).
    */
   close(): Promise<TurnRecord | null>
   /** The open turn so far, or null. */
@@ -97,9 +106,19 @@ export function turnRecorder(sink: TurnSink, options: TurnRecorderOptions): Turn
     if (idleMs === undefined || !open || open.reply === '') return
     timer = setTimeout(() => {
       timer = undefined
-      commit().catch((error: unknown) => onError?.(error))
+      const turn = open
+      commit().catch((error: unknown) => {
+        if (turn) onError?.(error, inputOf(turn))
+      })
     }, idleMs)
   }
+
+  const inputOf = (turn: OpenTurn): RecordTurnInput => ({
+    ...turnOptions,
+    user: turn.actorId === undefined ? turn.user : { text: turn.user, actorId: turn.actorId },
+    agent: turn.reply,
+    procedures: [...turn.procedures],
+  })
 
   function commit(): Promise<TurnRecord | null> {
     disarm()
@@ -108,17 +127,14 @@ export function turnRecorder(sink: TurnSink, options: TurnRecorderOptions): Turn
     open = null
     const run = inFlight.then(async () => {
       try {
-        return await sink.recordTurn({
-          ...turnOptions,
-          user: turn.actorId === undefined ? turn.user : { text: turn.user, actorId: turn.actorId },
-          agent: turn.reply,
-          procedures: turn.procedures,
-        })
+        return await sink.recordTurn(inputOf(turn))
       } catch (error) {
-        // Nothing was stored: the turn is open again, unless another one started meanwhile.
+        // Nothing was stored. The turn is open again, for another commit or discard(), unless
+        // another one started meanwhile or the recorder closed; the idle timer is armed again
+        // only for a failure that may pass, not for the turn's own refusal.
         if (open === null && !closed) {
           open = turn
-          arm()
+          if (!MemoryError.is(error, 'INVALID_INPUT')) arm()
         }
         throw error
       }
@@ -142,12 +158,25 @@ export function turnRecorder(sink: TurnSink, options: TurnRecorderOptions): Turn
     },
     reply(delta) {
       const turn = needTurn('reply()')
-      turn.reply += parseInput(z.string(), delta, 'reply delta')
+      const text = parseInput(z.string(), delta, 'reply delta')
+      // Refused before it is added: the reply so far stays as it was.
+      if (utf8Length(turn.reply) + utf8Length(text) > MAX_EVENT_CONTENT_BYTES) {
+        throw new MemoryError('INVALID_INPUT', `The reply would pass ${MAX_EVENT_CONTENT_BYTES} bytes (MAX_EVENT_CONTENT_BYTES)`, {
+          details: { limit: MAX_EVENT_CONTENT_BYTES },
+        })
+      }
+      turn.reply += text
       arm()
     },
     procedure(procedure) {
       const turn = needTurn('procedure()')
-      turn.procedures.push(parseInput(procedureInput, procedure, 'procedure'))
+      const checked = parseInput(procedureInput, procedure, 'procedure')
+      if (turn.procedures.length >= MAX_PROCEDURES_PER_TURN) {
+        throw new MemoryError('INVALID_INPUT', `A turn holds at most ${MAX_PROCEDURES_PER_TURN} procedures (MAX_PROCEDURES_PER_TURN)`, {
+          details: { limit: MAX_PROCEDURES_PER_TURN },
+        })
+      }
+      turn.procedures.push(checked)
       arm()
     },
     commit() {
@@ -161,11 +190,15 @@ export function turnRecorder(sink: TurnSink, options: TurnRecorderOptions): Turn
     },
     async close() {
       if (closed) return null
-      const record = open ? await commit() : null
-      disarm()
-      open = null
-      closed = true
-      return record
+      try {
+        // An idle commit under way is waited for, so the memory may be closed right after.
+        if (!open) await inFlight
+        return open ? await commit() : null
+      } finally {
+        closed = true
+        disarm()
+        open = null
+      }
     },
     async [Symbol.asyncDispose]() {
       await this.close()

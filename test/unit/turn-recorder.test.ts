@@ -78,6 +78,7 @@ describe('turn recorder', () => {
   it('records a turn after idleMs without a change, each change putting it off; a failed idle commit goes to onError and keeps the turn', async () => {
     await using memory = await openTestMemory()
     const errors: unknown[] = []
+    const failedTurns: RecordTurnInput[] = []
     let failNext = false
     const sink = {
       recordTurn: async (input: RecordTurnInput): Promise<TurnRecord> => {
@@ -88,7 +89,14 @@ describe('turn recorder', () => {
         return memory.recordTurn(input)
       },
     }
-    const turns = turnRecorder(sink, { conversationId: 'c3', idleMs: 150, onError: (e) => errors.push(e) })
+    const turns = turnRecorder(sink, {
+      conversationId: 'c3',
+      idleMs: 150,
+      onError: (e, turn) => {
+        errors.push(e)
+        failedTurns.push(turn)
+      },
+    })
     const count = async () => (await memory.events.list({ conversationId: 'c3' })).length
     await turns.user('question')
     // No reply yet: no idle commit, however long it waits.
@@ -108,15 +116,50 @@ describe('turn recorder', () => {
     turns.reply('answer')
     await vi.waitFor(() => expect(errors).toHaveLength(1), { timeout: 3000, interval: 25 })
     expect(MemoryError.is(errors[0], 'STORAGE_UNAVAILABLE')).toBe(true)
+    expect(failedTurns[0]).toMatchObject({ conversationId: 'c3', user: 'another', agent: 'answer' })
     // The turn is open again, and its timer armed again: it is recorded without a call.
     expect(turns.pending).toEqual({ user: 'another', reply: 'answer', procedures: 0 })
     await vi.waitFor(async () => expect(await count()).toBe(4), { timeout: 3000, interval: 25 })
+
+    // A turn the engine refuses is not tried again and again: one error, and it waits open.
+    await turns.user('half a character')
+    turns.reply('ends on \uD83D')
+    await vi.waitFor(() => expect(errors).toHaveLength(2), { timeout: 3000, interval: 25 })
+    expect(MemoryError.is(errors[1], 'INVALID_INPUT')).toBe(true)
+    await new Promise((r) => setTimeout(r, 400))
+    expect(errors).toHaveLength(2)
+    expect(turns.pending?.reply).toBe('ends on \uD83D')
+    // A delta completes it; the timer, armed again by the change, records it.
+    turns.reply('\uDE00')
+    await vi.waitFor(async () => expect(await count()).toBe(6), { timeout: 3000, interval: 25 })
+
+    // close() waits for an idle commit under way, so the memory may close right after.
+    let release = () => {}
+    const slow = turnRecorder(
+      { recordTurn: async (input) => { await new Promise<void>((r) => { release = r }); return memory.recordTurn(input) } },
+      { conversationId: 'c5', idleMs: 20 },
+    )
+    await slow.user('slow question')
+    slow.reply('slow answer')
+    await new Promise((r) => setTimeout(r, 100))
+    expect(slow.pending).toBeNull() // taken by the idle commit, not yet written
+    const closing = slow.close()
+    release()
+    await closing
+    expect(await memory.events.list({ conversationId: 'c5' })).toHaveLength(2)
     await turns.close()
   })
 
   it('refuses bad input where it is given, with a typed error, and a turn the engine refuses stays open', async () => {
     await using memory = await openTestMemory()
-    for (const bad of [{}, { conversationId: '' }, { conversationId: 'c', idleMs: 0 }, { conversationId: 'c', onError: 'log' }, { conversationId: 'c', bogus: 1 }]) {
+    for (const bad of [
+      {},
+      { conversationId: '' },
+      { conversationId: 'c', idleMs: 0 },
+      { conversationId: 'c', onError: 'log' },
+      { conversationId: 'c', bogus: 1 },
+      { conversationId: 'c', sensitivity: 'secret' },
+    ]) {
       expect(codeOf(() => turnRecorder(memory, bad as never))).toBe('INVALID_INPUT')
     }
     expect(codeOf(() => turnRecorder({} as never, { conversationId: 'c' }))).toBe('INVALID_INPUT')
@@ -130,6 +173,14 @@ describe('turn recorder', () => {
     expect(codeOf(() => turns.reply(7 as never))).toBe('INVALID_INPUT')
     expect(turns.pending).toEqual({ user: 'question', reply: '', procedures: 0 })
     expect(codeOf(() => turns.reply('a NUL \u0000'))).toBe('INVALID_INPUT')
+    // Limits are checked where the piece is given, not at the commit.
+    for (let n = 0; n < 256; n++) turns.procedure({ tool: 'step', output: `${n}` })
+    expect(codeOf(() => turns.procedure({ tool: 'step', output: 'one too many' }))).toBe('INVALID_INPUT')
+    expect(turns.pending?.procedures).toBe(256)
+    expect(codeOf(() => turns.reply('x'.repeat(9 * 1024 * 1024)))).toBe('INVALID_INPUT')
+    expect(turns.pending?.reply).toBe('')
+    turns.discard()
+    await turns.user('question')
     // A reply the engine refuses (half of a surrogate pair that never got its other half) is
     // refused at commit; nothing is stored and the turn stays open.
     turns.reply('bad \uD83D text')
