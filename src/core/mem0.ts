@@ -3,6 +3,7 @@ import { MemoryError } from './errors.ts'
 import { type FilterExpression, filterExpressionSchema } from './filters.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
 import { sha256Hex } from './hash.ts'
+import { jsonRecord } from './json.ts'
 import { redact } from './redact.ts'
 import { DEFAULT_SCORING } from './scoring.ts'
 import type {
@@ -169,7 +170,8 @@ const messagesSchema = z.union([
 ])
 const addOptions = z.strictObject({
   ...scopeFields,
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  // Checked here, as memories check it: the model's path swallows each fact's own failures.
+  metadata: jsonRecord.optional(),
   filters: z.unknown().optional(),
   prompt: z.string().min(1).optional(),
   infer: z.boolean().optional(),
@@ -306,6 +308,8 @@ async function graphScope(s: Mem0Scope): Promise<string> {
 
 /** The longest entity name kept. */
 const MAX_ENTITY_NAME = 200
+/** How many linked entities' names a graph search looks up memories by, in link order. */
+const RELATED_NAMES = 50
 /** How many names one look-up of a query's entities asks for (`graph.nodes` takes 10,000 ids). */
 const LOOKUP_BATCH = 5000
 
@@ -634,11 +638,7 @@ export class Memory {
     const candidates = namedInText(query)
       .filter((name) => name.length <= MAX_ENTITY_NAME)
       .map((name) => `${key}/${name}`)
-    const named: NodeRecord[] = []
-    for (let i = 0; i < candidates.length; i += LOOKUP_BATCH) {
-      const ids = candidates.slice(i, i + LOOKUP_BATCH)
-      named.push(...(await graph.nodes({ ids, type: ENTITY_NODE, scope: key, ...this.#tenant, limit: LOOKUP_BATCH })))
-    }
+    const named = await this.#entities(graph, candidates, key)
     const links =
       named.length === 0
         ? []
@@ -647,7 +647,7 @@ export class Memory {
             { direction: 'both', limit: 100_000, ...this.#tenant },
           )
     const ends = links.filter((l) => l.rel.startsWith(RELATION_PREFIX)).map((l) => l.neighbor)
-    const others = ends.length === 0 ? [] : await graph.nodes({ ids: [...new Set(ends)], type: ENTITY_NODE, scope: key, ...this.#tenant, limit: 10_000 })
+    const others = await this.#entities(graph, [...new Set(ends)], key)
     const { relations, kept, nameOf } = relationsOf(links, [...named, ...others])
     const namedIds = new Set(named.map((n) => n.id))
     const linked = new Set(kept.filter((l) => !namedIds.has(l.neighbor)).map((l) => nameOf.get(l.neighbor) as string))
@@ -655,7 +655,9 @@ export class Memory {
     // The memories of the linked entities that the search above did not return, interleaved
     // with its hits by reciprocal rank and cut to `limit`; each keeps its own score.
     const seen = new Set(results.map((r) => r.id))
-    const related = scored(await this.#engine.memories.search([...linked].join(' '), { ...scope, limit: o.limit })).filter(
+    // The first linked entities' names (a search takes 20,000 characters; names are 200 at most).
+    const names = [...linked].slice(0, RELATED_NAMES).join(' ')
+    const related = scored(await this.#engine.memories.search(names, { ...scope, limit: o.limit })).filter(
       (h) => !seen.has(h.id),
     )
     const rrf = (rank: number) => 1 / (DEFAULT_SCORING.rrfK + rank + 1)
@@ -711,6 +713,16 @@ export class Memory {
     requireScope(s)
     await this.#engine.memories.forgetAll({ ...scopeOf(s), ...this.#tenant, confirm: true })
     if (this.#options.graph === true) await this.#removeGraph(await graphScope(scopeOf(s)))
+  }
+
+  /** The live entities of scope `key` among `ids`, looked up in batches the entity graph takes. */
+  async #entities(graph: MemoryGraph, ids: string[], key: string): Promise<NodeRecord[]> {
+    const out: NodeRecord[] = []
+    for (let i = 0; i < ids.length; i += LOOKUP_BATCH) {
+      const batch = ids.slice(i, i + LOOKUP_BATCH)
+      out.push(...(await graph.nodes({ ids: batch, type: ENTITY_NODE, scope: key, ...this.#tenant, limit: LOOKUP_BATCH })))
+    }
+    return out
   }
 
   /** Removes graph memory's entities (and their links) of one scope, or of every scope. */

@@ -415,7 +415,7 @@ export async function openSnapshot(
     manifest,
     rows(name) {
       const t = parseInput(z.string().min(1), name, 'table name')
-      if (!(t in manifest.tables)) {
+      if (!Object.hasOwn(manifest.tables, t)) {
         throw new MemoryError('INVALID_INPUT', `The file has no table "${t}"; it has ${Object.keys(manifest.tables).join(', ')}`)
       }
       return structuredClone(t === '@vectors' ? (vectors as unknown as Row[]) : table(t))

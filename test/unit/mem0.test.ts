@@ -580,6 +580,16 @@ describe('mem0-compatible Memory: filters', () => {
     expect(await texts(mem, { field: 'expiration_date', operator: 'eq', value: null })).toHaveLength(2)
   })
 
+  it('metadata that is not plain JSON is refused up front, on the model\'s path too', async () => {
+    const llm = scriptedLLM({ facts: { moved: ['User moved to Oslo'] } })
+    await using mem = await open({ llm })
+    for (const metadata of [{ at: new Date() }, { n: 10n }, { s: 'half \uD800' }]) {
+      expect((await errorOf(mem.add('I moved to Oslo', { userId: 'a', metadata: metadata as Record<string, unknown> }))).code).toBe('INVALID_INPUT')
+    }
+    expect(llm.calls).toEqual([])
+    expect((await mem.add('I moved to Oslo', { userId: 'a', metadata: { at: '2025-01-01' } })).results).toHaveLength(1)
+  })
+
   it('an unknown operator is INVALID_FILTER', async () => {
     await using mem = await seeded()
     const err = await errorOf(
@@ -770,6 +780,17 @@ describe('mem0-compatible Memory: graph memory', () => {
     const query = `${Array.from({ length: 2000 }, (_, i) => `w${i}`).join(' ')} Alice ${'x'.repeat(5000)}`
     const found = await mem.search(query, { userId: 'acme/ci' })
     expect(found.relations).toEqual([{ source: 'Alice', relationship: 'works_at', destination: 'google' }])
+    // An entity linked to more entities than one look-up takes: its ends are read in batches.
+    const key = 'mem0 user=hub'
+    const ends = Array.from({ length: 10_050 }, (_, i) => ({ id: `${key}/e${i}`, type: 'mem0.entity', scope: key, payload: { name: `e${i}`, entityType: 'concept' } }))
+    await memory.graph.putGraph({
+      relations: [{ name: 'mem0.knows' }],
+      nodes: [{ id: `${key}/hub`, type: 'mem0.entity', scope: key, payload: { name: 'Hub', entityType: 'concept' } }, ...ends],
+      edges: ends.map((e) => ({ src: `${key}/hub`, rel: 'mem0.knows', dst: e.id })),
+    })
+    const hub = await mem.search('Hub', { userId: 'hub' })
+    expect(hub.relations).toHaveLength(10_050)
+    expect(hub.relations?.[0]).toEqual({ source: 'Hub', relationship: 'knows', destination: 'e0' })
   })
 
   it("deleteAll removes the scope's entities and links, reset every scope's; graph memory needs an engine with a graph", async () => {

@@ -196,7 +196,9 @@ describe('snapshots', () => {
     expect(snap.kv.get('repo:x', 'decisions', 'bundler')?.payload).toBe('vite')
     expect(snap.rows('kv')[0]?.payload).toBe('vite')
     expect(Object.keys(snap.manifest.tables)).toContain('@vectors')
-    expect((await outcome(() => snap.rows('chunks'))) as object).toEqual({ error: 'INVALID_INPUT' })
+    for (const name of ['chunks', 'constructor', 'toString', '__proto__']) {
+      expect((await outcome(() => snap.rows(name))) as object).toEqual({ error: 'INVALID_INPUT' })
+    }
 
     const sealed = await memory.exportFile({ passphrase: 'correct horse' })
     expect(await outcome(() => openSnapshot(sealed))).toEqual({ error: 'WRONG_PASSPHRASE' })
