@@ -584,7 +584,7 @@ describe('mem0-compatible Memory: filters', () => {
     const llm = scriptedLLM({ facts: { moved: ['User moved to Oslo'] } })
     await using mem = await open({ llm })
     for (const metadata of [{ at: new Date() }, { n: 10n }, { s: 'half \uD800' }]) {
-      expect((await errorOf(mem.add('I moved to Oslo', { userId: 'a', metadata: metadata as Record<string, unknown> }))).code).toBe('INVALID_INPUT')
+      expect((await errorOf(mem.add('I moved to Oslo', { userId: 'a', metadata: metadata }))).code).toBe('INVALID_INPUT')
     }
     expect(llm.calls).toEqual([])
     expect((await mem.add('I moved to Oslo', { userId: 'a', metadata: { at: '2025-01-01' } })).results).toHaveLength(1)
