@@ -1,6 +1,6 @@
 import { createStore, del, entries, set, type UseStore } from 'idb-keyval'
 import { MemoryError } from '../core/errors.ts'
-import { checkMemoryName, deleteStorage, type StorageKind } from '../worker/storage.ts'
+import { checkMemoryName, deleteStorage, memoryLockName, type StorageKind } from '../worker/storage.ts'
 
 export interface MemoryRecord {
   name: string
@@ -44,12 +44,12 @@ export async function listMemories(): Promise<MemoryRecord[]> {
 export async function deleteMemory(name: string, options: { storage?: MemoryRecord['storage'] } = {}): Promise<void> {
   checkMemoryName(name)
   const kinds: MemoryRecord['storage'][] = options.storage ? [options.storage] : ['opfs', 'idb']
-  await navigator.locks.request(`engram:${name}`, { ifAvailable: true }, async (lock) => {
-    if (!lock) throw new MemoryError('LOCKED_BY_OTHER_TAB', `Memory "${name}" is open in a tab; close it there first.`)
-    for (const kind of kinds) {
-      if (kind === 'opfs' && typeof navigator.storage?.getDirectory !== 'function') continue
+  for (const kind of kinds) {
+    await navigator.locks.request(memoryLockName(kind, name), { ifAvailable: true }, async (lock) => {
+      if (!lock) throw new MemoryError('LOCKED_BY_OTHER_TAB', `Memory "${name}" is open in a tab; close it there first.`)
+      if (kind === 'opfs' && typeof navigator.storage?.getDirectory !== 'function') return
       await deleteStorage(kind, name)
       await del(keyOf(kind, name), registry())
-    }
-  })
+    })
+  }
 }

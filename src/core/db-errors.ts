@@ -14,8 +14,8 @@ function isPgError(value: unknown): value is PgError {
 /**
  * Turns anything thrown below the API into a MemoryError with a stable code: the
  * append-only guard (SQLSTATE EG001) becomes APPEND_ONLY, a unique violation CONFLICT,
- * an out-of-memory in the database QUOTA_EXCEEDED; the rest INTERNAL, with the original
- * as `cause`.
+ * an out-of-memory in the database or the browser's QuotaExceededError QUOTA_EXCEEDED; the
+ * rest INTERNAL, with the original as `cause`.
  */
 export function toMemoryError(error: unknown): MemoryError {
   if (MemoryError.is(error)) return error
@@ -29,6 +29,10 @@ export function toMemoryError(error: unknown): MemoryError {
     return new MemoryError('INTERNAL', `Database error: ${error.message}`, { cause: error, details })
   }
   const message = error instanceof Error ? error.message : String(error)
+  // The browser's storage running out under a write (the flush after a commit, for one).
+  if ((error as { name?: unknown } | null)?.name === 'QuotaExceededError') {
+    return new MemoryError('QUOTA_EXCEEDED', `The storage quota is exhausted: ${message}`, { cause: error })
+  }
   return new MemoryError('INTERNAL', message, { cause: error })
 }
 

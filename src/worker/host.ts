@@ -23,6 +23,7 @@ import {
   detectWorkerEnvironment,
   discardIncomplete,
   idbLayout,
+  memoryLockName,
   resolveStorage,
   type StorageKind,
   storageError,
@@ -301,9 +302,11 @@ export class MemoryHost {
       return info(created, fromTemplate)
     }
 
-    this.#channel = new BroadcastChannel(`engram:${options.name}`)
+    // One owner per memory, and a memory is its name in one storage: the same name in OPFS and
+    // in IndexedDB is two memories, with a lock and a channel each.
+    this.#channel = new BroadcastChannel(memoryLockName(this.#storage, options.name))
     this.#channel.onmessage = (event: MessageEvent<ChannelMessage>) => this.#onMessage(event.data)
-    const lockName = `engram:${options.name}`
+    const lockName = memoryLockName(this.#storage, options.name)
 
     // Try to become the owner at once; otherwise follow the owner and queue for takeover.
     const opened = await new Promise<{ created: boolean; fromTemplate: boolean } | null>((resolve, reject) => {
@@ -366,6 +369,9 @@ export class MemoryHost {
       const result = await fn(...args)
       return path.length === 1 && path[0] === 'stats' ? { ...(result as object), storage: await this.#storageInfo() } : result
     } catch (error) {
+      // The engine reports a full disk as QUOTA_EXCEEDED already; this says what to do about it.
+      const quota = MemoryError.is(error, 'QUOTA_EXCEEDED') && (error.cause as { name?: unknown } | undefined)?.name === 'QuotaExceededError'
+      if (quota) throw storageError(error.cause, `${path.join('.')} failed`)
       if (error instanceof MemoryError) throw error
       const name = (error as { name?: string } | null)?.name
       if (name === 'QuotaExceededError') throw storageError(error, `${path.join('.')} failed`)

@@ -43,6 +43,14 @@ export function checkMemoryName(name: string): string {
   return name
 }
 
+/**
+ * The Web Lock and BroadcastChannel of a memory: one owner per name in each storage (the same
+ * name in OPFS and in IndexedDB is two memories).
+ */
+export function memoryLockName(storage: StorageKind, name: string): string {
+  return `engram:${storage}:${name}`
+}
+
 /** The storage folder / database name of a memory, shared by PGlite and our own checks. */
 export function storageKey(name: string): string {
   return `engram-${checkMemoryName(name)}`

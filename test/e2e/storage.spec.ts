@@ -261,6 +261,26 @@ test('a second tab follows the owner, and takes over when the owner closes', asy
   expect(afterTakeover.last.schemaVersion).toBe(otherInfo.ping.schemaVersion)
 })
 
+test('one name in OPFS and in IndexedDB is two memories, each its own owner, in tabs side by side', async ({ context }) => {
+  const [a, b] = (await openHarnessTabs(context, 2)) as [Page, Page]
+  const open = (page: Page, storage: 'opfs' | 'idb') =>
+    page.evaluate(async (kind) => {
+      const memory = await window.engram.createMemory({ name: 'twin', storage: kind })
+      ;(window as unknown as { memory: typeof memory }).memory = memory
+      await memory.recordTurn({ conversationId: kind, user: `kept in ${kind}`, agent: 'noted' })
+      const info = await memory.ready
+      return { role: info.role, storage: info.storage, events: (await memory.stats()).counts.events }
+    }, storage)
+  expect(await open(a, 'opfs')).toEqual({ role: 'leader', storage: 'opfs', events: 2 })
+  // Before, this tab followed the OPFS owner, wrote there, and said it used IndexedDB.
+  expect(await open(b, 'idb')).toEqual({ role: 'leader', storage: 'idb', events: 2 })
+  const conversations = await b.evaluate(async () => {
+    const memory = (window as unknown as { memory: { events: { list(i: { conversationId: string }): Promise<unknown[]> } } }).memory
+    return { idb: (await memory.events.list({ conversationId: 'idb' })).length, opfs: (await memory.events.list({ conversationId: 'opfs' })).length }
+  })
+  expect(conversations).toEqual({ idb: 2, opfs: 0 })
+})
+
 test("a following tab knows the owner's model and hears its indexing progress for its own writes", async ({ context }) => {
   const [owner, other] = (await openHarnessTabs(context, 2)) as [Page, Page]
   const ownerModel = await owner.evaluate(async () => {
