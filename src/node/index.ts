@@ -27,6 +27,11 @@ export interface OpenMemoryOptions {
   embedder?: Embedder | Promise<Embedder>
   /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
   indexing?: 'auto' | 'manual'
+  /**
+   * `auto` (default): the planner's statistics are refreshed as the memory grows (see
+   * `createEngine`); `manual`: only by `refreshStatistics()`.
+   */
+  statistics?: EngineOptions['statistics']
   /** How background batches wait for a pause in the writes (default 1 s, 10 s at most); see `createEngine`. */
   indexingPause?: EngineOptions['indexingPause']
   /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.92, `DEFAULT_DEDUP_THRESHOLD`). */
@@ -89,6 +94,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
       ...(options.indexing ? { indexing: options.indexing } : {}),
+      ...(options.statistics ? { statistics: options.statistics } : {}),
       ...(options.indexingPause === undefined ? {} : { indexingPause: options.indexingPause }),
       ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
       ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
