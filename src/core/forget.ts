@@ -21,12 +21,15 @@ const forgetTarget = z.union([
     })
     .strict(),
   z.object({ artifactsBefore: timeInput, tenantId: identifier.default('default'), reason }).strict(),
+  z
+    .object({ memoryIds: z.array(identifier).min(1).max(10_000), tenantId: identifier.default('default'), reason })
+    .strict(),
 ])
 
 /**
  * What to forget: one event, a whole conversation, everything of a tenant (optionally
- * narrowed to a user and/or agent), or a tenant's tool-output artifacts stored before a time
- * (a retention policy: their events keep their excerpt).
+ * narrowed to a user and/or agent), a tenant's tool-output artifacts stored before a time
+ * (a retention policy: their events keep their excerpt), or curated memories by id.
  */
 export type ForgetTarget = z.input<typeof forgetTarget>
 
@@ -45,6 +48,15 @@ export interface ForgetCounts {
    * (deleted outright when a whole tenant is forgotten).
    */
   archives: number
+  /** Curated memories erased, with their history entries (every earlier text of each). */
+  memories: number
+  memoryHistory: number
+  /** Memory contexts erased: the user's, or the whole tenant's. */
+  memoryContexts: number
+  /** Policy revisions erased: the tenant's, or those of scope `user:<id>` / `agent:<id>`. */
+  kv: number
+  /** Entity-graph node revisions erased (only when a whole tenant is forgotten). */
+  nodes: number
 }
 
 export interface ForgetResult {
@@ -84,6 +96,12 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
             toDate(t.artifactsBefore),
           ])
           const result = { ...NOTHING, artifacts }
+          await logForget(tx, forgetId, t, result, createdAt)
+          return result
+        }
+        if ('memoryIds' in t) {
+          const result = { ...NOTHING, ...(await forgetMemories(tx, { tenantId: t.tenantId, ids: t.memoryIds })) }
+          if (result.memories === 0) throw new MemoryError('NOT_FOUND', `No memory ${t.memoryIds[0]} to forget`)
           await logForget(tx, forgetId, t, result, createdAt)
           return result
         }
@@ -139,7 +157,11 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
             [s.tenantId, s.userId ?? null, s.agentId ?? null],
           )
         }
-        const result = { ...(await forgetRows(tx, conversation, wholeTenant)), archives }
+        const curated =
+          'scope' in t
+            ? await forgetMemories(tx, { tenantId: t.scope.tenantId, userId: t.scope.userId, agentId: t.scope.agentId })
+            : NO_MEMORIES
+        const result = { ...(await forgetRows(tx, conversation, wholeTenant)), archives, ...curated }
         if ('eventId' in t && result.events === 0) {
           throw new MemoryError('NOT_FOUND', `No event ${t.eventId} to forget`)
         }
@@ -151,6 +173,8 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
   }
 }
 
+const NO_MEMORIES = { memories: 0, memoryHistory: 0, memoryContexts: 0, kv: 0, nodes: 0 }
+
 const NOTHING: ForgetCounts = {
   events: 0,
   chunks: 0,
@@ -160,6 +184,56 @@ const NOTHING: ForgetCounts = {
   versionsDeleted: 0,
   documentsDeleted: 0,
   archives: 0,
+  ...NO_MEMORIES,
+}
+
+/**
+ * Erases curated memories — those of `ids`, or of a tenant narrowed to a user and/or agent —
+ * with every history entry (each holds an earlier text) and every link to or from them; for a
+ * scope also its memory contexts and policy entries (`user:<id>`, `agent:<id>`, or the whole
+ * tenant's, with its entity nodes).
+ */
+async function forgetMemories(
+  tx: Queryable,
+  target: { tenantId: string; ids?: string[] | undefined; userId?: string | undefined; agentId?: string | undefined },
+): Promise<typeof NO_MEMORIES> {
+  const user = target.userId ?? null
+  const agent = target.agentId ?? null
+  await tx.query(
+    `CREATE TEMP TABLE forget_memories ON COMMIT DROP AS
+     SELECT id FROM memories
+     WHERE tenant_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))
+       AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR agent_id = $4)`,
+    [target.tenantId, target.ids ?? null, user, agent],
+  )
+  await tx.query(
+    `DELETE FROM edges WHERE tenant_id = $1 AND (src IN (SELECT id FROM forget_memories) OR dst IN (SELECT id FROM forget_memories))`,
+    [target.tenantId],
+  )
+  const memoryHistory = await countChanged(
+    tx,
+    `DELETE FROM memory_history WHERE tenant_id = $1 AND memory_id IN (SELECT id FROM forget_memories)`,
+    [target.tenantId],
+  )
+  const memories = await countChanged(tx, `DELETE FROM memories WHERE id IN (SELECT id FROM forget_memories)`)
+  if (target.ids !== undefined) return { ...NO_MEMORIES, memories, memoryHistory }
+  const wholeTenant = user === null && agent === null
+  // A context is a user's (or the tenant's, without one): the user's go with the user.
+  await tx.query(
+    `DELETE FROM edges WHERE tenant_id = $1 AND dst IN (
+       SELECT id FROM memory_contexts WHERE tenant_id = $1 AND ($2 OR (user_id = $3 AND $4::text IS NULL)))`,
+    [target.tenantId, wholeTenant, user, agent],
+  )
+  const memoryContexts = await countChanged(
+    tx,
+    `DELETE FROM memory_contexts WHERE tenant_id = $1 AND ($2 OR (user_id = $3 AND $4::text IS NULL))`,
+    [target.tenantId, wholeTenant, user, agent],
+  )
+  // A user's or an agent's own scope; a user and an agent together name neither.
+  const ownScope = user !== null && agent === null ? `user:${user}` : agent !== null && user === null ? `agent:${agent}` : null
+  const kv = await countChanged(tx, `DELETE FROM kv WHERE tenant_id = $1 AND ($2 OR scope = $3)`, [target.tenantId, wholeTenant, ownScope])
+  const nodes = wholeTenant ? await countChanged(tx, `DELETE FROM nodes WHERE tenant_id = $1`, [target.tenantId]) : 0
+  return { memories, memoryHistory, memoryContexts, kv, nodes }
 }
 
 /** The content-free audit row: what was targeted (without the reason), the counts, the time. */
@@ -184,7 +258,7 @@ async function forgetRows(
   tx: Queryable,
   conversation: { tenantId: string; conversationId: string } | null,
   wholeTenant: string | null,
-): Promise<Omit<ForgetCounts, 'archives'>> {
+): Promise<Omit<ForgetCounts, 'archives' | keyof typeof NO_MEMORIES>> {
   const conv = [conversation?.tenantId ?? null, conversation?.conversationId ?? null]
   const chunks = await countChanged(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM forget_events)`)
   const artifacts = await countChanged(tx, `DELETE FROM artifacts WHERE event_id IN (SELECT id FROM forget_events)`)

@@ -352,7 +352,7 @@ export const TOOL_SCHEMAS = {
   },
   manage_memory: {
     description:
-      'List, update or delete memories, or forget all of them. Use it when the user asks to see, change or forget what you remember.',
+      'List, update or delete memories, or forget all of them. Use it when the user asks to see, change or forget what you remember: a deleted memory is erased for good, with its earlier versions.',
     schema: manageMemory,
   },
   record_event: {
@@ -551,11 +551,27 @@ export async function callTool(
         return { memories: list.map(brief) }
       }
       if (a.action === 'forget_all') {
-        return host.memories.forgetAll({
+        // Erased for good where the memory can (forget): the text, and every earlier text in
+        // its history; otherwise deleted from every read.
+        if (!hasMethod(host, 'forget')) {
+          return host.memories.forgetAll({
+            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+            filters: ownMemories(identity),
+            confirm: true,
+          })
+        }
+        const own = await host.memories.list({
           ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
           filters: ownMemories(identity),
-          confirm: true,
+          status: 'any',
+          limit: 10_000,
         })
+        if (own.length === 0) return { deleted: 0 }
+        const gone = (await optional(host, 'forget')({
+          memoryIds: own.map((m) => m.id),
+          ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+        })) as { counts: { memories: number } }
+        return { deleted: gone.counts.memories }
       }
       const id = a.memory_id as string
       const tenant = identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }
@@ -563,7 +579,11 @@ export async function callTool(
       if (!target || target.status === 'deleted' || !owned(target, identity)) {
         throw new MemoryError('NOT_FOUND', `No memory "${id}"`, { details: { id } })
       }
-      if (a.action === 'delete') return host.memories.delete(id, tenant)
+      if (a.action === 'delete') {
+        if (!hasMethod(host, 'forget')) return host.memories.delete(id, tenant)
+        await optional(host, 'forget')({ memoryIds: [id], ...tenant })
+        return { id, deleted: true }
+      }
       const { expires_at: expiresAt, ...changes } = a.updates ?? {}
       return brief(await host.memories.update(id, { ...changes, ...(expiresAt === undefined ? {} : { expiresAt }) }, tenant))
     }
@@ -739,10 +759,15 @@ function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
   return m.scope !== 'project' || m.projectId === (identity.projectId ?? null)
 }
 
+/** Whether the host has a method of its own beyond `ToolHost`. */
+function hasMethod(host: ToolHost, method: string): boolean {
+  return typeof (host as unknown as Record<string, unknown>)[method] === 'function'
+}
+
 /** A method of the engine the tool needs beyond `ToolHost` (a dotted path), or NOT_SUPPORTED. */
 function optional(
   host: ToolHost,
-  method: 'record' | 'recordTurn' | 'buildContext' | 'search' | 'artifacts.get' | 'events.get' | 'events.supersededBy',
+  method: 'record' | 'recordTurn' | 'buildContext' | 'search' | 'artifacts.get' | 'events.get' | 'events.supersededBy' | 'forget',
 ): (...args: unknown[]) => Promise<unknown> {
   const path = method.split('.')
   const owner = path.slice(0, -1).reduce<unknown>((o, key) => (o as Record<string, unknown> | undefined)?.[key], host)

@@ -80,6 +80,11 @@ describe('forget', () => {
       versionsDeleted: 0,
       documentsDeleted: 0,
       archives: 0,
+      memories: 0,
+      memoryHistory: 0,
+      memoryContexts: 0,
+      kv: 0,
+      nodes: 0,
     })
     const after = (await m.stats()).counts
     expect(after).toMatchObject({ events: 2, chunks: b.chunkIds.length, artifacts: 0, documents: 1, doc_versions: 1, forget_log: 1 })
@@ -144,7 +149,7 @@ describe('forget', () => {
     const elsewhere = await artifactOf(other.toolEventIds[1] as string, 'acme')
 
     const r = await m.forget({ artifactsBefore: cutoff, reason: 'retention: 30 days' })
-    expect(r.counts).toEqual({ events: 0, chunks: 0, artifacts: 1, edges: 0, versionsCleared: 0, versionsDeleted: 0, documentsDeleted: 0, archives: 0 })
+    expect(r.counts).toMatchObject({ events: 0, chunks: 0, artifacts: 1, edges: 0, versionsCleared: 0, versionsDeleted: 0, documentsDeleted: 0, archives: 0, memories: 0 })
     await expect(m.artifacts.get(old.id)).rejects.toMatchObject({ code: 'NOT_FOUND' })
     expect(await artifactOf(a.toolEventIds[1] as string)).toEqual(old)
     expect(old.truncated).toBe(true)
@@ -179,6 +184,57 @@ describe('forget', () => {
     expect(all.counts).toMatchObject({ events: 2, versionsDeleted: 1, documentsDeleted: 1 })
     const counts = (await m.stats()).counts
     expect(counts).toMatchObject({ events: 0, chunks: 0, edges: 0, documents: 0, doc_versions: 0, actor_terms: 0, forget_log: 2 })
+  })
+
+  it("curated memories are erased with every earlier text; a user's or tenant's forget takes their memories, contexts, policy entries and nodes", async () => {
+    const { t, m } = await seeded()
+    await using _ = t
+    const note = await m.remember({ content: 'Ann lives in Bergen', category: 'fact', userId: 'ann', context: 'Home' })
+    await m.memories.update(note.id, { content: 'Ann lives in Oslo' })
+    await m.remember({ content: 'Ann drinks tea', category: 'preference', userId: 'ann', relatedTo: [note.id] })
+    await m.remember({ content: 'Bob drinks coffee', category: 'preference', userId: 'bob', context: 'Home' })
+    await m.kv.put('user:ann', 'rules', 'tone', 'short answers')
+    await m.kv.put('user:bob', 'rules', 'tone', 'long answers')
+    await m.graph.putNode({ id: 'person:ann', type: 'person' })
+    const texts = async () => {
+      const { rows } = await t.db.query<{ t: string }>(
+        `SELECT content AS t FROM memories UNION ALL SELECT coalesce(old_value, '') || coalesce(new_value, '') FROM memory_history`,
+      )
+      return rows.map((r) => r.t).join('|')
+    }
+    expect(await texts()).toContain('Bergen')
+
+    // One memory by id: its row, its history (Bergen, then Oslo) and its links go; nothing else.
+    const one = await m.forget({ memoryIds: [note.id], reason: 'asked to' })
+    expect(one.counts).toMatchObject({ memories: 1, memoryHistory: 2, events: 0 })
+    expect(await m.memories.get(note.id)).toBeNull()
+    expect(await texts()).not.toMatch(/Bergen|Oslo/)
+    expect((await m.memories.list({ userId: 'ann' })).map((x) => [x.content, x.relatedTo])).toEqual([['Ann drinks tea', []]])
+    await expect(m.forget({ memoryIds: [note.id] })).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    await expect(m.forget({ memoryIds: [] })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+
+    // A user: their events as before, and now their memories, contexts and own policy scope.
+    const ann = await m.forget({ scope: { tenantId: 'default', userId: 'ann' } })
+    expect(ann.counts).toMatchObject({ memories: 1, memoryContexts: 1, kv: 1, nodes: 0 })
+    expect(await texts()).not.toContain('Ann drinks tea')
+    expect(await m.kv.get('user:ann', 'rules', 'tone')).toBeNull()
+    expect(await m.kv.history('user:ann', 'rules', 'tone')).toEqual([])
+    expect((await m.memories.list({ userId: 'bob' })).map((x) => x.content)).toEqual(['Bob drinks coffee'])
+    expect((await m.memories.contexts()).map((c) => [c.name, c.userId])).toEqual([['Home', 'bob']])
+    expect((await m.kv.get('user:bob', 'rules', 'tone'))?.payload).toBe('long answers')
+    // Nothing of Ann's curated memory reaches an export either.
+    const exported = new TextDecoder().decode(
+      new Uint8Array(await new Response((await m.exportFile()).slice(9).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer()),
+    )
+    expect(exported).not.toMatch(/Bergen|Oslo|Ann drinks tea|short answers/)
+    expect(exported).toContain('Bob drinks coffee')
+
+    // The whole tenant: every memory, context, policy entry and node.
+    const all = await m.forget({ scope: { tenantId: 'default' } })
+    expect(all.counts).toMatchObject({ memories: 1, memoryContexts: 1, kv: 1, nodes: 1 })
+    expect((await m.stats()).counts).toMatchObject({ memories: 0, events: 0 })
+    expect(await m.graph.getNode('person:ann')).toBeNull()
+    expect(await m.graph.nodeHistory('person:ann')).toEqual([])
   })
 
   it('the forgetting switch does not outlive forget', async () => {

@@ -152,12 +152,17 @@ describe('agent tools', () => {
       id: saved.id,
       deleted: true,
     })
+    // Erased for good, its earlier text too: nothing to read back, no history to show it.
+    expect(await memory.memories.get(saved.id)).toBeNull()
+    expect(await memory.memories.history(saved.id)).toEqual([])
     expect((await errorOf(memory.callTool('manage_memory', { action: 'forget_all' }, alice))).code).toBe(
       'INVALID_INPUT',
     )
+    // The project memory, and the one an update replaced: every version of the caller's own.
     expect(await memory.callTool('manage_memory', { action: 'forget_all', confirm: true }, alice)).toEqual({
-      deleted: 1,
+      deleted: 2,
     })
+    expect(await memory.memories.list({ userId: 'alice', status: 'any' })).toEqual([])
     expect((await memory.memories.list({ userId: 'bob' })).map((m) => m.content)).toEqual([
       'Bob wants implicit return types',
     ])
