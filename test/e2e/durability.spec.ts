@@ -323,15 +323,16 @@ test('opfs: a new memory answers while its files are written; a worker killed th
   expect(outcome.found).toBe(true)
 })
 
-test('three tabs write concurrently; the owner closes mid-way; every acknowledged write survives', async ({
+for (const storage of ['opfs', 'idb'] as const) {
+test(`${storage}: three tabs write concurrently; the owner closes mid-way; every acknowledged write survives`, async ({
   context,
 }) => {
   test.setTimeout(120_000)
   const pages = await openHarnessTabs(context, 3)
   // The first tab to open becomes the owner.
   for (const [i, page] of pages.entries()) {
-    await page.evaluate(async (i) => {
-      const memory = await window.engram.createMemory({ name: 'tabs', storage: 'opfs' })
+    await page.evaluate(async ({ i, kind }) => {
+      const memory = await window.engram.createMemory({ name: 'tabs', storage: kind })
       const w = window as unknown as { memory: unknown; acked: string[]; done: Promise<void>; role: string }
       w.memory = memory
       w.role = (await memory.ready).role
@@ -350,10 +351,24 @@ test('three tabs write concurrently; the owner closes mid-way; every acknowledge
           }
         }
       })()
-    }, i)
+    }, { i, kind: storage })
   }
   const roles = await Promise.all(pages.map((p) => p.evaluate(() => (window as unknown as { role: string }).role)))
   expect(roles).toEqual(['leader', 'follower', 'follower'])
+
+  // A follower's export, import and refusal cross the owner whole: a Blob, and a MemoryError.
+  const follower = await pages[1]!.evaluate(async () => {
+    const memory = (window as unknown as { memory: Api & { exportFile(): Promise<Blob>; importFile(f: Blob, o: { mode: 'merge' }): Promise<{ mode: string }> } }).memory
+    const file = await memory.exportFile()
+    const imported = await memory.importFile(file, { mode: 'merge' })
+    const refused = await memory.events.get('evt_nothing').then(
+      () => null,
+      (error: unknown) => ({ code: (error as { code?: string }).code, typed: error instanceof window.engram.MemoryError }),
+    )
+    return { isBlob: file instanceof Blob, bytes: file.size, mode: imported.mode, refused }
+  })
+  expect(follower).toMatchObject({ isBlob: true, mode: 'merge', refused: { code: 'NOT_FOUND', typed: true } })
+  expect(follower.bytes).toBeGreaterThan(100)
 
   const owner = pages[0]!
   await owner.waitForFunction(() => (window as unknown as { acked: string[] }).acked.length >= 3)
@@ -379,3 +394,4 @@ test('three tabs write concurrently; the owner closes mid-way; every acknowledge
   }, acked)
   expect(missing).toEqual([])
 })
+}

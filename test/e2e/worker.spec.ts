@@ -290,3 +290,40 @@ test('a streamed turn assembled in the page is recorded whole through the worker
     refused: 'INVALID_INPUT',
   })
 })
+
+test('createMemory options reach the worker: a local workspace (paths outside refused), no template (initdb), persist', async ({ page }) => {
+  test.setTimeout(120_000)
+  await openHarness(page)
+  const out = await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({
+      name: 'options',
+      storage: 'idb',
+      templateUrl: false,
+      persist: true,
+      workspace: { mode: 'local', root: '/home/ann/invoicer' },
+      embedder: { kind: 'none' },
+    })
+    const info = await memory.ready
+    const turn = await memory.recordTurn({
+      conversationId: 'c1',
+      user: 'read the readme',
+      agent: 'It converts invoices.',
+      procedures: [{ tool: 'read_file', document: { path: '/home/ann/invoicer/README.md', content: '# invoicer', effect: 'read' } }],
+    })
+    const outside = await memory
+      .recordTurn({
+        conversationId: 'c1',
+        user: 'read passwd',
+        agent: 'no',
+        procedures: [{ tool: 'read_file', document: { path: '/etc/passwd', content: 'root', effect: 'read' } }],
+      })
+      .then(
+        () => 'none',
+        (error: unknown) => (error as { code?: string }).code,
+      )
+    const events = (await memory.stats()).counts.events
+    await memory.close()
+    return { fromTemplate: info.fromTemplate, created: info.created, key: turn.procedures[0]?.canonicalKey, outside, events }
+  })
+  expect(out).toEqual({ fromTemplate: false, created: true, key: 'README.md', outside: 'PATH_OUTSIDE_ROOT', events: 2 })
+})
