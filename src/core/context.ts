@@ -876,13 +876,13 @@ export function createContext(ctx: EngineContext) {
         const tx = openingReads(ctx.vault, sqlTx)
         const sections = await Promise.all([
           policy(tx, i, IDENTITY_NAMESPACES, now),
-          policy(tx, i, RULE_NAMESPACES, now),
+          // Rules and the policy memory's decisions in one read, parted by namespace below.
+          policy(tx, i, [...RULE_NAMESPACES, ...DECISION_NAMESPACES], now),
           curated(tx, i, RULE_CATEGORIES, now),
           tasks(tx, i, now),
           decisions(tx, i, now, omissions),
           recent(tx, i, now),
           handoff(tx, i, now),
-          policy(tx, i, DECISION_NAMESPACES, now),
           tx.query<{ terms: string[] | null }>(
             `SELECT array_agg(DISTINCT lexeme ORDER BY lexeme) AS terms FROM unnest(to_tsvector('english', $1))`,
             [i.query],
@@ -893,7 +893,10 @@ export function createContext(ctx: EngineContext) {
         const evidence = plan ? await retrieved(tx, i, now, plan, omissions, cap.retrieved_evidence, limits) : null
         return { sections, evidence }
       })
-      const [identity, rules, memoryRules, taskItems, decisionItems, recentItems, handoffItems, policyDecisions, terms] = read.sections
+      const [identity, policyItems, memoryRules, taskItems, decisionItems, recentItems, handoffItems, terms] = read.sections
+      const isDecision = (c: Candidate) => (DECISION_NAMESPACES as readonly string[]).includes(String(c.source.namespace))
+      const rules = policyItems.filter((c) => !isDecision(c))
+      const policyDecisions = policyItems.filter(isDecision)
       const evidence = read.evidence ?? { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
       if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
 

@@ -581,9 +581,10 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
             SELECT x.conversation_id FROM edges x
             WHERE x.document_id = d.document_id AND x.conversation_id IS NOT NULL AND ${edgeVisibleAt(asOf, 'x')}
             UNION ALL
-            -- A conversation that observed a new version without an event to link it from.
+            -- A conversation that observed a new version without an event to link it from
+            -- (doc_versions_observed holds those versions alone; the others have edges).
             SELECT v.conversation_id FROM doc_versions v
-            WHERE v.document_id = d.document_id AND v.conversation_id IS NOT NULL
+            WHERE v.document_id = d.document_id AND v.event_id IS NULL AND v.conversation_id IS NOT NULL
               AND (${asOf}::timestamptz IS NULL OR v.created_at <= ${asOf})
           ) t
           LIMIT ceil(${famScale})::bigint

@@ -17,6 +17,7 @@ import { vectorDebt } from './0015-vector-debt.ts'
 import { vault } from './0016-vault.ts'
 import { memoryExpiry } from './0017-memory-expiry.ts'
 import { edgeValidity } from './0018-edge-validity.ts'
+import { observedVersions } from './0019-observed-versions.ts'
 
 export interface Migration {
   version: number
@@ -44,6 +45,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 16, name: 'vault', sql: vault },
   { version: 17, name: 'memory-expiry', sql: memoryExpiry },
   { version: 18, name: 'edge-validity', sql: edgeValidity },
+  { version: 19, name: 'observed-versions', sql: observedVersions },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
