@@ -124,6 +124,16 @@ const manageMemory = z
     }
   })
 
+/** Who may see what a tool writes to the log, how sensitive it is, and its tags. */
+const logged = {
+  channel: z
+    .enum(['private', 'public', 'team', 'agent'])
+    .optional()
+    .describe('Who may later see it (default private).'),
+  sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
+  tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
+}
+
 const TASK_STATUSES = ['open', 'in_progress', 'blocked', 'done', 'cancelled'] as const
 
 /** The record_event arguments that belong to some kinds of event only. */
@@ -195,12 +205,7 @@ const recordEvent = z
       .describe('For decision: what follows from it, e.g. "imports must be rewritten".'),
     actor_type: z.enum(['human', 'agent', 'tool']).optional().describe('Who acted (default: agent).'),
     actor_id: z.string().min(1).optional().describe('Which human, agent or tool.'),
-    channel: z
-      .enum(['private', 'public', 'team', 'agent'])
-      .optional()
-      .describe('Who may later see it (default private).'),
-    sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
-    tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
+    ...logged,
     refs: z.array(z.string().min(1)).max(100).optional().describe('Ids of events or documents it refers to.'),
   })
   .superRefine((v, issues) => {
@@ -295,12 +300,7 @@ const recordTurn = z.strictObject({
     .max(MAX_PROCEDURES_PER_TURN)
     .optional()
     .describe('The tools you called to answer, in order: the files and pages they read or wrote, or their output.'),
-  channel: z
-    .enum(['private', 'public', 'team', 'agent'])
-    .optional()
-    .describe('Who may later see it (default private).'),
-  sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
-  tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
+  ...logged,
 })
 
 const buildContext = z.strictObject({
