@@ -560,18 +560,22 @@ export async function callTool(
             confirm: true,
           })
         }
-        const own = await host.memories.list({
-          ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
-          filters: ownMemories(identity),
-          status: 'any',
-          limit: 10_000,
-        })
-        if (own.length === 0) return { deleted: 0 }
-        const gone = (await optional(host, 'forget')({
-          memoryIds: own.map((m) => m.id),
-          ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
-        })) as { counts: { memories: number } }
-        return { deleted: gone.counts.memories }
+        // In batches of what one forget takes, until none of the caller's own is left.
+        let deleted = 0
+        for (;;) {
+          const own = await host.memories.list({
+            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+            filters: ownMemories(identity),
+            status: 'any',
+            limit: FORGET_BATCH,
+          })
+          if (own.length === 0) return { deleted }
+          const gone = (await optional(host, 'forget')({
+            memoryIds: own.map((m) => m.id),
+            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+          })) as { counts: { memories: number } }
+          deleted += gone.counts.memories
+        }
       }
       const id = a.memory_id as string
       const tenant = identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }
@@ -758,6 +762,9 @@ function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
   if (m.userId !== (identity.userId ?? null)) return false
   return m.scope !== 'project' || m.projectId === (identity.projectId ?? null)
 }
+
+/** How many memories one forget of `forget_all` erases at most (what `forget({ memoryIds })` takes). */
+export const FORGET_BATCH = 10_000
 
 /** Whether the host has a method of its own beyond `ToolHost`. */
 function hasMethod(host: ToolHost, method: string): boolean {

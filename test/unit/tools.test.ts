@@ -6,6 +6,7 @@ import {
   callTool,
   MEMORY_GUIDELINES,
   openAITools,
+  FORGET_BATCH,
   TOOL_NAMES,
   TOOL_SCHEMAS,
 } from '../../src/core/tools.ts'
@@ -166,6 +167,33 @@ describe('agent tools', () => {
     expect((await memory.memories.list({ userId: 'bob' })).map((m) => m.content)).toEqual([
       'Bob wants implicit return types',
     ])
+  })
+
+  it('forget_all erases every one of the caller\'s memories, batch after batch, however many there are', async () => {
+    let left = Array.from({ length: 2 * FORGET_BATCH + 500 }, (_, n) => `mem_${n}`)
+    const batches: number[] = []
+    const host = {
+      remember: () => Promise.reject(new Error('unused')),
+      recall: () => Promise.reject(new Error('unused')),
+      memories: {
+        get: () => Promise.resolve(null),
+        list: (o?: { limit?: number; status?: string }) => {
+          expect(o?.status).toBe('any')
+          return Promise.resolve(left.slice(0, o?.limit).map((id) => ({ id })) as never)
+        },
+        update: () => Promise.reject(new Error('unused')),
+        delete: () => Promise.reject(new Error('unused')),
+        forgetAll: () => Promise.reject(new Error('a host that can forget erases')),
+      },
+      forget: (target: { memoryIds: string[] }) => {
+        batches.push(target.memoryIds.length)
+        const gone = new Set(target.memoryIds)
+        left = left.filter((id) => !gone.has(id))
+        return Promise.resolve({ counts: { memories: target.memoryIds.length } })
+      },
+    }
+    expect(await callTool(host, 'manage_memory', { action: 'forget_all', confirm: true }, { userId: 'ann' })).toEqual({ deleted: 2 * FORGET_BATCH + 500 })
+    expect(batches).toEqual([FORGET_BATCH, FORGET_BATCH, 500])
   })
 
   it('manage_memory lists the most recalled memories first, then the newest', async () => {
