@@ -288,6 +288,11 @@ const listOptions = z.strictObject({
   /** `active` leaves out expired memories; `expired` lists only them (active, past `expiresAt`). */
   status: z.enum(['active', 'expired', 'superseded', 'deleted', 'any']).default('active'),
   limit: z.number().int().min(1).max(10_000).default(100),
+  /**
+   * The memories as they were then: those created by that time, with the status, text and
+   * fields they had (see `memoriesAsOf`); `status` and expiry are judged at that time.
+   */
+  asOf: timeInput.optional(),
 })
 export type MemoryListOptions = z.input<typeof listOptions>
 
@@ -304,7 +309,12 @@ const updateInput = z
   .refine((v) => Object.keys(v).length > 0, { message: 'nothing to update' })
 
 const byIdOptions = z.strictObject({ tenantId: idField.default('default') })
-const getOptions = z.strictObject({ tenantId: idField.default('default'), channel: readChannel })
+const getOptions = z.strictObject({
+  tenantId: idField.default('default'),
+  channel: readChannel,
+  /** The memory as it was then (see `memoriesAsOf`). */
+  asOf: timeInput.optional(),
+})
 /** Options of the reads and changes by id: the tenant the memory must belong to (default 'default'). */
 export type MemoryByIdOptions = z.input<typeof byIdOptions>
 export type MemoryGetOptions = z.input<typeof getOptions>
@@ -1067,7 +1077,8 @@ export function memoriesApi(ctx: EngineContext) {
     async get(id: string, options: MemoryGetOptions = {}): Promise<MemoryRecord | null> {
       const memoryId = parseInput(memoryIdSchema, id, 'memory id')
       const o = parseInput(getOptions, options, 'memory read options')
-      const found = await getRow(db, memoryId, o.tenantId)
+      const current = await getRow(db, memoryId, o.tenantId)
+      const found = current && o.asOf !== undefined ? (await memoriesAsOf(db, [current], toDate(o.asOf)))[0] : current
       const row = found && allowedSensitivities(o.channel).includes(found.sensitivity) ? found : undefined
       emit('read', { id: memoryId, scope: row?.scope ?? null, runId: row?.run_id ?? null })
       return row ? toRecord(row) : null
@@ -1081,6 +1092,7 @@ export function memoriesApi(ctx: EngineContext) {
      */
     async list(options: MemoryListOptions = {}): Promise<MemoryRecord[]> {
       const o = parseInput(listOptions, options, 'list options')
+      if (o.asOf !== undefined) return listAsOf(o, toDate(o.asOf))
       const p = new Params()
       const where = `${selectWhere(p, o)} AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
       const status =
@@ -1420,5 +1432,86 @@ export function memoriesApi(ctx: EngineContext) {
     },
   }
 
+  /**
+   * `memories.list` as of `at`: the memories created by then that the selection names, each
+   * as it was (`memoriesAsOf`), filtered by the status and expiry they had, in list order.
+   */
+  async function listAsOf(o: z.output<typeof listOptions>, at: Date): Promise<MemoryRecord[]> {
+    const p = new Params()
+    const where = `${selectWhere(p, o)} AND m.created_at <= ${p.add(at)}`
+    const key = o.key === undefined ? 'true' : `m.key = ${p.add(o.key)}`
+    const { rows } = await db.query<MemoryRow>(
+      `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${key}
+       ORDER BY m.use_count DESC, m.created_at DESC, m.id DESC
+       LIMIT ${AS_OF_SCAN}`,
+      p.values,
+    )
+    const allowed = allowedSensitivities(o.channel) as string[]
+    const live = (r: MemoryRow) => r.expires_at === null || r.expires_at > at
+    const kept = (await memoriesAsOf(db, rows, at)).filter(
+      (r) =>
+        allowed.includes(r.sensitivity) &&
+        (o.status === 'any' ||
+          (o.status === 'active' ? r.status === 'active' && live(r) : o.status === 'expired' ? r.status === 'active' && !live(r) : r.status === o.status)),
+    )
+    emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, { results: kept.length, asOf: at.toISOString() })
+    return kept.slice(0, o.limit).map(toRecord)
+  }
+
   return { remember, recall, memories }
+}
+
+/** How many memories a read as of a time looks at, before their past statuses are known. */
+const AS_OF_SCAN = 10_000
+
+/**
+ * Memories as they were at `at`, from their current rows and the history written since: each
+ * entry after `at` is undone, newest first — an UPDATE gives back the text it replaced and
+ * every field its `changes` name (`[old, new]`: status, category, confidence, metadata,
+ * sensitivity, expiry), a supersede its status, a DELETE the status before it. A memory
+ * created after `at` is left out. Its use count, contexts and links are as they are now.
+ */
+export async function memoriesAsOf(q: Queryable, rows: MemoryRow[], at: Date): Promise<MemoryRow[]> {
+  const then = rows.filter((r) => r.created_at <= at)
+  if (then.length === 0) return []
+  const { rows: later } = await q.query<{ memory_id: string; event: string; old_value: string | null; changes: JsonObject }>(
+    `SELECT memory_id, event, old_value, changes FROM memory_history
+     WHERE memory_id = ANY($1::text[]) AND created_at > $2 ORDER BY created_at DESC, id DESC`,
+    [then.map((r) => r.id), at],
+  )
+  const { rows: last } = await q.query<{ memory_id: string; at: Date }>(
+    `SELECT memory_id, max(created_at) AS at FROM memory_history
+     WHERE memory_id = ANY($1::text[]) AND created_at <= $2 GROUP BY memory_id`,
+    [then.map((r) => r.id), at],
+  )
+  const byId = new Map(then.map((r) => [r.id, { ...r, metadata: { ...r.metadata } }]))
+  const old = <T>(change: unknown): T => (change as [T, T])[0]
+  for (const h of later) {
+    const m = byId.get(h.memory_id)
+    if (!m) continue
+    if (h.event === 'DELETE') {
+      m.status = m.superseded_by === null ? 'active' : 'superseded'
+      continue
+    }
+    const c = h.changes
+    if (h.event === 'UPDATE' && h.old_value !== null && h.old_value !== m.content) {
+      m.content = h.old_value
+      m.hash = isSealed(h.old_value) ? m.hash : await memoryHash(h.old_value)
+    }
+    if (Array.isArray(c.status)) m.status = old<MemoryStatus>(c.status)
+    if ('supersededBy' in c) m.superseded_by = null
+    if (Array.isArray(c.category)) m.category = old<MemoryCategory>(c.category)
+    if (Array.isArray(c.confidence)) m.confidence = old<number>(c.confidence)
+    if (Array.isArray(c.metadata)) m.metadata = old<JsonObject>(c.metadata)
+    if (Array.isArray(c.sensitivity)) m.sensitivity = old<StoredSensitivity>(c.sensitivity)
+    if (Array.isArray(c.expiresAt)) {
+      const e = old<string | null>(c.expiresAt)
+      m.expires_at = e === null ? null : new Date(e)
+    }
+  }
+  const lastAt = new Map(last.map((r) => [r.memory_id, r.at]))
+  return then.map((r) => {
+    const m = byId.get(r.id) as MemoryRow
+    return { ...m, updated_at: lastAt.get(r.id) ?? m.created_at }
+  })
 }

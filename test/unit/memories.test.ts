@@ -676,3 +676,56 @@ describe('curated memories', () => {
     expect(events[0]?.scope).toBe('user')
   })
 })
+
+describe('memories as of a time', () => {
+  it('list and get read each memory as it was: its text, fields and status then, from the history written since', async () => {
+    const c = testClock('2025-04-01T09:00:00.000Z')
+    await using memory = await openTestMemory({ now: c.now })
+    const at = (): Date => new Date(c.now().getTime() + 500)
+    const beforeAll = new Date(c.now().getTime() - 1000)
+    const home = await memory.remember({ content: 'Ann lives in Bergen', category: 'fact', userId: 'ann' })
+    const t1 = at()
+    c.advance(60_000)
+    await memory.memories.update(home.id, { content: 'Ann lives in Oslo', confidence: 0.9, metadata: { source: 'moving day' } })
+    const t2 = at()
+    c.advance(60_000)
+    const tea = await memory.remember({ content: 'Ann prefers tea', category: 'preference', userId: 'ann', key: 'drink' })
+    const t3 = at()
+    c.advance(60_000)
+    const coffee = await memory.remember({ content: 'Ann prefers coffee', category: 'preference', userId: 'ann', key: 'drink' })
+    const t4 = at()
+    c.advance(60_000)
+    await memory.memories.delete(home.id)
+    const view = async (asOf: Date, status: 'active' | 'any' = 'active') =>
+      (await memory.memories.list({ userId: 'ann', asOf, status })).map((m) => [m.content, m.status, m.confidence]).sort()
+
+    expect(await view(beforeAll)).toEqual([])
+    expect(await view(t1)).toEqual([['Ann lives in Bergen', 'active', 0.7]])
+    expect(await view(t2)).toEqual([['Ann lives in Oslo', 'active', 0.9]])
+    expect(await view(t3)).toEqual([
+      ['Ann lives in Oslo', 'active', 0.9],
+      ['Ann prefers tea', 'active', 0.7],
+    ])
+    expect(await view(t4, 'any')).toEqual([
+      ['Ann lives in Oslo', 'active', 0.9],
+      ['Ann prefers coffee', 'active', 0.7],
+      ['Ann prefers tea', 'superseded', 0.7],
+    ])
+    expect(await view(at(), 'any')).toEqual([
+      ['Ann lives in Oslo', 'deleted', 0.9],
+      ['Ann prefers coffee', 'active', 0.7],
+      ['Ann prefers tea', 'superseded', 0.7],
+    ])
+    const then = await memory.memories.get(home.id, { asOf: t1 })
+    expect(then).toMatchObject({ content: 'Ann lives in Bergen', status: 'active', metadata: {}, confidence: 0.7 })
+    expect(then?.hash).toBe(await memoryHash('Ann lives in Bergen'))
+    expect((await memory.memories.get(tea.id, { asOf: t3 }))?.supersededBy).toBeNull()
+    expect((await memory.memories.get(tea.id, { asOf: t4 }))?.supersededBy).toBe(coffee.id)
+    expect(await memory.memories.get(coffee.id, { asOf: t3 })).toBeNull()
+    // As of now, each memory reads as it does without asOf.
+    const now = await memory.memories.list({ userId: 'ann', status: 'any' })
+    const asOfNow = await memory.memories.list({ userId: 'ann', status: 'any', asOf: at() })
+    expect(asOfNow).toEqual(now)
+    await expect(memory.memories.list({ asOf: 'yesterday' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+})

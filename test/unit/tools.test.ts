@@ -177,7 +177,7 @@ describe('agent tools', () => {
       recall: () => Promise.reject(new Error('unused')),
       memories: {
         get: () => Promise.resolve(null),
-        list: (o?: { limit?: number; status?: string }) => {
+        list: (o?: { limit?: number | undefined; status?: string | undefined }) => {
           expect(o?.status).toBe('any')
           return Promise.resolve(left.slice(0, o?.limit).map((id) => ({ id })) as never)
         },
