@@ -116,6 +116,7 @@ export const nodeReadOptions = z
   .refine((v) => v.asOf === undefined || v.rev === undefined, { message: 'give asOf or rev, not both' })
 export type NodeReadOptions = z.input<typeof nodeReadOptions>
 export const nodeHistoryOptions = z.strictObject(provenance)
+export type NodeHistoryOptions = z.input<typeof nodeHistoryOptions>
 
 export const nodesOptions = z.strictObject({
   ...provenance,
@@ -602,7 +603,7 @@ export function entityGraphApi(ctx: EngineContext) {
      * @example
      * const revisions = await memory.graph.nodeHistory('file:src/app.ts')
      */
-    async nodeHistory(id: string, options: RemoveOptions = {}): Promise<(NodeRecord & { tombstone: boolean })[]> {
+    async nodeHistory(id: string, options: NodeHistoryOptions = {}): Promise<(NodeRecord & { tombstone: boolean })[]> {
       const nodeId = parseInput(entityId, id, 'node id')
       const o = parseInput(nodeHistoryOptions, options, 'node history options')
       const { rows } = await db.query<NodeRow>(`SELECT * FROM nodes WHERE tenant_id = $1 AND id = $2 ORDER BY rev`, [o.tenantId, nodeId])

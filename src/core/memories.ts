@@ -1474,26 +1474,35 @@ const AS_OF_SCAN = 10_000
 export async function memoriesAsOf(q: Queryable, rows: MemoryRow[], at: Date): Promise<MemoryRow[]> {
   const then = rows.filter((r) => r.created_at <= at)
   if (then.length === 0) return []
-  const { rows: later } = await q.query<{ memory_id: string; event: string; old_value: string | null; changes: JsonObject }>(
-    `SELECT memory_id, event, old_value, changes FROM memory_history
-     WHERE memory_id = ANY($1::text[]) AND created_at > $2 ORDER BY created_at DESC, id DESC`,
-    [then.map((r) => r.id), at],
-  )
-  const { rows: last } = await q.query<{ memory_id: string; at: Date }>(
-    `SELECT memory_id, max(created_at) AS at FROM memory_history
-     WHERE memory_id = ANY($1::text[]) AND created_at <= $2 GROUP BY memory_id`,
+  // One read of the entries written since, newest first, each memory's last entry by then
+  // beside it (its time is the memory's `updated_at` then).
+  const { rows: later } = await q.query<{
+    memory_id: string
+    event: string | null
+    old_value: string | null
+    changes: JsonObject | null
+    last_before: Date | null
+  }>(
+    `SELECT m.id AS memory_id, h.event, h.old_value, h.changes, l.at AS last_before
+     FROM unnest($1::text[]) AS m(id)
+     LEFT JOIN memory_history h ON h.memory_id = m.id AND h.created_at > $2
+     CROSS JOIN LATERAL (SELECT max(created_at) AS at FROM memory_history WHERE memory_id = m.id AND created_at <= $2) l
+     ORDER BY h.created_at DESC NULLS LAST, h.id DESC`,
     [then.map((r) => r.id), at],
   )
   const byId = new Map(then.map((r) => [r.id, { ...r, metadata: { ...r.metadata } }]))
+  const lastAt = new Map<string, Date>()
   const old = <T>(change: unknown): T => (change as [T, T])[0]
   for (const h of later) {
+    if (h.last_before !== null) lastAt.set(h.memory_id, h.last_before)
     const m = byId.get(h.memory_id)
-    if (!m) continue
+    // No entry since: the memory is as it is now.
+    if (!m || h.event === null) continue
     if (h.event === 'DELETE') {
       m.status = m.superseded_by === null ? 'active' : 'superseded'
       continue
     }
-    const c = h.changes
+    const c = h.changes ?? {}
     if (h.event === 'UPDATE' && h.old_value !== null && h.old_value !== m.content) {
       m.content = h.old_value
       m.hash = isSealed(h.old_value) ? m.hash : await memoryHash(h.old_value)
@@ -1509,7 +1518,6 @@ export async function memoriesAsOf(q: Queryable, rows: MemoryRow[], at: Date): P
       m.expires_at = e === null ? null : new Date(e)
     }
   }
-  const lastAt = new Map(last.map((r) => [r.memory_id, r.at]))
   return then.map((r) => {
     const m = byId.get(r.id) as MemoryRow
     return { ...m, updated_at: lastAt.get(r.id) ?? m.created_at }

@@ -109,7 +109,8 @@ const importOptionsSchema = z
   .object({ mode: z.enum(['replace', 'merge']).optional(), passphrase: z.string().min(1).optional() })
   .strict()
 
-const corrupt = (message: string, cause?: unknown) =>
+/** A file that is damaged or not an export (IMPORT_CORRUPT), for every reader of the format. */
+export const corrupt = (message: string, cause?: unknown) =>
   new MemoryError('IMPORT_CORRUPT', `The import file is damaged or not an Engram export: ${message}`, {
     ...(cause === undefined ? {} : { cause }),
   })

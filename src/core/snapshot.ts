@@ -7,6 +7,7 @@ import {
   type Neighbor,
   type NeighborsOptions,
   neighborsOptions,
+  type NodeHistoryOptions,
   nodeHistoryOptions,
   type NodeReadOptions,
   type NodeRecord,
@@ -18,7 +19,7 @@ import {
 import { MemoryError } from './errors.ts'
 import { eventReadOptions, type EventRow, type MemoryEvent, type ReadByIdOptions, toEvent } from './events.ts'
 import { type KvEntry, type KvGetOptions, type KvListOptions, kvGetOptions, kvListOptions, kvName } from './kv.ts'
-import { type ExportManifest, readExportFile } from './portable.ts'
+import { corrupt as damagedFile, type ExportManifest, readExportFile } from './portable.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { identifier } from './scope.ts'
 import { parseInput, z } from './validate.ts'
@@ -47,7 +48,7 @@ export interface Snapshot {
     /** A node as it was when the file was written, at `asOf`, or as revision `rev` left it. */
     getNode(id: string, options?: NodeReadOptions): NodeRecord | null
     /** Every revision of a node, oldest first, its removals among them. */
-    nodeHistory(id: string, options?: { tenantId?: string; runId?: string; taskId?: string }): (NodeRecord & { tombstone: boolean })[]
+    nodeHistory(id: string, options?: NodeHistoryOptions): (NodeRecord & { tombstone: boolean })[]
     /** Live nodes, by id, as `memory.graph.nodes` reads them. */
     nodes(options?: NodesOptions): NodeRecord[]
     /** A node's (or several nodes') links, oldest first, as `memory.graph.neighbors` reads them. */
@@ -104,13 +105,10 @@ const fileSchema = z.union([z.instanceof(Blob), z.instanceof(ArrayBuffer), z.ins
   error: 'expected a Blob, an ArrayBuffer or a Uint8Array holding an export file',
 })
 
-const damaged = (message: string) =>
-  new MemoryError('IMPORT_CORRUPT', `The import file is damaged or not an Engram export: ${message}`)
-
 /** Microseconds since the epoch of a time as Postgres writes it into JSON (six fraction digits at most). */
 function micros(value: unknown, what: string): number {
   const ms = typeof value === 'string' ? Date.parse(value) : Number.NaN
-  if (Number.isNaN(ms)) throw damaged(`${what} is not a time`)
+  if (Number.isNaN(ms)) throw damagedFile(`${what} is not a time`)
   const fraction = /\.(\d+)/.exec(value as string)?.[1] ?? ''
   return ms * 1000 + Number(fraction.padEnd(6, '0').slice(3, 6))
 }

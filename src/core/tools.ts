@@ -229,6 +229,9 @@ const recordEvent = z
     }
   })
 
+/** A decision's details, as record_event takes them, its content keeps them and query_decisions gives them back. */
+const DECISION_DETAILS = ['rationale', 'alternatives', 'constraints', 'consequences'] as const
+
 /** The event content a record_event call describes, in the shape the engine reads for its kind. */
 function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> {
   switch (a.kind) {
@@ -244,10 +247,7 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
     case 'decision':
       return {
         text: a.text,
-        ...(a.rationale ? { rationale: a.rationale } : {}),
-        ...(a.alternatives ? { alternatives: a.alternatives } : {}),
-        ...(a.constraints ? { constraints: a.constraints } : {}),
-        ...(a.consequences ? { consequences: a.consequences } : {}),
+        ...Object.fromEntries(DECISION_DETAILS.filter((f) => a[f] !== undefined).map((f) => [f, a[f]])),
         ...(a.supersedes ? { supersedes: a.supersedes } : {}),
       }
     case 'task_update':
@@ -481,9 +481,14 @@ function ownMemories(identity: ToolIdentity): FilterExpression {
   }
 }
 
+/** The caller's tenant, as the engine's options take it (none: the default tenant). */
+function tenantOf(identity: ToolIdentity): { tenantId?: string } {
+  return identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }
+}
+
 function who(identity: ToolIdentity) {
   return {
-    ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+    ...tenantOf(identity),
     ...(identity.userId === undefined ? {} : { userId: identity.userId }),
   }
 }
@@ -543,7 +548,7 @@ export async function callTool(
       const a = parseInput(manageMemory, args, 'manage_memory arguments')
       if (a.action === 'list') {
         const list = await host.memories.list({
-          ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+          ...tenantOf(identity),
           ...(a.category ? { category: a.category } : {}),
           filters: ownMemories(identity),
           limit: a.limit ?? 20,
@@ -555,7 +560,7 @@ export async function callTool(
         // its history; otherwise deleted from every read.
         if (!hasMethod(host, 'forget')) {
           return host.memories.forgetAll({
-            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+            ...tenantOf(identity),
             filters: ownMemories(identity),
             confirm: true,
           })
@@ -564,7 +569,7 @@ export async function callTool(
         let deleted = 0
         for (;;) {
           const own = await host.memories.list({
-            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+            ...tenantOf(identity),
             filters: ownMemories(identity),
             status: 'any',
             limit: FORGET_BATCH,
@@ -572,13 +577,13 @@ export async function callTool(
           if (own.length === 0) return { deleted }
           const gone = (await optional(host, 'forget')({
             memoryIds: own.map((m) => m.id),
-            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+            ...tenantOf(identity),
           })) as { counts: { memories: number } }
           deleted += gone.counts.memories
         }
       }
       const id = a.memory_id as string
-      const tenant = identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }
+      const tenant = tenantOf(identity)
       const target = await host.memories.get(id, tenant)
       if (!target || target.status === 'deleted' || !owned(target, identity)) {
         throw new MemoryError('NOT_FOUND', `No memory "${id}"`, { details: { id } })
@@ -666,7 +671,7 @@ export async function callTool(
         host,
         'artifacts.get',
       )(a.artifact_id, {
-        ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+        ...tenantOf(identity),
         ...(a.channel ? { channel: a.channel } : {}),
       })) as { id: string; eventId: string; mediaType: string; bytes: number; content: string; createdAt: string }
       return {
@@ -694,7 +699,7 @@ export async function callTool(
       })) as { eventId: string; text: string; conversationId: string; createdAt: string; score: number }[]
       const by = (await optional(host, 'events.supersededBy')(
         hits.map((h) => h.eventId),
-        { ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }), ...channel },
+        { ...tenantOf(identity), ...channel },
       )) as Record<string, string>
       const kept = hits.filter((h) => a.include_superseded || by[h.eventId] === undefined).slice(0, limit)
       // Each decision's own record: why, what else was weighed, within what, with what
@@ -702,7 +707,7 @@ export async function callTool(
       const events = (await Promise.all(
         kept.map((h) =>
           optional(host, 'events.get')(h.eventId, {
-            ...(identity.tenantId === undefined ? {} : { tenantId: identity.tenantId }),
+            ...tenantOf(identity),
             ...channel,
           }),
         ),
@@ -748,7 +753,7 @@ export async function callTool(
 /** The reasons, options, limits and consequences a decision's content records, as the tools name them. */
 function decisionDetails(content: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {}
-  for (const field of ['rationale', 'alternatives', 'constraints', 'consequences'] as const) {
+  for (const field of DECISION_DETAILS) {
     const value = content[field]
     if (typeof value === 'string' || (Array.isArray(value) && value.length > 0)) out[field] = value
   }

@@ -369,12 +369,10 @@ export class MemoryHost {
       const result = await fn(...args)
       return path.length === 1 && path[0] === 'stats' ? { ...(result as object), storage: await this.#storageInfo() } : result
     } catch (error) {
-      // The engine reports a full disk as QUOTA_EXCEEDED already; this says what to do about it.
-      const quota = MemoryError.is(error, 'QUOTA_EXCEEDED') && (error.cause as { name?: unknown } | undefined)?.name === 'QuotaExceededError'
-      if (quota) throw storageError(error.cause, `${path.join('.')} failed`)
-      if (error instanceof MemoryError) throw error
-      const name = (error as { name?: string } | null)?.name
-      if (name === 'QuotaExceededError') throw storageError(error, `${path.join('.')} failed`)
+      // A full disk, thrown here or reported by the engine (QUOTA_EXCEEDED with it as the
+      // cause): the storage error says what to do about it.
+      const full = MemoryError.is(error) ? error.cause : error
+      if ((full as { name?: unknown } | null | undefined)?.name === 'QuotaExceededError') throw storageError(full, `${path.join('.')} failed`)
       throw error
     }
   }
