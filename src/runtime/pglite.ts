@@ -1,6 +1,7 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import type { Db, Queryable, QueryOptions } from '../core/db.ts'
+import { MemoryError } from '../core/errors.ts'
 import { checkCacheMB } from '../core/page-cache.ts'
 import { preparingQueries } from '../core/prepared.ts'
 import { Activity } from './activity.ts'
@@ -70,7 +71,33 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
 export interface DurableDb extends Db {
   /** Calls queued or running, and when the last one ended. */
   readonly activity: Readonly<Activity>
+  /** Why the last flush failed, while changes in the database are not yet in storage. */
+  readonly unsaved: unknown
+  /**
+   * Refuses new calls (`CLOSED`) and waits for those already queued to finish, so that
+   * closing the database after it cuts none of them short.
+   */
+  close(): Promise<void>
 }
+
+/** SQLSTATE of a write refused in a read-only transaction. */
+const READ_ONLY_REFUSED = '25006'
+
+/**
+ * The error for changes that storage could not take: `QUOTA_EXCEEDED` for a full disk,
+ * `STORAGE_UNAVAILABLE` otherwise, with `details.applied` (whether this call's changes are in
+ * the database) and `details.saved: false`.
+ */
+export function unsavedError(cause: unknown, applied: boolean): MemoryError {
+  const full = (cause as { name?: unknown } | null | undefined)?.name === 'QuotaExceededError'
+  const reason = full ? "the browser's storage quota is exhausted" : `storage failed (${cause instanceof Error ? cause.message : String(cause)})`
+  const message = applied
+    ? `This call's changes are applied in this session but could not be saved: ${reason}. Do not repeat the call: the changes are saved by the first call after space is freed, and lost if the memory closes before. Until then the memory answers reads and refuses writes.`
+    : `The memory cannot save its changes: ${reason}. Nothing of this call was applied; the memory answers reads and refuses writes until space is freed (export and delete old memories, or ask for persistent storage).`
+  return new MemoryError(full ? 'QUOTA_EXCEEDED' : 'STORAGE_UNAVAILABLE', message, { cause, details: { applied, saved: false } })
+}
+
+const refusedWrite = (error: unknown) => (error as { code?: unknown } | null)?.code === READ_ONLY_REFUSED
 
 /**
  * The engine's view of a PGlite instance, with writes acknowledged only once durable.
@@ -80,27 +107,125 @@ export interface DurableDb extends Db {
  * statement. And a flush requested while another is pending returns at once. So every call
  * runs one at a time here (PGlite runs one at a time anyway), and a transaction returns only
  * after its own flush has completed.
+ *
+ * A flush that fails (a full disk) leaves the database ahead of its storage: the commit
+ * cannot be taken back. The call that made it gets `unsavedError(…, applied: true)`, and from
+ * then on every call first tries the flush again. While it still fails, each call runs in a
+ * read-only transaction that nothing flushes: reads answer, a write is refused by Postgres
+ * before it changes anything (`applied: false`). The first flush that succeeds saves the
+ * waiting changes and the memory writes again. A statement run outside a transaction whose
+ * flush fails is run again read-only: a read answers (nothing was changed), a write is refused,
+ * and so was applied by the first run.
  */
 export function durableDb(pg: PGlite): DurableDb {
   let tail: Promise<unknown> = Promise.resolve()
   const activity = new Activity()
+  let unsaved: unknown
+  // PGlite flushes after a statement run outside a transaction from inside `query`/`exec`: this
+  // tells that flush's failure apart from the statement's own.
+  let flushFailure: { error: unknown } | undefined
+  // A read-only transaction changes nothing, and its BEGIN's flush (PGlite flushes after BEGIN)
+  // is held back: the waiting changes have just failed to save.
+  let holding = false
+  const flush = pg.syncToFs.bind(pg)
+  pg.syncToFs = async (...args: Parameters<PGlite['syncToFs']>) => {
+    if (holding) return
+    try {
+      await flush(...args)
+    } catch (error) {
+      flushFailure = { error }
+      throw error
+    }
+  }
+  /** Saves what waits, when something does; true when the memory may write. */
+  const saved = async (): Promise<boolean> => {
+    if (unsaved === undefined) return true
+    try {
+      await flush()
+      unsaved = undefined
+      return true
+    } catch (error) {
+      unsaved = error
+      return false
+    }
+  }
+  const readOnly = async <T>(fn: (tx: Queryable) => Promise<T>, applied: boolean): Promise<T> => {
+    holding = true
+    try {
+      return await pg.transaction(async (tx) => {
+        await tx.exec('SET TRANSACTION READ ONLY')
+        return fn(preparingQueries(pg, tx))
+      })
+    } catch (error) {
+      throw refusedWrite(error) ? unsavedError(unsaved, applied) : error
+    } finally {
+      holding = false
+    }
+  }
+  /** One statement outside a transaction, saved by PGlite's own flush after it. */
+  const statement = async <T>(run: () => Promise<T>, again: (tx: Queryable) => Promise<T>): Promise<T> => {
+    if (!(await saved())) return readOnly(again, false)
+    flushFailure = undefined
+    try {
+      return await run()
+    } catch (error) {
+      const failure = flushFailure as { error: unknown } | undefined
+      if (!failure) throw error
+      unsaved = failure.error
+      return readOnly(again, true)
+    }
+  }
+  let closed = false
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(new MemoryError('CLOSED', 'The memory was closed.'))
     const run = activity.track(() => tail.then(fn, fn))
     tail = run.catch(() => {})
     return run
   }
   return {
     activity,
+    get unsaved() {
+      return unsaved
+    },
+    async close() {
+      closed = true
+      await tail
+    },
     query: <T>(sql: string, params?: unknown[], options?: QueryOptions) =>
-      exclusive(() => pg.query<T>(sql, params, options as Parameters<PGlite['query']>[2])),
-    exec: (sql: string) => exclusive(() => pg.exec(sql)),
+      exclusive(() =>
+        statement(
+          () => pg.query<T>(sql, params, options as Parameters<PGlite['query']>[2]),
+          (tx) => tx.query<T>(sql, params, options),
+        ),
+      ),
+    exec: (sql: string) =>
+      exclusive(() =>
+        statement(
+          () => pg.exec(sql),
+          (tx) => tx.exec(sql),
+        ),
+      ),
     transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
       exclusive(async () => {
+        if (!(await saved())) return readOnly(fn, false)
+        flushFailure = undefined
+        let result: T
         try {
-          return await pg.transaction((tx) => fn(preparingQueries(pg as unknown as Db, tx as unknown as Queryable)))
-        } finally {
-          await pg.syncToFs()
+          result = await pg.transaction((tx) => fn(preparingQueries(pg as unknown as Db, tx as unknown as Queryable)))
+        } catch (error) {
+          // The flush after BEGIN failed (changes kept back from before): nothing of this call ran.
+          const failure = flushFailure as { error: unknown } | undefined
+          if (failure?.error !== error) throw error
+          unsaved = error
+          return readOnly(fn, false)
         }
+        try {
+          await flush()
+        } catch (error) {
+          unsaved = error
+          throw unsavedError(error, true)
+        }
+        return result
       }),
   }
 }

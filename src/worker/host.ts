@@ -203,6 +203,7 @@ export class MemoryHost {
   #options: BootOptions | undefined
   #storage: StorageKind = 'memory'
   #pg: PGlite | undefined
+  #db: DurableDb | undefined
   #engine: Engine | undefined
   #warmUp: { stop: AbortController; running: Promise<void> } | undefined
   #warmUpTurns = DEFAULT_WARM_UP_TURNS
@@ -370,7 +371,9 @@ export class MemoryHost {
       return path.length === 1 && path[0] === 'stats' ? { ...(result as object), storage: await this.#storageInfo() } : result
     } catch (error) {
       // A full disk, thrown here or reported by the engine (QUOTA_EXCEEDED with it as the
-      // cause): the storage error says what to do about it.
+      // cause): the storage error says what to do about it. A flush's failure already does,
+      // and says whether the call's changes were applied (`unsavedError`).
+      if (MemoryError.is(error) && error.details?.saved === false) throw error
       const full = MemoryError.is(error) ? error.cause : error
       if ((full as { name?: unknown } | null | undefined)?.name === 'QuotaExceededError') throw storageError(full, `${path.join('.')} failed`)
       throw error
@@ -485,6 +488,7 @@ export class MemoryHost {
     let opened!: () => void
     const embedder = this.#startEmbedder(new Promise<void>((resolve) => (opened = resolve)))
     const db = durableDb(this.#pg)
+    this.#db = db
     this.#engine = await createEngine({
       ...options.settings,
       db,
@@ -676,6 +680,9 @@ export class MemoryHost {
     warmUp?.stop.abort()
     await warmUp?.running
     await engine?.stopIndexing()
+    // Calls already queued finish before the database closes under them.
+    await this.#db?.close()
+    this.#db = undefined
     const pg = this.#pg
     this.#pg = undefined
     if (pg && !pg.closed) await pg.close()

@@ -395,3 +395,63 @@ test(`${storage}: three tabs write concurrently; the owner closes mid-way; every
   expect(missing).toEqual([])
 })
 }
+
+// Chromium's quota override (DevTools' Storage.overrideQuotaForOrigin) stops OPFS writes; its
+// IndexedDB in this build writes past it, so the IndexedDB path is covered in Node
+// (test/unit/storage-errors.test.ts), where a flush fails the same way.
+test('opfs: when the quota runs out, the change that could not be saved is reported applied, reads answer, writes are refused, and all is saved once space is freed', async ({
+  page,
+  context,
+}) => {
+  await openHarness(page)
+  const cdp = await context.newCDPSession(page)
+  const origin = new URL(page.url()).origin
+  await page.evaluate(async () => {
+    const memory = await window.engram.createMemory({ name: 'quota', storage: 'opfs', embedder: { kind: 'none' } })
+    await memory.recordTurn({ conversationId: 'c', user: 'first question', agent: 'first answer' })
+    Object.assign(window, { quotaMemory: memory })
+  })
+  const usage = await page.evaluate(async () => (await navigator.storage.estimate()).usage ?? 0)
+  // No room to grow: the turn's log outgrows the segments the memory has.
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage })
+  const full = await page.evaluate(async () => {
+    type M = Awaited<ReturnType<typeof window.engram.createMemory>>
+    const memory = (window as unknown as { quotaMemory: M }).quotaMemory
+    const error = (e: { code?: string; details?: unknown }) => ({ code: e.code, details: e.details })
+    // Random words, which the database cannot compress below the quota left.
+    const words = () => Array.from({ length: 300_000 }, () => Math.random().toString(36).slice(2, 9)).join(' ')
+    const failed = await memory.recordTurn({ conversationId: 'c', user: 'zebra question', agent: words() }).then(() => 'saved', error)
+    return {
+      failed,
+      events: (await memory.stats()).counts.events,
+      found: (await memory.search('zebra question', { mode: 'keyword' })).some((hit) => hit.text.startsWith('zebra')),
+      refused: await memory.recordTurn({ conversationId: 'c', user: 'refused question', agent: 'x' }).then(() => 'saved', error),
+      kv: await memory.kv.put('policy', 'k', 'v', { text: 'a rule' }).then(() => 'saved', error),
+      eventsAfter: (await memory.stats()).counts.events,
+    }
+  })
+  expect(full).toEqual({
+    failed: { code: 'QUOTA_EXCEEDED', details: { applied: true, saved: false } },
+    events: 4,
+    found: true,
+    refused: { code: 'QUOTA_EXCEEDED', details: { applied: false, saved: false } },
+    kv: { code: 'QUOTA_EXCEEDED', details: { applied: false, saved: false } },
+    eventsAfter: 4,
+  })
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin })
+  const freed = await page.evaluate(async () => {
+    type M = Awaited<ReturnType<typeof window.engram.createMemory>>
+    const memory = (window as unknown as { quotaMemory: M }).quotaMemory
+    await memory.recordTurn({ conversationId: 'c', user: 'after question', agent: 'ok' })
+    await memory.close()
+    const reopened = await window.engram.createMemory({ name: 'quota', storage: 'opfs', embedder: { kind: 'none' } })
+    const users = (await reopened.events.list({ conversationId: 'c' })).filter((e) => e.kind === 'message' && e.actor.type === 'human')
+    await reopened.close()
+    return users.map((e) => [e.turnIndex, (e.content as { text: string }).text])
+  })
+  expect(freed).toEqual([
+    [0, 'first question'],
+    [1, 'zebra question'],
+    [2, 'after question'],
+  ])
+})
