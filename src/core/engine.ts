@@ -28,6 +28,8 @@ import { createContext } from './context.ts'
 import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
 import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
 import { parseInput } from './validate.ts'
+import { MemoryError } from './errors.ts'
+import { z } from 'zod'
 
 /** The default `dedupThreshold` (see `EngineOptions.dedupThreshold`). */
 export const DEFAULT_DEDUP_THRESHOLD = 0.92
@@ -140,7 +142,45 @@ export interface PingResult {
  * @example
  * const memory = await createEngine({ db: pg, workspace: { mode: 'local', root: '/work/app' } })
  */
+/** The options that are plain data; the functions, the database and the model are checked apart. */
+const plainOptions = z
+  .object({
+    indexing: z.enum(['auto', 'manual']).optional(),
+    statistics: z.enum(['auto', 'manual']).optional(),
+    dedupThreshold: z.number().min(0).max(1).optional(),
+    workspace: z
+      .discriminatedUnion('mode', [
+        z.object({ mode: z.literal('local'), root: z.string().min(1).max(4096) }).strict(),
+        z.object({ mode: z.literal('global') }).strict(),
+      ])
+      .optional(),
+  })
+  .strict()
+
+const hasMethods = (value: unknown, names: readonly string[]): boolean =>
+  value !== null && typeof value === 'object' && names.every((name) => typeof (value as Record<string, unknown>)[name] === 'function')
+
+/** Refuses options a JavaScript caller got wrong with `INVALID_INPUT`, before anything opens. */
+function checkOptions(options: EngineOptions): void {
+  if (options === null || typeof options !== 'object') throw new MemoryError('INVALID_INPUT', 'The engine takes an options object.')
+  // Parsed on their own below: scoring, vault, indexingPause.
+  const { db, now, embedder, resolvePath, tokenCounter, scoring: _s, vault: _v, indexingPause: _p, ...plain } = options
+  parseInput(plainOptions, plain, 'engine options')
+  if (!hasMethods(db, ['query', 'exec', 'transaction'])) {
+    throw new MemoryError('INVALID_INPUT', 'Invalid engine options at "db": a database with query, exec and transaction is required.')
+  }
+  for (const [name, value] of Object.entries({ now, resolvePath, tokenCounter })) {
+    if (value !== undefined && typeof value !== 'function') {
+      throw new MemoryError('INVALID_INPUT', `Invalid engine options at "${name}": a function is required.`)
+    }
+  }
+  if (embedder !== undefined && !(embedder instanceof Promise) && !hasMethods(embedder, ['embed'])) {
+    throw new MemoryError('INVALID_INPUT', 'Invalid engine options at "embedder": an Embedder (or a promise of one) is required.')
+  }
+}
+
 export async function createEngine(options: EngineOptions) {
+  checkOptions(options)
   const now = options.now ?? (() => new Date())
   const ctx: EngineContext = {
     db: withPreparedStatements(options.db),

@@ -87,10 +87,11 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   }
   const workspace =
     options.workspace?.mode === 'local' ? { mode: 'local' as const, root: resolve(options.workspace.root) } : undefined
+  const db = durableDb(pg)
   let engine: Engine
   try {
     engine = await createEngine({
-      db: durableDb(pg),
+      db,
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
       ...(options.indexing ? { indexing: options.indexing } : {}),
@@ -113,6 +114,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     (closing ??= (async () => {
       try {
         await engine.stopIndexing()
+        await db.close()
         if (!pg.closed) await pg.close()
       } finally {
         await release()
@@ -132,7 +134,9 @@ export {
 } from '../embed/transformers-embedder.ts'
 export type { ErrorCode } from '../core/errors.ts'
 export { MemoryError } from '../core/errors.ts'
-export { DEFAULT_DEDUP_THRESHOLD, type Engine, type EngineOptions } from '../core/engine.ts'
+// The engine over any database with `query`, `exec` and `transaction` (a PGlite of the app's own).
+export { createEngine, DEFAULT_DEDUP_THRESHOLD, type Engine, type EngineOptions } from '../core/engine.ts'
+export type { Db, Queryable, QueryOptions, QueryResult } from '../core/db.ts'
 export type { RecordInput, RecordResult, MemoryEvent, EventKind, Artifact } from '../core/events.ts'
 export type { RecordTurnInput, TurnRecord, ProcedureRecord } from '../core/turns.ts'
 export type {

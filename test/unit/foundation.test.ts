@@ -124,6 +124,32 @@ describe('foundation', () => {
     }
   })
 
+  it('the engine refuses options a caller got wrong, naming the option', async () => {
+    const pg = await openTestDb()
+    const db = durableDb(pg)
+    const wrong: [string, Record<string, unknown>][] = [
+      ['db', { db: {} }],
+      ['indexing', { db, indexing: 'sometimes' }],
+      ['statistics', { db, statistics: true }],
+      ['dedupThreshold', { db, dedupThreshold: '0.9' }],
+      ['dedupThreshold', { db, dedupThreshold: 1.5 }],
+      ['workspace', { db, workspace: { mode: 'local', root: 5 } }],
+      ['workspace', { db, workspace: { mode: 'nearby' } }],
+      ['now', { db, now: new Date() }],
+      ['tokenCounter', { db, tokenCounter: 4 }],
+      ['resolvePath', { db, resolvePath: '/x' }],
+      ['embedder', { db, embedder: { id: 'x', dims: 3 } }],
+      ['cacheMB', { db, cacheMB: 64 }],
+    ]
+    for (const [name, options] of wrong) {
+      const error = await createEngine(options as unknown as Parameters<typeof createEngine>[0]).catch((e: unknown) => e)
+      expect(error, name).toMatchObject({ code: 'INVALID_INPUT' })
+      expect((error as Error).message, name).toContain(name)
+    }
+    await expect(createEngine(null as unknown as Parameters<typeof createEngine>[0])).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await pg.close()
+  })
+
   it('the page cache grows with the memory from its next open, and an explicit cacheMB still wins', async () => {
     const MiB = 2 ** 20
     expect(DEFAULT_CACHE_MB).toBe(64)
