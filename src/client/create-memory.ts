@@ -49,7 +49,9 @@ export interface CreateMemoryOptions extends EngineSettings {
   worker?: Worker | (() => Worker)
   /**
    * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
-   * cache it has grown to: 64 MiB, raised (up to 512) as the memory grows, from the next open.
+   * cache it has grown to: 64 MiB from the bundled template (Postgres' 128 for one made by
+   * initdb, with `templateUrl: false`, until its first statistics refresh), raised (up to 512)
+   * as the memory grows, from the next open.
    * Postgres clears the whole cache at every start, so a larger one opens more slowly.
    */
   cacheMB?: number

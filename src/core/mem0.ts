@@ -368,8 +368,9 @@ export function conversationText(messages: string | ChatMessage[]): string {
 
 /**
  * A mem0-compatible memory API over an Engram engine: add / search / get / getAll / update /
- * delete / deleteAll / history / reset. Every call needs a userId, agentId or runId; several
- * combine with AND. Without an `llm`, `add` stores each user message as a memory
+ * delete / deleteAll / history / reset. add, search, getAll and deleteAll need a userId,
+ * agentId or runId (several combine with AND); get, update, delete and history take a
+ * memory's id, and reset erases the facade's tenant. Without an `llm`, `add` stores each user message as a memory
  * (deduplicated); with one, it extracts facts and lets the model decide ADD / UPDATE /
  * DELETE / NONE against the most similar existing memories.
  *

@@ -72,6 +72,8 @@ interface OpenTurn {
  * at `commit()`, at the next user message, at `close()`, or after `idleMs` without a change.
  *
  * @example
+ * // a memory with a local workspace, so `src/parse.ts` is relative to its root
+ * const memory = await openMemory({ workspace: { mode: 'local', root: '/work/app' } })
  * const turns = turnRecorder(memory, { conversationId: 'c1', idleMs: 5000 })
  * await turns.user('why does the parser fail on dates?')
  * turns.procedure({ tool: 'read_file', document: { path: 'src/parse.ts', content, effect: 'read' } })

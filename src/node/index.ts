@@ -14,9 +14,12 @@ export interface OpenMemoryOptions {
   loadDataDir?: Blob
   /**
    * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
-   * cache it has grown to: 64 MiB, raised (up to 512, half the size of its tables and
-   * indexes) by the statistics refresh, from the next open. Postgres clears the whole cache at
-   * every start, so a larger one opens more slowly (docs/benchmarks-history.md, "The page cache").
+   * cache its data directory names. A new memory (without `loadDataDir`) is made by initdb and
+   * opens with Postgres' 128 MiB until its first statistics refresh; each refresh sets the
+   * next open's cache to half the database's size in 64 MiB steps, from 64 up to 512, never
+   * lowering one it set. A memory made from the bundled template, as in the browser, starts
+   * at 64. Postgres clears the whole cache at every start, so a larger one opens more slowly
+   * (docs/benchmarks-history.md, "The page cache").
    */
   cacheMB?: number
   now?: () => Date
