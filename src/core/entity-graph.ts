@@ -1,4 +1,5 @@
 import type { Queryable } from './db.ts'
+import { identifier } from './scope.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
@@ -64,12 +65,12 @@ export interface GraphVerifyReport {
 
 const RELATION_NAME = /^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/
 
-const tenant = z.string().min(1).max(200).default('default')
+const tenant = identifier.default('default')
 /** Whose the row is, and the run and task a write (or a read, in telemetry) belongs to. */
 const provenance = {
   tenantId: tenant,
-  runId: z.string().min(1).max(200).optional(),
-  taskId: z.string().min(1).max(200).optional(),
+  runId: identifier.optional(),
+  taskId: identifier.optional(),
 }
 export const entityIds = z.array(entityId).min(1).max(10_000)
 const payloadSchema = jsonRecord
@@ -89,7 +90,7 @@ const edgeInput = z
     rel: z.string().min(1).max(64),
     dst: entityId,
     payload: payloadSchema.default({}),
-    conversationId: z.string().min(1).max(200).optional(),
+    conversationId: identifier.optional(),
     /**
      * When the link started and stopped holding in the world (not when it was recorded).
      * Links of the same nodes and relation with other starts are other facts; the same start

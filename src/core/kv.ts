@@ -1,4 +1,5 @@
 import type { EngineContext } from './engine.ts'
+import { identifier } from './scope.ts'
 import { newId } from './ids.ts'
 import { redactUnknown } from './redact.ts'
 import { jsonValue } from './json.ts'
@@ -20,17 +21,17 @@ export interface KvEntry {
 
 const name = z.string().min(1).max(500)
 const writeOptions = z.strictObject({
-  tenantId: name.default('default'),
-  runId: name.optional(),
-  taskId: name.optional(),
+  tenantId: identifier.default('default'),
+  runId: identifier.optional(),
+  taskId: identifier.optional(),
 })
 export type KvWriteOptions = z.input<typeof writeOptions>
 
 /** The run and task a read belongs to, for its telemetry event. */
-const readProvenance = { runId: name.optional(), taskId: name.optional() }
+const readProvenance = { runId: identifier.optional(), taskId: identifier.optional() }
 
 const getOptions = z.strictObject({
-  tenantId: name.default('default'),
+  tenantId: identifier.default('default'),
   ...readProvenance,
   /** A time (a Date or an ISO string), or a revision number of this key. */
   asOf: z
@@ -44,7 +45,7 @@ const getOptions = z.strictObject({
 export type KvGetOptions = z.input<typeof getOptions>
 
 const listOptions = z.strictObject({
-  tenantId: name.default('default'),
+  tenantId: identifier.default('default'),
   ...readProvenance,
   /** A time, as a Date or an ISO string (a number would read as a revision in `get`, so none is taken here). */
   asOf: z.union([z.date(), z.string().pipe(z.coerce.date())]).optional(),
@@ -242,7 +243,7 @@ export function kvApi(ctx: EngineContext) {
       options: { tenantId?: string } = {},
     ): Promise<KvEntry[]> {
       const k = parseInput(z.tuple([name, name, name]), [scope, namespace, key], 'kv key')
-      const o = parseInput(z.strictObject({ tenantId: name.default('default') }), options, 'kv options')
+      const o = parseInput(z.strictObject({ tenantId: identifier.default('default') }), options, 'kv options')
       const { rows } = await db.query<KvRow>(
         `SELECT * FROM kv WHERE tenant_id = $1 AND scope = $2 AND namespace = $3 AND key = $4 ORDER BY rev`,
         [o.tenantId, k[0], k[1], k[2]],

@@ -1,4 +1,5 @@
 import type { EdgeWriteResult, GraphWriteInput, Neighbor, NeighborsOptions, NodeRecord, NodesOptions, RemoveOptions } from './entity-graph.ts'
+import { identifier } from './scope.ts'
 import { MemoryError } from './errors.ts'
 import { type FilterExpression, filterExpressionSchema } from './filters.ts'
 import { type LLM, modelList, parseModelJson } from './llm.ts'
@@ -160,9 +161,9 @@ export interface MemoryOptions {
 }
 
 const scopeFields = {
-  userId: z.string().min(1).max(200).optional(),
-  agentId: z.string().min(1).max(200).optional(),
-  runId: z.string().min(1).max(200).optional(),
+  userId: identifier.optional(),
+  agentId: identifier.optional(),
+  runId: identifier.optional(),
 }
 const messagesSchema = z.union([
   z.string().min(1),

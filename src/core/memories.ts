@@ -10,7 +10,7 @@ import { refuseSecret } from './events.ts'
 import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
-import { SENSITIVITIES, type StoredSensitivity } from './scope.ts'
+import { identifier, SENSITIVITIES, type StoredSensitivity } from './scope.ts'
 import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { timeInput, toDate } from './time.ts'
@@ -162,7 +162,8 @@ export interface RememberResult {
   redactions?: RedactionCount[]
 }
 
-const idField = z.string().min(1).max(200)
+/** Tenant, user, agent, run and project ids, as everywhere: `identifier` (MAX_ID_LENGTH). */
+const idField = identifier
 const identity = {
   tenantId: idField.default('default'),
   userId: idField.optional(),

@@ -157,3 +157,23 @@ describe('bad input changes nothing', () => {
     await expectRefused(call((i) => memory.forget(i), { everything: true }), 'INVALID_INPUT')
   })
 })
+
+describe('caller-chosen ids', () => {
+  it('are up to MAX_ID_LENGTH characters for every part of the memory, and one more is refused by every part', async () => {
+    const { Memory } = await import('../../src/core/mem0.ts')
+    const { MAX_ID_LENGTH } = await import('../../src/core/limits.ts')
+    const mem0 = new Memory(memory)
+    const writes = (id: string) => ({
+      record: () => memory.record({ ...good, scope: { conversationId: 'ids', userId: id } }),
+      remember: () => memory.remember({ content: `a fact for ${id.length}`, category: 'fact', userId: id }),
+      kv: () => memory.kv.put('policy', 'ids', `k${id.length}`, 'v', { tenantId: id }),
+      graph: () => memory.graph.putNode({ id: `n${id.length}`, type: 't', tenantId: id }),
+      mem0: () => mem0.add(`a note for ${id.length}`, { userId: id, infer: false }),
+    })
+    for (const [part, write] of Object.entries(writes('u'.repeat(MAX_ID_LENGTH)))) await expect(write(), part).resolves.toBeDefined()
+    for (const [part, write] of Object.entries(writes('u'.repeat(MAX_ID_LENGTH + 1)))) {
+      await expect(write(), part).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    }
+    for (const [part, write] of Object.entries(writes(' padded'))) await expect(write(), part).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+})
