@@ -25,16 +25,9 @@ const status = q<HTMLParagraphElement>('#status')
 
 const OPTIONS = { name: MEMORY_NAME, persist: true, workspace: { mode: 'local', root: ROOT } } as const
 
-/** Opens the memory; one that is ready has booted (a wrong passphrase fails here). */
-async function open(vault?: VaultInput): Promise<Memory> {
-  const memory = await createMemory({ ...OPTIONS, ...(vault ? { vault } : {}) })
-  try {
-    await memory.ready
-    return memory
-  } catch (error) {
-    await memory.close().catch(() => {})
-    throw error
-  }
+/** Opens the memory once it has booted: a wrong passphrase fails here, and its worker ends. */
+function open(vault?: VaultInput): Promise<Memory> {
+  return createMemory({ ...OPTIONS, ...(vault ? { vault } : {}) })
 }
 
 /**

@@ -13,7 +13,7 @@ import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { TelemetryEvent } from '../core/telemetry.ts'
 import type { ModelLoadProgress } from '../embed/transformers-embedder.ts'
-import { checkMemoryName, type StorageKind } from '../worker/storage.ts'
+import { checkMemoryName, checkStorage, type StorageKind } from '../worker/storage.ts'
 import { installErrorTransfer } from './error-transfer.ts'
 
 export type { EmbedderBootOptions, EmbedderInfo, EngineErrorEvent, IndexStatus, ModelLoadProgress, StorageKind }
@@ -61,7 +61,7 @@ export interface CreateMemoryOptions extends EngineSettings {
    * engine). 0–200, default 20; 0 turns it off. It stops at the first real write.
    */
   warmUp?: number
-  /** A boot that has not answered by then rejects with BOOT_TIMEOUT. Default 30 s. */
+  /** A boot that has not answered by then rejects with BOOT_TIMEOUT. Default 30 s; `Infinity` waits for ever. */
   bootTimeoutMs?: number
   /**
    * The embedding model. Default `{ kind: 'bundled' }`: all-MiniLM-L6-v2 (int8), loaded in
@@ -119,6 +119,18 @@ export type Memory = Omit<ClientOf<Engine>, EngineSubscriptions | 'stats'> & {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** The most `setTimeout` waits; `Infinity` waits for ever. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1
+
+function checkBootTimeout(ms: unknown): number {
+  if (ms === undefined) return 30_000
+  if (ms === Infinity) return ms
+  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > MAX_TIMEOUT_MS) {
+    throw new MemoryError('INVALID_INPUT', `bootTimeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}, or Infinity.`)
+  }
+  return ms
+}
+
 function defaultTemplateUrl(): string {
   return new URL('../../assets/pgdata-template.tar.gz', import.meta.url).href
 }
@@ -137,7 +149,8 @@ function defaultWorker(): Worker {
 export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   installErrorTransfer()
   const name = checkMemoryName(options.name ?? 'default')
-  const storage = options.storage ?? 'auto'
+  const storage = checkStorage(options.storage ?? 'auto')
+  const bootTimeoutMs = checkBootTimeout(options.bootTimeoutMs)
   const templateUrl = options.templateUrl === false ? undefined : String(options.templateUrl ?? defaultTemplateUrl())
   if (options.persist && typeof navigator.storage?.persist === 'function') {
     navigator.storage.persist().catch(() => {})
@@ -201,13 +214,13 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   const subscribe =
     <T>(set: Set<(value: T) => void>) =>
     (listener: (value: T) => void): (() => void) => {
+      if (typeof listener !== 'function') throw new MemoryError('INVALID_INPUT', 'A memory event listener must be a function.')
       set.add(listener)
       return () => {
         set.delete(listener)
       }
     }
 
-  const bootTimeoutMs = options.bootTimeoutMs ?? 30_000
   let timer: ReturnType<typeof setTimeout> | undefined
   const ready = track(
     Promise.race([
@@ -229,6 +242,7 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
         },
       }),
       new Promise<never>((_, reject) => {
+        if (bootTimeoutMs === Infinity) return
         timer = setTimeout(() => {
           const error = new MemoryError(
             'BOOT_TIMEOUT',
@@ -240,7 +254,10 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
       }),
     ]),
   ).finally(() => clearTimeout(timer))
-  ready.catch(() => {})
+  // A boot that failed (a wrong passphrase, say) ends the worker: nothing is left running.
+  ready.catch((error: unknown) =>
+    fail(MemoryError.is(error) ? error : new MemoryError('WORKER_TERMINATED', `The memory did not start: ${String(error)}`, { cause: error })),
+  )
 
   const invoke = async (path: string[], args: unknown[]): Promise<unknown> => {
     await ready
@@ -251,15 +268,18 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
     }
   }
 
-  const close = async () => {
-    if (dead) return
-    try {
-      await track(ready.then(() => remote.close()))
-    } catch {
-      // A memory that never booted has nothing to close.
-    }
-    fail(new MemoryError('CLOSED', 'The memory was closed.'))
-  }
+  let closing: Promise<void> | undefined
+  // A second close waits for the first.
+  const close = () =>
+    (closing ??= (async () => {
+      if (dead) return
+      try {
+        await track(ready.then(() => remote.close()))
+      } catch {
+        // A memory that never booted has nothing to close.
+      }
+      fail(new MemoryError('CLOSED', 'The memory was closed.'))
+    })())
 
   const node = (path: string[]): unknown =>
     new Proxy(() => {}, {

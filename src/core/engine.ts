@@ -408,6 +408,22 @@ export async function createEngine(options: EngineOptions) {
         })
         return ctx.vault.status
       },
+      /**
+       * Checks a key against this memory's vault and changes nothing: the vault's status here
+       * when the key fits it (`none`: the memory has no vault), `WRONG_PASSPHRASE` when not. A
+       * tab that follows another's memory checks its key this way.
+       *
+       * @example
+       * await memory.vault.check({ passphrase }) // 'open', or WRONG_PASSPHRASE
+       */
+      async check(input: VaultInput): Promise<VaultStatus> {
+        const key = parseInput(vaultInput, input, 'vault')
+        const { rows } = await ctx.db.query('SELECT 1 FROM vault LIMIT 1')
+        if (rows.length === 0) return 'none'
+        // With a vault stored, opening it only reads.
+        await openVault(ctx.db, key)
+        return ctx.vault.status
+      },
     }),
   }
   return openingResults(engine, () => ctx.vault)

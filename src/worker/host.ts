@@ -3,7 +3,8 @@ import type { PGlite } from '@electric-sql/pglite'
 import { fromWire, toWire, type WireValue } from '../client/error-transfer.ts'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine, type EngineSettings } from '../core/engine.ts'
-import type { Workspace } from '../core/paths.ts'
+import { normalizeWorkspace, type Workspace } from '../core/paths.ts'
+import type { VaultStatus } from '../core/vault.ts'
 import { MemoryError } from '../core/errors.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { TelemetryEvent } from '../core/telemetry.ts'
@@ -19,6 +20,7 @@ import { idbPageFileSystem } from './idb-pages.ts'
 import { opfsFileSystem } from './opfs-fs.ts'
 import {
   checkMemoryName,
+  checkStorage,
   dataDirFor,
   detectWorkerEnvironment,
   discardIncomplete,
@@ -144,13 +146,31 @@ type ChannelMessage =
   | { type: 'reply'; id: string; to: string; ok: true; value: unknown }
   | { type: 'reply'; id: string; to: string; ok: false; error: WireValue }
   | { type: 'leader-up'; from: string }
+  /** The owner `from` started running call `id` of worker `to`. */
+  | { type: 'started'; id: string; to: string; from: string }
   | { type: 'event'; event: HostEvent }
   /** A worker's page started or stopped listening to telemetry (every worker keeps count, for when it owns). */
   | { type: 'telemetry-wish'; from: string; on: boolean }
 
+/** A call the owner started and never answered, its tab gone: it may or may not have been applied. */
+function outcomeUnknown(name: string): MemoryError {
+  return new MemoryError(
+    'WORKER_TERMINATED',
+    `The tab that owned memory "${name}" closed while running this call, before answering it: the call may or may not have been applied. Check before repeating a write.`,
+    { details: { applied: 'unknown' } },
+  )
+}
+
+type Answer = { ok: true; value: unknown } | { ok: false; error: WireValue }
+
+/** How long the owner remembers a call it answered, for the same call sent again. */
+const ANSWER_KEPT_MS = 60_000
+
 interface Forwarded {
   path: Path
   args: unknown[]
+  /** The owner that started running it, once it said so. */
+  startedBy?: string
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
 }
@@ -216,6 +236,16 @@ export class MemoryHost {
   #release: (() => void) | undefined
   #abortWait = new AbortController()
   #closed = false
+  #closing: Promise<void> | undefined
+  /** Why this worker cannot serve the memory any more (a takeover that failed). */
+  #failed: MemoryError | undefined
+  /**
+   * Calls of other workers this one answers as owner, by caller and id, kept a while after
+   * they end: a follower sends again, to a new owner, every call it has no answer for, and
+   * one that reached this worker before (or just after) it said it owns the memory arrives
+   * twice. The second gets the first's answer; nothing runs twice.
+   */
+  #answering = new Map<string, Promise<Answer>>()
   #leaderReady: Promise<void> | undefined
   /** The database opening in `#lead`, until it is open (or failed). */
   #opening: Promise<unknown> | undefined
@@ -285,6 +315,11 @@ export class MemoryHost {
     if (options.cacheMB !== undefined) cacheSetting(options.cacheMB)
     this.#warmUpTurns = parseWarmUp(options.warmUp === undefined ? {} : { turns: options.warmUp }).turns
     checkThreads(options.embedder?.threads)
+    const kind: unknown = options.embedder?.kind
+    if (kind !== undefined && kind !== 'bundled' && kind !== 'none') {
+      throw new MemoryError('INVALID_INPUT', `Unknown embedder kind ${typeof kind === 'string' ? JSON.stringify(kind) : `(a ${typeof kind})`}: use 'bundled' or 'none'.`)
+    }
+    checkStorage(options.storage)
     this.#options = options
     this.#storage = resolveStorage(options.storage, env)
     const dataDir = dataDirFor(this.#storage, options.name)
@@ -329,12 +364,20 @@ export class MemoryHost {
     this.#role = 'follower'
     this.#queueForTakeover(lockName)
     await this.#waitForLeader()
+    try {
+      await this.#checkOwnerFits(options)
+    } catch (error) {
+      // Out of the line for the lock, and off the channel.
+      await this.close()
+      throw error
+    }
     return info(false, false)
   }
 
   /** Runs an engine call here when this worker owns the database, else on the owner. */
   async call(path: Path, args: unknown[]): Promise<unknown> {
     if (this.#closed) throw new MemoryError('CLOSED', 'The memory was closed.')
+    if (this.#failed) throw this.#failed
     if (this.#engine) return this.#run(path, args)
     if (this.#opening) {
       // Taking over from an owner that closed: the call waits for the database to open here
@@ -346,8 +389,13 @@ export class MemoryHost {
     return this.#forward(path, args)
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return
+  /** Closes the memory here; a second call waits for the first. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close()
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true
     this.#abortWait.abort()
     for (const call of this.#forwarded.values()) call.reject(new MemoryError('CLOSED', 'The memory was closed.'))
@@ -489,18 +537,26 @@ export class MemoryHost {
     const embedder = this.#startEmbedder(new Promise<void>((resolve) => (opened = resolve)))
     const db = durableDb(this.#pg)
     this.#db = db
-    this.#engine = await createEngine({
-      ...options.settings,
-      db,
-      ...(options.workspace ? { workspace: options.workspace } : {}),
-      ...(embedder ? { embedder } : {}),
-    })
-    this.#engine.onIndexProgress((status) => this.#emit({ type: 'index', status }))
-    this.#engine.onError((error) => this.#emit({ type: 'error', error }))
-    this.#syncTelemetry()
-    if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
-    setTimeout(opened, 0)
-    this.#startWarmUp(this.#engine, db, this.#warmUpTurns)
+    try {
+      const engine = await createEngine({
+        ...options.settings,
+        db,
+        ...(options.workspace ? { workspace: options.workspace } : {}),
+        ...(embedder ? { embedder } : {}),
+      })
+      this.#engine = engine
+      engine.onIndexProgress((status) => this.#emit({ type: 'index', status }))
+      engine.onError((error) => this.#emit({ type: 'error', error }))
+      this.#syncTelemetry()
+      if (this.#storage !== 'memory') await registerMemory(options.name, this.#storage, created)
+      setTimeout(opened, 0)
+      this.#startWarmUp(engine, db, this.#warmUpTurns)
+    } catch (error) {
+      // A wrong passphrase, say: the database closes here, before the lock is let go, and
+      // nothing of it answers calls.
+      await this.#closeDatabase().catch(() => {})
+      throw error
+    }
     return { created, fromTemplate: template !== undefined }
   }
 
@@ -572,11 +628,15 @@ export class MemoryHost {
     } finally {
       this.#opening = undefined
     }
-    this.#channel?.postMessage({ type: 'leader-up', from: this.#id } satisfies ChannelMessage)
-    // Calls this worker forwarded to the previous owner now run here.
-    const pending = [...this.#forwarded.entries()]
+    this.#post({ type: 'leader-up', from: this.#id })
+    // Calls this worker forwarded to the previous owner now run here, but for those it had
+    // started: they may have been applied.
+    const pending = [...this.#forwarded.values()]
     this.#forwarded.clear()
-    for (const [, call] of pending) this.#answer(call.path, call.args).then(call.resolve, call.reject)
+    for (const call of pending) {
+      if (call.startedBy) call.reject(outcomeUnknown(this.#options?.name ?? ''))
+      else this.#answer(call.path, call.args).then(call.resolve, call.reject)
+    }
     return opened
   }
 
@@ -592,12 +652,59 @@ export class MemoryHost {
     navigator.locks
       .request(lockName, { signal: this.#abortWait.signal }, async () => {
         if (this.#closed) return
-        await this.#lead()
+        try {
+          await this.#lead()
+        } catch (error) {
+          this.#failTakeover(error)
+          return
+        }
         await this.#holdUntilClosed()
       })
       .catch((error: unknown) => {
         if ((error as { name?: string }).name !== 'AbortError') console.error('engram: takeover failed', error)
       })
+  }
+
+  /**
+   * A takeover that failed (the database would not open here): every call waiting on it and
+   * every later one gets the error, and the lock goes to the next tab in line.
+   */
+  #failTakeover(error: unknown): void {
+    console.error('engram: takeover failed', error)
+    const failed = MemoryError.is(error)
+      ? error
+      : new MemoryError('STORAGE_UNAVAILABLE', `This tab could not take the memory over: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
+    this.#failed = failed
+    this.#role = 'private'
+    for (const call of this.#forwarded.values()) call.reject(failed)
+    this.#forwarded.clear()
+  }
+
+  /**
+   * A following tab works through the owner's engine: its workspace and vault must be those
+   * this tab asked for, or its calls would resolve paths under another root, or read with a
+   * key it was never given (`CONFLICT`, `WRONG_PASSPHRASE`).
+   */
+  async #checkOwnerFits(options: BootOptions): Promise<void> {
+    const wanted = normalizeWorkspace(options.workspace)
+    const owner = (await this.#forward(['workspace'], [])) as Workspace
+    if (JSON.stringify(owner) !== JSON.stringify(wanted)) {
+      throw new MemoryError(
+        'CONFLICT',
+        `Memory "${options.name}" is open in another tab with workspace ${JSON.stringify(owner)}, not ${JSON.stringify(wanted)}: open it with the same workspace.`,
+        { details: { owner, wanted } },
+      )
+    }
+    const key = options.settings?.vault
+    if (key === undefined) return
+    const status = (await this.#forward(['vault', 'check'], [key])) as VaultStatus
+    if (status !== 'open') {
+      throw new MemoryError(
+        'CONFLICT',
+        `Memory "${options.name}" is open in another tab ${status === 'none' ? 'without a vault' : 'without its vault key'}: open it there with the vault, or close it there first.`,
+        { details: { owner: status } },
+      )
+    }
   }
 
   async #waitForLeader(): Promise<void> {
@@ -623,18 +730,48 @@ export class MemoryHost {
   }
 
   #post(message: ChannelMessage): void {
-    this.#channel?.postMessage(message)
+    try {
+      this.#channel?.postMessage(message)
+    } catch (error) {
+      // A closed channel: this worker has closed, and nobody waits on it any more.
+      if (!this.#closed) throw error
+    }
+  }
+
+  /** Answers a forwarded call; an answer that cannot cross (not cloneable) is sent as the error it is. */
+  #reply(id: string, to: string, outcome: Answer): void {
+    try {
+      this.#post({ type: 'reply', id, to, ...outcome })
+    } catch (error) {
+      const failed = new MemoryError('INTERNAL', `The answer could not be sent to the other tab: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      })
+      this.#post({ type: 'reply', id, to, ok: false, error: toWire(failed) })
+    }
   }
 
   #onMessage(message: ChannelMessage): void {
     switch (message.type) {
       case 'call': {
         if (!this.#engine || this.#role !== 'leader') return
-        this.#answer(message.path, message.args).then(
-          (value) => this.#post({ type: 'reply', id: message.id, to: message.from, ok: true, value }),
-          (error: unknown) =>
-            this.#post({ type: 'reply', id: message.id, to: message.from, ok: false, error: toWire(error) }),
-        )
+        const key = `${message.from}:${message.id}`
+        let answer = this.#answering.get(key)
+        if (!answer) {
+          this.#post({ type: 'started', id: message.id, to: message.from, from: this.#id })
+          answer = this.#answer(message.path, message.args).then(
+            (value): Answer => ({ ok: true, value }),
+            (error: unknown): Answer => ({ ok: false, error: toWire(error) }),
+          )
+          this.#answering.set(key, answer)
+          void answer.then(() => setTimeout(() => this.#answering.delete(key), ANSWER_KEPT_MS))
+        }
+        void answer.then((outcome) => this.#reply(message.id, message.from, outcome))
+        return
+      }
+      case 'started': {
+        if (message.to !== this.#id) return
+        const call = this.#forwarded.get(message.id)
+        if (call) call.startedBy = message.from
         return
       }
       case 'reply': {
@@ -654,8 +791,17 @@ export class MemoryHost {
         return
       }
       case 'leader-up': {
-        // A new owner: resend what the previous one never answered, and tell it this page listens.
+        // A new owner: resend what the previous one never started (the new one answers once
+        // what it has started already), and tell it this page listens. A call the previous
+        // owner started and never answered may have been applied: sent again, it could run
+        // twice, so it fails, saying so.
         for (const [id, call] of this.#forwarded) {
+          if (call.startedBy === message.from) continue
+          if (call.startedBy) {
+            this.#forwarded.delete(id)
+            call.reject(outcomeUnknown(this.#options?.name ?? ''))
+            continue
+          }
           this.#post({ type: 'call', id, from: this.#id, path: call.path, args: call.args })
         }
         if (this.#pageTelemetry) this.#post({ type: 'telemetry-wish', from: this.#id, on: true })

@@ -23,7 +23,18 @@ export function detectWorkerEnvironment(scope: typeof globalThis = globalThis): 
 }
 
 /** OPFS where a worker can open sync access handles, IndexedDB otherwise. */
+export const STORAGE_KINDS = ['opfs', 'idb', 'memory', 'auto'] as const
+
+/** Refuses a storage the memory does not know (`INVALID_INPUT`): a typo must not fall back to memory. */
+export function checkStorage(requested: unknown): StorageKind | 'auto' {
+  if (!(STORAGE_KINDS as readonly unknown[]).includes(requested)) {
+    throw new MemoryError('INVALID_INPUT', `Unknown storage ${typeof requested === 'string' ? JSON.stringify(requested) : `(a ${typeof requested})`}: use one of ${STORAGE_KINDS.join(', ')}.`)
+  }
+  return requested as StorageKind | 'auto'
+}
+
 export function resolveStorage(requested: StorageKind | 'auto', env: WorkerEnvironment): StorageKind {
+  checkStorage(requested)
   if (requested === 'auto') return env.opfs ? 'opfs' : 'idb'
   if (requested === 'opfs' && !env.opfs) {
     throw new MemoryError(

@@ -333,10 +333,11 @@ test(`${storage}: three tabs write concurrently; the owner closes mid-way; every
   for (const [i, page] of pages.entries()) {
     await page.evaluate(async ({ i, kind }) => {
       const memory = await window.engram.createMemory({ name: 'tabs', storage: kind })
-      const w = window as unknown as { memory: unknown; acked: string[]; done: Promise<void>; role: string }
+      const w = window as unknown as { memory: unknown; acked: string[]; unknown: number; done: Promise<void>; role: string }
       w.memory = memory
       w.role = (await memory.ready).role
       w.acked = []
+      w.unknown = 0
       w.done = (async () => {
         for (let n = 0; n < 12; n++) {
           try {
@@ -346,7 +347,13 @@ test(`${storage}: three tabs write concurrently; the owner closes mid-way; every
               agent: `tab ${i} answer ${n}`,
             })
             w.acked.push(turn.userEventId)
-          } catch {
+          } catch (error) {
+            // In flight on the owner whose tab closed, and never answered: not acknowledged.
+            const e = error as { code?: string; details?: { applied?: unknown } }
+            if (e.code === 'WORKER_TERMINATED' && e.details?.applied === 'unknown') {
+              w.unknown++
+              continue
+            }
             return // this tab is closing
           }
         }
@@ -377,16 +384,19 @@ test(`${storage}: three tabs write concurrently; the owner closes mid-way; every
 
   const survivors = pages.slice(1)
   const acked = [...ownerAcked]
+  let unknown = 0
   for (const page of survivors) {
-    acked.push(
-      ...(await page.evaluate(async () => {
-        const w = window as unknown as { acked: string[]; done: Promise<void> }
-        await w.done
-        return w.acked
-      })),
-    )
+    const done = await page.evaluate(async () => {
+      const w = window as unknown as { acked: string[]; unknown: number; done: Promise<void> }
+      await w.done
+      return { acked: w.acked, unknown: w.unknown }
+    })
+    acked.push(...done.acked)
+    unknown += done.unknown
   }
-  expect(acked.length).toBeGreaterThanOrEqual(3 + 24)
+  // Every follower's write was answered, bar at most the one in flight on the closing owner.
+  expect(unknown).toBeLessThanOrEqual(2)
+  expect(acked.length + unknown).toBeGreaterThanOrEqual(3 + 24)
   const missing = await survivors[0]!.evaluate(async (ids) => {
     const memory = (window as unknown as { memory: Api }).memory
     const found = await Promise.all(ids.map((id) => memory.events.get(id).then(Boolean, () => false)))

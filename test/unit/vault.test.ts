@@ -233,6 +233,25 @@ describe('vault: high sensitivity encrypted at rest', () => {
     await db.close()
   })
 
+  it('check tells whether a key fits the vault, and changes nothing', async () => {
+    const db = await openTestDb()
+    const plain = await engineOver(db)
+    expect(await plain.vault.check({ passphrase: PASSPHRASE })).toBe('none')
+    expect(await plain.vault.status()).toBe('none')
+    expect(await codeOf(plain.vault.check({ passphrase: 'short' }))).toBe('INVALID_INPUT')
+    await plain.vault.setKey({ passphrase: PASSPHRASE })
+    const wrapped = (await db.query<{ wrapped: Uint8Array }>('SELECT wrapped FROM vault')).rows
+    expect(await plain.vault.check({ passphrase: PASSPHRASE })).toBe('open')
+    expect(await codeOf(plain.vault.check({ passphrase: 'another long passphrase' }))).toBe('WRONG_PASSPHRASE')
+    expect((await db.query<{ wrapped: Uint8Array }>('SELECT wrapped FROM vault')).rows).toEqual(wrapped)
+    await plain.stopIndexing()
+    // A memory opened without its key is locked, whatever key is checked against it.
+    const locked = await engineOver(db)
+    expect(await locked.vault.check({ passphrase: PASSPHRASE })).toBe('locked')
+    await locked.stopIndexing()
+    await db.close()
+  })
+
   it('setKey seals the high writes that were already under way when it was called', async () => {
     const db = await openTestDb()
     const m = await engineOver(db)
@@ -257,6 +276,19 @@ describe('vault: high sensitivity encrypted at rest', () => {
     expect((await m.events.get(task.eventId)).content.title).toBe(`Rotate the ${WORD} keys`)
     expect((await m.events.get(event.eventId)).content.text).toBe(`${WORD} in flight`)
     expect((await m.memories.get(remembered.id))?.content).toBe(`The ${WORD} vault code is 7`)
+    await m.stopIndexing()
+    await db.close()
+  })
+
+  it('reads that wait behind setKey come back plain', async () => {
+    const db = await openTestDb()
+    const m = await engineOver(db)
+    const { id } = await m.remember({ content: `The ${WORD} hint is the dog's name`, category: 'fact', sensitivity: 'high' })
+    // Called before the key is set, run after it has sealed the row.
+    const keyed = m.vault.setKey({ passphrase: PASSPHRASE })
+    const [got, listed] = await Promise.all([m.memories.get(id), m.memories.list({}), keyed])
+    expect(got?.content).toBe(`The ${WORD} hint is the dog's name`)
+    expect(listed.map((memory) => memory.content)).toEqual([`The ${WORD} hint is the dog's name`])
     await m.stopIndexing()
     await db.close()
   })
