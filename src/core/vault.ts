@@ -480,9 +480,12 @@ export function openingResults<T extends Api>(api: T, vault: () => Vault): T {
       const fn = value as (...args: unknown[]) => unknown
       out[key] = (...args: unknown[]) => {
         const result = fn.apply(api, args)
-        const v = vault()
-        if (v.status !== 'open' || !(result instanceof Promise)) return result
-        return result.then((r) => v.open(r))
+        if (!(result instanceof Promise)) return result
+        // The vault as the call ends: a key set while the call waited has sealed what it read.
+        return (result as Promise<unknown>).then((r: unknown) => {
+          const v = vault()
+          return v.status === 'open' ? v.open(r) : r
+        })
       }
     } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
       out[key] = openingResults(value as Api, vault)
