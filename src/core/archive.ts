@@ -23,13 +23,19 @@ export function createHitLog(db: Queryable, options: { onError: (cause: unknown)
   let timer: ReturnType<typeof setTimeout> | undefined
   let stopped = false
 
-  /** Writes the hits noted since the last flush (a hit never moves a later one back). */
+  /**
+   * Writes the hits noted since the last flush (a hit never moves a later one back), of the
+   * conversations that still exist, live or archived: a conversation forgotten after its hit
+   * was noted (even while this write waited its turn) leaves no trace here.
+   */
   async function flush(q: Queryable = db): Promise<void> {
     if (pending.size === 0) return
     const taken = [...pending.values()]
     await q.query(
       `INSERT INTO conversation_hits (tenant_id, conversation_id, last_hit_at)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])
+       SELECT h.* FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS h (tenant_id, conversation_id, at)
+       WHERE EXISTS (SELECT 1 FROM events e WHERE e.tenant_id = h.tenant_id AND e.conversation_id = h.conversation_id)
+          OR EXISTS (SELECT 1 FROM archives a WHERE a.tenant_id = h.tenant_id AND a.conversation_id = h.conversation_id)
        ON CONFLICT (tenant_id, conversation_id)
        DO UPDATE SET last_hit_at = GREATEST(conversation_hits.last_hit_at, EXCLUDED.last_hit_at)`,
       [taken.map((h) => h.tenantId), taken.map((h) => h.conversationId), taken.map((h) => h.at)],
@@ -303,15 +309,18 @@ export function createArchives(ctx: EngineContext, format: FileFormat, hits: Hit
           const { rows } = await tx.query<ArchiveRow & { events: number }>(
             `WITH gone AS (
                DELETE FROM events WHERE id IN (SELECT id FROM archive_events)
-               RETURNING id, user_id, agent_id, created_at
+               RETURNING id, user_id, agent_id, created_at, turn_index
              )
              INSERT INTO archives (id, tenant_id, conversation_id, event_ids, user_ids, agent_ids, counts,
-                                   first_event_at, last_event_at, bytes, file, created_at)
+                                   first_event_at, last_event_at, bytes, file, created_at, next_turn_index)
              SELECT $1, $2, $3, array_agg(id ORDER BY id),
                     coalesce(array_agg(DISTINCT user_id) FILTER (WHERE user_id IS NOT NULL), '{}'),
                     coalesce(array_agg(DISTINCT agent_id) FILTER (WHERE agent_id IS NOT NULL), '{}'),
                     $4::jsonb || jsonb_build_object('events', count(*)),
-                    min(created_at), max(created_at), $5, $6, $7
+                    min(created_at), max(created_at), $5, $6, $7,
+                    -- With an archive made before, the turns it holds come first.
+                    greatest(max(turn_index) + 1,
+                             (SELECT max(next_turn_index) FROM archives WHERE tenant_id = $2 AND conversation_id = $3))
              FROM gone
              RETURNING ${ARCHIVE_COLUMNS}`,
             [newId('archive'), o.tenantId, conversationId, JSON.stringify(counts), bytes.length, bytes, now],

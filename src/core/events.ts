@@ -349,9 +349,13 @@ export async function insertEvents(
   const { rows } = await tx.query<{ turn_index: number | null }>(
     `WITH ti AS (
        -- The first event's conversation: a turn's events share it.
+       -- Past the turns live and those archived (archives.create).
        SELECT CASE WHEN $18::boolean
-                   THEN (SELECT coalesce(max(turn_index) + 1, 0) FROM events
-                         WHERE tenant_id = ($3::text[])[1] AND conversation_id = ($6::text[])[1])
+                   THEN coalesce(greatest(
+                          (SELECT max(turn_index) + 1 FROM events
+                           WHERE tenant_id = ($3::text[])[1] AND conversation_id = ($6::text[])[1]),
+                          (SELECT max(next_turn_index) FROM archives
+                           WHERE tenant_id = ($3::text[])[1] AND conversation_id = ($6::text[])[1])), 0)
                    ELSE $19::int END AS turn_index
      ), input AS MATERIALIZED (
        -- Tags travel as one JSON array per event (SQL arrays of arrays must be rectangular).

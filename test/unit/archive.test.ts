@@ -104,6 +104,24 @@ describe('archives', () => {
     await expect(m.archives.restore(archive.id)).rejects.toMatchObject({ code: 'NOT_FOUND' })
   })
 
+  it('a turn recorded while its conversation is archived follows the archived turns, and a restore puts them in order', async () => {
+    await using t = await openTestEngine({ indexing: 'manual' })
+    const m = t.engine
+    const turnIndexes = async () =>
+      (await m.events.list({ conversationId: 'c', kinds: ['message'] })).map((e) => [e.turnIndex, (e.content as { text: string }).text])
+    await m.recordTurn({ conversationId: 'c', user: 'first question', agent: 'first answer' })
+    await m.recordTurn({ conversationId: 'c', user: 'second question', agent: 'second answer' })
+    const [first] = await m.archives.create({ conversationIds: ['c'] })
+    expect((await m.recordTurn({ conversationId: 'c', user: 'third question', agent: 'third answer' })).turnIndex).toBe(2)
+    // Archived again with its third turn, beside the first archive: the next turn is the fourth.
+    const [second] = await m.archives.create({ conversationIds: ['c'] })
+    expect((await m.recordTurn({ conversationId: 'c', user: 'fourth question', agent: 'fourth answer' })).turnIndex).toBe(3)
+    await m.archives.restore(second!.id)
+    await m.archives.restore(first!.id)
+    expect((await turnIndexes()).map(([turn]) => turn)).toEqual([0, 0, 1, 1, 2, 2, 3, 3])
+    expect((await m.recordTurn({ conversationId: 'c', user: 'fifth', agent: 'answer' })).turnIndex).toBe(4)
+  })
+
   it('what forget names is forgotten in the archives too', async () => {
     const { t, m, old } = await conversations()
     await using _ = t
@@ -159,6 +177,11 @@ describe('archives', () => {
     const errors: unknown[] = []
     const log = createHitLog(t.db, { onError: (e) => errors.push(e), delayMs: 20 })
     const rows = async () => (await t.db.query(`SELECT tenant_id, conversation_id FROM conversation_hits ORDER BY 2, 1`)).rows
+    for (const [tenantId, conversationId] of [['default', 'a'], ['default', 'b'], ['t2', 'a']] as const) {
+      await t.engine.record({ kind: 'message', scope: { tenantId, conversationId }, actor: { type: 'human', id: 'u' }, content: { text: 'hi' } })
+    }
+    // A conversation with no event, live or archived (forgotten since), is not written.
+    log.note('default', ['gone'], new Date('2025-01-01T00:00:00Z'))
     log.note('default', ['a', 'b'], new Date('2025-01-01T00:00:00Z'))
     log.note('t2', ['a'], new Date('2025-01-01T00:00:01Z'))
     expect(await rows()).toEqual([])

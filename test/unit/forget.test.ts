@@ -244,3 +244,22 @@ describe('forget', () => {
     await expect(t.db.query(`DELETE FROM events WHERE id = $1`, [a.userEventId])).rejects.toThrow(/append-only/)
   })
 })
+
+describe('forget and the retrieval hits a search noted', () => {
+  it("a forgotten conversation's hits, noted before it was forgotten, are not written after", async () => {
+    await using t = await openTestEngine({ indexing: 'manual' })
+    const m = t.engine
+    await m.recordTurn({ conversationId: 'secret-conv', user: 'the zebra password', agent: 'noted' })
+    await m.recordTurn({ conversationId: 'kept-conv', user: 'a zebra at the zoo', agent: 'noted' })
+    const found = await m.search('zebra', { mode: 'keyword' })
+    expect(new Set(found.map((hit) => hit.conversationId))).toEqual(new Set(['secret-conv', 'kept-conv']))
+    // The hits wait in memory: forgetting, with a write of them queued behind it (archiving
+    // reads them), then the stop's.
+    const forgetting = m.forget({ conversationId: 'secret-conv' })
+    const candidates = m.archives.candidates({ idleForMs: 0 })
+    await Promise.all([forgetting, candidates])
+    await m.stopIndexing()
+    const { rows } = await t.db.query<{ conversation_id: string }>('SELECT conversation_id FROM conversation_hits ORDER BY 1')
+    expect(rows.map((r) => r.conversation_id)).toEqual(['kept-conv'])
+  })
+})

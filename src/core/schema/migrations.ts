@@ -18,6 +18,7 @@ import { vault } from './0016-vault.ts'
 import { memoryExpiry } from './0017-memory-expiry.ts'
 import { edgeValidity } from './0018-edge-validity.ts'
 import { observedVersions } from './0019-observed-versions.ts'
+import { archivedTurns } from './0020-archived-turns.ts'
 
 export interface Migration {
   version: number
@@ -46,6 +47,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 17, name: 'memory-expiry', sql: memoryExpiry },
   { version: 18, name: 'edge-validity', sql: edgeValidity },
   { version: 19, name: 'observed-versions', sql: observedVersions },
+  { version: 20, name: 'archived-turns', sql: archivedTurns },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
