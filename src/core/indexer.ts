@@ -8,6 +8,7 @@ import {
   buildVectorIndexes,
   bulkWorthIt,
   dropVectorIndexes,
+  ensureVectorIndex,
   MISSING_VECTORS_SQL,
 } from './search.ts'
 import { parseInput, z } from './validate.ts'
@@ -233,14 +234,24 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   const settled: Promise<void> = (async () => {
     const given = options.embedder
     if (given === undefined) return
+    let embedder: Embedder
     try {
-      const embedder = await given
-      ctx.embedder = embedder
-      embedderState = 'ready'
+      embedder = await given
     } catch (cause) {
       embedderState = 'unavailable'
       fail(toMemoryError(cause, 'MODEL_UNAVAILABLE', 'The embedding model could not be loaded'))
       return
+    }
+    ctx.embedder = embedder
+    embedderState = 'ready'
+    // A model that was still loading gets the vector indexes a ready one gets as the engine
+    // opens; a failure leaves exact scans, and is reported.
+    if (given instanceof Promise) {
+      try {
+        await ensureVectorIndex(ctx.db, embedder.dims)
+      } catch (cause) {
+        fail(toMemoryError(cause, 'INTERNAL', 'The vector index could not be made'))
+      }
     }
     if (mode === 'auto') nudge()
   })()

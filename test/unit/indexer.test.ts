@@ -83,6 +83,16 @@ describe('background indexing', () => {
     expect((await t.engine.stats()).unembeddedChunks).toBe(0)
   })
 
+  it('a model that is still loading when the memory opens gets its vector indexes once it is ready', async () => {
+    await using t = await openTestEngine({ embedder: Promise.resolve(createHashEmbedder()), indexing: 'manual' })
+    await t.engine.recordTurn({ conversationId: 'c', user: 'index me', agent: 'indexed' })
+    await t.engine.indexNow()
+    const { rows } = await t.db.query<{ name: string }>(
+      `SELECT indexname AS name FROM pg_indexes WHERE indexdef LIKE '% USING hnsw %' ORDER BY 1`,
+    )
+    expect(rows.map((r) => r.name)).toEqual(['chunks_embedding_hnsw_384', 'memories_vector_hnsw_384'])
+  })
+
   it("stats() reports each index's size: the chunks' HNSW index grows as their vectors are written", async () => {
     await using t = await openTestEngine({ embedder: createHashEmbedder(), indexing: 'manual' })
     for (let n = 0; n < 40; n++) await t.engine.record(message(`note ${n} about the parser and the login page`))
