@@ -19,7 +19,9 @@ import type {
   RememberInput,
   RememberResult,
 } from './memories.ts'
+import { MAX_MEMORY_CONTENT } from './memories.ts'
 import { timeInput } from './time.ts'
+import { refuseSealedLookalike } from './vault.ts'
 import { parseInput, z } from './validate.ts'
 
 /** Asks the model for atomic facts; answers `{ "facts": [...] }`. */
@@ -477,6 +479,13 @@ export class Memory {
   }
 
   async #storeRaw(messages: ChatMessage[], o: z.output<typeof addOptions>): Promise<Mem0Event[]> {
+    // Each message is one memory: all are checked before the first is stored, so that a bad
+    // one leaves none of the call behind.
+    for (const [n, m] of messages.entries()) {
+      if (m.role !== 'user' || m.content.trim() === '') continue
+      parseInput(z.string().trim().max(MAX_MEMORY_CONTENT), m.content, `message ${n}`)
+      refuseSealedLookalike(m.content, `messages.${n}.content`)
+    }
     const results: Mem0Event[] = []
     for (const m of messages) {
       if (m.role !== 'user' || m.content.trim() === '') continue

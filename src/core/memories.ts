@@ -48,7 +48,9 @@ const { rrfK: RRF_K, zShift: Z_SHIFT, bm25K1: BM25_K1, bm25B: BM25_B } = DEFAULT
 /** How a memory search combines its vector and keyword rankings (`MemoryScores.fused`). */
 export const MEMORY_FUSIONS = ['zscore', 'rrf'] as const
 export type MemoryFusion = (typeof MEMORY_FUSIONS)[number]
-const MAX_CONTENT = 20_000
+/** Characters of a memory's text, after trimming. */
+export const MAX_MEMORY_CONTENT = 20_000
+const MAX_CONTENT = MAX_MEMORY_CONTENT
 
 export interface MemoryRecord {
   id: string

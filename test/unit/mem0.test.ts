@@ -426,6 +426,18 @@ describe('mem0-compatible Memory: update decisions by the model', () => {
     expect(results.map((r) => [r.event, r.memory])).toEqual([['ADD', 'Raw note']])
     expect(llm.calls).toEqual([])
   })
+
+  it('a message too long to store leaves none of the call stored', async () => {
+    await using mem = await open()
+    const messages = [
+      { role: 'user' as const, content: 'I live in Lisbon' },
+      { role: 'user' as const, content: 'x'.repeat(20_001) },
+    ]
+    const error = await errorOf(mem.add(messages, { userId: 'u' }))
+    expect(error.code).toBe('INVALID_INPUT')
+    expect(error.message).toContain('message 1')
+    expect((await mem.getAll({ userId: 'u' })).results).toEqual([])
+  })
 })
 
 describe('mem0-compatible Memory: expiration', () => {
