@@ -575,10 +575,11 @@ export async function callTool(
             limit: FORGET_BATCH,
           })
           if (own.length === 0) return { deleted }
+          // A forget at the same time may have erased them first: nothing is left of them either way.
           const gone = (await optional(host, 'forget')({
             memoryIds: own.map((m) => m.id),
             ...tenantOf(identity),
-          })) as { counts: { memories: number } }
+          }).catch(alreadyGone)) as { counts: { memories: number } }
           deleted += gone.counts.memories
         }
       }
@@ -590,7 +591,7 @@ export async function callTool(
       }
       if (a.action === 'delete') {
         if (!hasMethod(host, 'forget')) return host.memories.delete(id, tenant)
-        await optional(host, 'forget')({ memoryIds: [id], ...tenant })
+        await optional(host, 'forget')({ memoryIds: [id], ...tenant }).catch(alreadyGone)
         return { id, deleted: true }
       }
       const { expires_at: expiresAt, ...changes } = a.updates ?? {}
@@ -770,6 +771,12 @@ function owned(m: MemoryRecord, identity: ToolIdentity): boolean {
 
 /** How many memories one forget of `forget_all` erases at most (what `forget({ memoryIds })` takes). */
 export const FORGET_BATCH = 10_000
+
+/** A forget that found nothing left to erase (another erased it first): nothing erased here. */
+function alreadyGone(error: unknown): { counts: { memories: number } } {
+  if (MemoryError.is(error, 'NOT_FOUND')) return { counts: { memories: 0 } }
+  throw error
+}
 
 /** Whether the host has a method of its own beyond `ToolHost`. */
 function hasMethod(host: ToolHost, method: string): boolean {

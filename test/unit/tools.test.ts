@@ -167,6 +167,16 @@ describe('agent tools', () => {
     expect((await memory.memories.list({ userId: 'bob' })).map((m) => m.content)).toEqual([
       'Bob wants implicit return types',
     ])
+    // Two at once: each lists the same memories, one erases them, and neither fails.
+    for (const content of ['Carol likes tabs', 'Carol deploys on Mondays']) {
+      await memory.callTool('save_memory', { content, category: 'preference' }, { userId: 'carol' })
+    }
+    const both = await Promise.all([
+      memory.callTool('manage_memory', { action: 'forget_all', confirm: true }, { userId: 'carol' }),
+      memory.callTool('manage_memory', { action: 'forget_all', confirm: true }, { userId: 'carol' }),
+    ])
+    expect(both.map((r) => (r as { deleted: number }).deleted).sort()).toEqual([0, 2])
+    expect(await memory.memories.list({ userId: 'carol', status: 'any' })).toEqual([])
   })
 
   it('forget_all erases every one of the caller\'s memories, batch after batch, however many there are', async () => {
