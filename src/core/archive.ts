@@ -181,13 +181,28 @@ export async function restoreArchives(
 ): Promise<(RestoreResult & { rows: number })[]> {
   const restored: (RestoreResult & { rows: number })[] = []
   for (const id of ids) {
-    const { rows } = await tx.query<{ conversation_id: string; counts: ArchiveCounts; file: Uint8Array }>(
-      `DELETE FROM archives WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) RETURNING conversation_id, counts, file`,
+    const { rows } = await tx.query<{ conversation_id: string; counts: ArchiveCounts; file: Uint8Array; event_ids: string[] }>(
+      `DELETE FROM archives WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) RETURNING conversation_id, counts, file, event_ids`,
       [id, tenantId],
     )
     const row = rows[0]
     if (!row) continue
     const report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file' })
+    // The archive took every edge touching its events, other conversations' too (another
+    // conversation's reference to one of them, a memory drawn from one): those whose other end,
+    // an event or a memory, was forgotten while it was archived stay forgotten.
+    const { rows: was } = await tx.query<{ on: string | null }>(
+      `SELECT current_setting('engram.forgetting', true) AS on, set_config('engram.forgetting', 'on', true)`,
+    )
+    await tx.query(
+      `DELETE FROM edges e
+       WHERE (e.src = ANY($1::text[]) OR e.dst = ANY($1::text[]))
+         AND EXISTS (SELECT 1 FROM unnest(ARRAY[e.src, e.dst]) AS x (id)
+                     WHERE (x.id LIKE 'evt\_%' AND NOT EXISTS (SELECT 1 FROM events WHERE id = x.id))
+                        OR (x.id LIKE 'mem\_%' AND NOT EXISTS (SELECT 1 FROM memories WHERE id = x.id)))`,
+      [row.event_ids],
+    )
+    await tx.query(`SELECT set_config('engram.forgetting', $1, true)`, [was[0]?.on ?? 'off'])
     restored.push({
       archiveId: id,
       conversationId: row.conversation_id,

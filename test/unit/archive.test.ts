@@ -122,6 +122,24 @@ describe('archives', () => {
     expect((await m.recordTurn({ conversationId: 'c', user: 'fifth', agent: 'answer' })).turnIndex).toBe(4)
   })
 
+  it("links from another conversation's event, or a memory, into an archived conversation stay forgotten after its restore", async () => {
+    await using t = await openTestEngine({ indexing: 'manual' })
+    const m = t.engine
+    const say = (conversationId: string, text: string, refs: string[] = []) =>
+      m.record({ kind: 'message', scope: { conversationId }, actor: { type: 'human', id: 'u' }, content: { text }, refs })
+    const a1 = await say('A', 'in A')
+    const b1 = await say('B', 'B refers to A', [a1.eventId])
+    const kept = await say('C', 'C refers to A', [a1.eventId])
+    const drawn = await m.remember({ content: 'A fact drawn from A', category: 'fact', derivedFrom: [a1.eventId] })
+    const into = async () => (await m.graph.in(a1.eventId)).map((e) => e.src).sort()
+    expect(await into()).toEqual([b1.eventId, kept.eventId, drawn.id].sort())
+    const [archive] = await m.archives.create({ conversationIds: ['A'] })
+    await m.forget({ conversationId: 'B' })
+    await m.forget({ memoryIds: [drawn.id] })
+    await m.archives.restore(archive!.id)
+    expect(await into()).toEqual([kept.eventId])
+  })
+
   it('what forget names is forgotten in the archives too', async () => {
     const { t, m, old } = await conversations()
     await using _ = t
