@@ -1,7 +1,7 @@
-import { createArchives, createHitLog, type HitLog } from './archive.ts'
+import { createArchives, createHitLog, type HitLog, restoreArchives } from './archive.ts'
 import { createChanges } from './changes.ts'
 import { createConversationGraph } from './conversations.ts'
-import type { Db } from './db.ts'
+import type { Db, Queryable } from './db.ts'
 import { withMemoryErrors } from './db-errors.ts'
 import { withPreparedStatements } from './prepared.ts'
 import { createDocuments } from './documents.ts'
@@ -26,7 +26,7 @@ import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
 import { createSearch, ensureVectorIndex } from './search.ts'
 import { createContext } from './context.ts'
 import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
-import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
+import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked, vaultMadeSince } from './vault.ts'
 import { parseInput } from './validate.ts'
 import { MemoryError } from './errors.ts'
 import { z } from 'zod'
@@ -206,6 +206,7 @@ export async function createEngine(options: EngineOptions) {
   // Background indexing and the statistics refresh wait for the same pause in the writes.
   const pause = parseIndexingPause(options.indexingPause)
   const schemaVersion = await migrate(ctx.db)
+  const vaultBefore = await openVault(ctx.db, undefined)
   ctx.vault = await openVault(ctx.db, vaultKey)
   // Rows stored plain before the vault was given are sealed now, all in one transaction.
   if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault))
@@ -254,6 +255,15 @@ export async function createEngine(options: EngineOptions) {
     await sealStored(tx, ctx.vault)
     return rebuildMissingChunks(tx, eventIds)
   })
+  /**
+   * A vault made now finds the archives made without one holding `high` rows plain in their
+   * files: each is restored (its rows sealed as they come back), in the caller's transaction.
+   */
+  const restoreUnsealedArchives = async (tx: Queryable): Promise<void> => {
+    const { rows } = await tx.query<{ id: string }>('SELECT id FROM archives ORDER BY id')
+    if (rows.length > 0) await restoreArchives(tx, fileFormat, rows.map((r) => r.id))
+  }
+  if (vaultMadeSince(vaultBefore, ctx.vault)) await ctx.db.transaction(restoreUnsealedArchives)
   // The event log, turns, documents and their graph reads: whatever escapes them is a
   // MemoryError; the main writes and reads are timed into the telemetry stream.
   const untimedLog = withMemoryErrors({
@@ -405,6 +415,7 @@ export async function createEngine(options: EngineOptions) {
           const vault = await openVault(tx, key)
           await sealStored(tx, vault)
           ctx.vault = vault
+          await restoreUnsealedArchives(tx)
         })
         return ctx.vault.status
       },

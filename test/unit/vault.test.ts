@@ -233,6 +233,25 @@ describe('vault: high sensitivity encrypted at rest', () => {
     await db.close()
   })
 
+  it('a vault made by setKey, or by the first open with one, restores the archives made without it, sealed', async () => {
+    for (const how of ['setKey', 'open'] as const) {
+      const db = await openTestDb()
+      const m = await engineOver(db)
+      const { turn } = await writeHigh(m)
+      await m.archives.create({ conversationIds: ['c-high'] })
+      // The archive's file holds the rows plain (compressed): restored, they would come back plain.
+      expect(await m.archives.list()).toHaveLength(1)
+      await m.stopIndexing()
+      const vaulted = how === 'setKey' ? m : await engineOver(db, { vault: { passphrase: PASSPHRASE } })
+      if (how === 'setKey') expect(await m.vault.setKey({ passphrase: PASSPHRASE })).toBe('open')
+      expect(await vaulted.archives.list(), how).toEqual([])
+      expect(await tablesMentioning(db, WORD), how).toEqual([])
+      expect((await vaulted.events.get(turn.userEventId)).content.text, how).toContain(WORD)
+      await vaulted.stopIndexing()
+      await db.close()
+    }
+  })
+
   it('check tells whether a key fits the vault, and changes nothing', async () => {
     const db = await openTestDb()
     const plain = await engineOver(db)
