@@ -222,9 +222,14 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
     }
 
   let timer: ReturnType<typeof setTimeout> | undefined
+  // Options that cannot cross to the worker (a function in the workspace, say) are bad input.
+  const bootWith = (boot: Parameters<WorkerApi['boot']>[0]) =>
+    remote.boot(boot).catch((error: unknown) => {
+      throw uncloneable(['boot'], [boot], error) ?? error
+    })
   const ready = track(
     Promise.race([
-      remote.boot({
+      bootWith({
         name,
         storage,
         ...(templateUrl ? { templateUrl } : {}),

@@ -190,7 +190,8 @@ export async function restoreArchives(
     const report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file' })
     // The archive took every edge touching its events, other conversations' too (another
     // conversation's reference to one of them, a memory drawn from one): those whose other end,
-    // an event or a memory, was forgotten while it was archived stay forgotten.
+    // an event or a memory, was forgotten while it was archived stay forgotten. An event in
+    // another archive is not forgotten.
     const { rows: was } = await tx.query<{ on: string | null }>(
       `SELECT current_setting('engram.forgetting', true) AS on, set_config('engram.forgetting', 'on', true)`,
     )
@@ -198,8 +199,9 @@ export async function restoreArchives(
       `DELETE FROM edges e
        WHERE (e.src = ANY($1::text[]) OR e.dst = ANY($1::text[]))
          AND EXISTS (SELECT 1 FROM unnest(ARRAY[e.src, e.dst]) AS x (id)
-                     WHERE (x.id LIKE 'evt\_%' AND NOT EXISTS (SELECT 1 FROM events WHERE id = x.id))
-                        OR (x.id LIKE 'mem\_%' AND NOT EXISTS (SELECT 1 FROM memories WHERE id = x.id)))`,
+                     WHERE (x.id LIKE 'evt\\_%' AND NOT EXISTS (SELECT 1 FROM events WHERE id = x.id)
+                            AND NOT EXISTS (SELECT 1 FROM archives WHERE event_ids @> ARRAY[x.id]))
+                        OR (x.id LIKE 'mem\\_%' AND NOT EXISTS (SELECT 1 FROM memories WHERE id = x.id)))`,
       [row.event_ids],
     )
     await tx.query(`SELECT set_config('engram.forgetting', $1, true)`, [was[0]?.on ?? 'off'])

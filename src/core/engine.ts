@@ -133,15 +133,6 @@ export interface PingResult {
   vector: string
 }
 
-/**
- * Builds the engine over a database, migrating it first. The returned object is the whole
- * API: the worker exposes it through comlink, Node calls it in-process, and the client's
- * types are derived from it. Several engines may share one database (e.g. the same project
- * opened from two roots); each keeps its own workspace.
- *
- * @example
- * const memory = await createEngine({ db: pg, workspace: { mode: 'local', root: '/work/app' } })
- */
 /** The options that are plain data; the functions, the database and the model are checked apart. */
 const plainOptions = z
   .object({
@@ -179,6 +170,15 @@ function checkOptions(options: EngineOptions): void {
   }
 }
 
+/**
+ * Builds the engine over a database, migrating it first. The returned object is the whole
+ * API: the worker exposes it through comlink, Node calls it in-process, and the client's
+ * types are derived from it. Several engines may share one database (e.g. the same project
+ * opened from two roots); each keeps its own workspace.
+ *
+ * @example
+ * const memory = await createEngine({ db: pg, workspace: { mode: 'local', root: '/work/app' } })
+ */
 export async function createEngine(options: EngineOptions) {
   checkOptions(options)
   const now = options.now ?? (() => new Date())

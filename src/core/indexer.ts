@@ -246,7 +246,7 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     embedderState = 'ready'
     // A model that was still loading gets the vector indexes a ready one gets as the engine
     // opens; a failure leaves exact scans, and is reported.
-    if (given instanceof Promise) {
+    if (given instanceof Promise && !stopped) {
       try {
         await ensureVectorIndex(ctx.db, embedder.dims)
       } catch (cause) {

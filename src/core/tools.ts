@@ -580,6 +580,8 @@ export async function callTool(
             memoryIds: own.map((m) => m.id),
             ...tenantOf(identity),
           }).catch(alreadyGone)) as { counts: { memories: number } }
+          // Nothing left to erase of what was listed (another forget took it): done.
+          if (gone.counts.memories === 0) return { deleted }
           deleted += gone.counts.memories
         }
       }

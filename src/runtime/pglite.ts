@@ -80,8 +80,11 @@ export interface DurableDb extends Db {
   close(): Promise<void>
 }
 
-/** SQLSTATE of a write refused in a read-only transaction. */
-const READ_ONLY_REFUSED = '25006'
+/**
+ * SQLSTATEs of a statement refused in the read-only transaction: a write (25006), or a
+ * statement that runs outside transactions only (25001: VACUUM, ALTER SYSTEM).
+ */
+const READ_ONLY_REFUSED = new Set(['25006', '25001'])
 
 /**
  * The error for changes that storage could not take: `QUOTA_EXCEEDED` for a full disk,
@@ -97,7 +100,7 @@ export function unsavedError(cause: unknown, applied: boolean): MemoryError {
   return new MemoryError(full ? 'QUOTA_EXCEEDED' : 'STORAGE_UNAVAILABLE', message, { cause, details: { applied, saved: false } })
 }
 
-const refusedWrite = (error: unknown) => (error as { code?: unknown } | null)?.code === READ_ONLY_REFUSED
+const refusedWrite = (error: unknown) => READ_ONLY_REFUSED.has(String((error as { code?: unknown } | null)?.code))
 
 /**
  * The engine's view of a PGlite instance, with writes acknowledged only once durable.

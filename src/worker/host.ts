@@ -171,6 +171,8 @@ interface Forwarded {
   args: unknown[]
   /** The owner that started running it, once it said so. */
   startedBy?: string
+  /** A read this worker makes for itself: safe to run again. */
+  resend: boolean
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
 }
@@ -363,8 +365,8 @@ export class MemoryHost {
 
     this.#role = 'follower'
     this.#queueForTakeover(lockName)
-    await this.#waitForLeader()
     try {
+      await this.#waitForLeader()
       await this.#checkOwnerFits(options)
     } catch (error) {
       // Out of the line for the lock, and off the channel.
@@ -398,6 +400,9 @@ export class MemoryHost {
   async #close(): Promise<void> {
     this.#closed = true
     this.#abortWait.abort()
+    // The calls of other tabs this owner runs are answered before it lets the memory go (it
+    // takes no new ones: they wait for the next owner).
+    await Promise.allSettled(this.#answering.values())
     for (const call of this.#forwarded.values()) call.reject(new MemoryError('CLOSED', 'The memory was closed.'))
     this.#forwarded.clear()
     if (this.#pageTelemetry) this.#post({ type: 'telemetry-wish', from: this.#id, on: false })
@@ -634,13 +639,15 @@ export class MemoryHost {
     const pending = [...this.#forwarded.values()]
     this.#forwarded.clear()
     for (const call of pending) {
-      if (call.startedBy) call.reject(outcomeUnknown(this.#options?.name ?? ''))
+      if (call.startedBy && !call.resend) call.reject(outcomeUnknown(this.#options?.name ?? ''))
       else this.#answer(call.path, call.args).then(call.resolve, call.reject)
     }
     return opened
   }
 
   #holdUntilClosed(): Promise<void> {
+    // Closed while the database was opening: nothing waits to let it go.
+    if (this.#closed) return this.#closeDatabase()
     const held = new Promise<void>((resolve) => {
       this.#release = resolve
     }).then(() => this.#closeDatabase())
@@ -687,7 +694,9 @@ export class MemoryHost {
    */
   async #checkOwnerFits(options: BootOptions): Promise<void> {
     const wanted = normalizeWorkspace(options.workspace)
-    const owner = (await this.#forward(['workspace'], [])) as Workspace
+    // Taken over meanwhile: this worker's own settings are the memory's.
+    if (this.#role !== 'follower') return
+    const owner = (await this.#forward(['workspace'], [], { resend: true })) as Workspace
     if (JSON.stringify(owner) !== JSON.stringify(wanted)) {
       throw new MemoryError(
         'CONFLICT',
@@ -695,10 +704,20 @@ export class MemoryHost {
         { details: { owner, wanted } },
       )
     }
+    // Every tab holds the key or none does: a tab that takes over opens the vault as it was.
+    if (this.#role !== 'follower') return
     const key = options.settings?.vault
-    if (key === undefined) return
-    const status = (await this.#forward(['vault', 'check'], [key])) as VaultStatus
-    if (status !== 'open') {
+    const status = (await this.#forward(key === undefined ? ['vault', 'status'] : ['vault', 'check'], key === undefined ? [] : [key], {
+      resend: true,
+    })) as VaultStatus
+    if (key === undefined && status === 'open') {
+      throw new MemoryError(
+        'CONFLICT',
+        `Memory "${options.name}" is open in another tab with its vault key: open it here with the key too.`,
+        { details: { owner: status } },
+      )
+    }
+    if (key !== undefined && status !== 'open') {
       throw new MemoryError(
         'CONFLICT',
         `Memory "${options.name}" is open in another tab ${status === 'none' ? 'without a vault' : 'without its vault key'}: open it there with the vault, or close it there first.`,
@@ -710,7 +729,7 @@ export class MemoryHost {
   async #waitForLeader(): Promise<void> {
     // The owner answers only once its database is open; its model state is this page's too
     // (later changes arrive as events, after this answer).
-    const info = (await this.#forward(OWNER_EMBEDDER_INFO, [])) as EmbedderInfo
+    const info = (await this.#forward(OWNER_EMBEDDER_INFO, [], { resend: true })) as EmbedderInfo
     // Having taken over meanwhile, this worker keeps its own model state.
     if (this.#role === 'follower') this.#embedderInfo = info
   }
@@ -721,10 +740,11 @@ export class MemoryHost {
     return this.#run(path, args)
   }
 
-  #forward(path: Path, args: unknown[]): Promise<unknown> {
+  /** Sends a call to the owner; `resend`: a read, sent to the next owner even once started. */
+  #forward(path: Path, args: unknown[], { resend = false }: { resend?: boolean } = {}): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const id = crypto.randomUUID()
-      this.#forwarded.set(id, { path, args, resolve, reject })
+      this.#forwarded.set(id, { path, args, resolve, reject, resend })
       this.#post({ type: 'call', id, from: this.#id, path, args })
     })
   }
@@ -753,7 +773,7 @@ export class MemoryHost {
   #onMessage(message: ChannelMessage): void {
     switch (message.type) {
       case 'call': {
-        if (!this.#engine || this.#role !== 'leader') return
+        if (!this.#engine || this.#role !== 'leader' || this.#closed) return
         const key = `${message.from}:${message.id}`
         let answer = this.#answering.get(key)
         if (!answer) {
@@ -797,7 +817,7 @@ export class MemoryHost {
         // twice, so it fails, saying so.
         for (const [id, call] of this.#forwarded) {
           if (call.startedBy === message.from) continue
-          if (call.startedBy) {
+          if (call.startedBy && !call.resend) {
             this.#forwarded.delete(id)
             call.reject(outcomeUnknown(this.#options?.name ?? ''))
             continue

@@ -22,7 +22,7 @@ export function detectWorkerEnvironment(scope: typeof globalThis = globalThis): 
   })
 }
 
-/** OPFS where a worker can open sync access handles, IndexedDB otherwise. */
+/** The storages a memory may ask for. */
 export const STORAGE_KINDS = ['opfs', 'idb', 'memory', 'auto'] as const
 
 /** Refuses a storage the memory does not know (`INVALID_INPUT`): a typo must not fall back to memory. */
@@ -33,6 +33,7 @@ export function checkStorage(requested: unknown): StorageKind | 'auto' {
   return requested as StorageKind | 'auto'
 }
 
+/** OPFS where a worker can open sync access handles, IndexedDB otherwise. */
 export function resolveStorage(requested: StorageKind | 'auto', env: WorkerEnvironment): StorageKind {
   checkStorage(requested)
   if (requested === 'auto') return env.opfs ? 'opfs' : 'idb'

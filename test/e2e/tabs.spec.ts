@@ -98,7 +98,9 @@ test('a wrong passphrase ends the worker it started, and the right one opens the
   expect(opened).toEqual(['The safe code is 4512', 'The spare key is under the mat'])
 })
 
-test("a following tab must bring the owner's workspace and vault key; without a key it reads through the owner", async ({ context }) => {
+test("a following tab must bring the owner's workspace and vault key, so that whichever tab takes over opens the vault as it was", async ({
+  context,
+}) => {
   const [owner, other] = (await openHarnessTabs(context, 2)) as [Page, Page]
   const base = { name: 'fits', storage: 'opfs', embedder: { kind: 'none' }, warmUp: 0 } as const
   await owner.evaluate(async (base) => {
@@ -128,7 +130,7 @@ test("a following tab must bring the owner's workspace and vault key; without a 
       noKey: await attempt(local),
     }
   }, base)
-  expect(outcomes).toEqual({ wrongKey: 'WRONG_PASSPHRASE', otherRoot: 'CONFLICT', global: 'CONFLICT', rightKey: 'follower', noKey: 'follower' })
+  expect(outcomes).toEqual({ wrongKey: 'WRONG_PASSPHRASE', otherRoot: 'CONFLICT', global: 'CONFLICT', rightKey: 'follower', noKey: 'CONFLICT' })
   // Opened there without a vault, a key here is refused: the owner does not seal.
   await owner.evaluate(async () => {
     await (window as unknown as { memory: Memory }).memory.close()
@@ -191,9 +193,17 @@ test('options the worker cannot act on are refused before it starts', async ({ p
       timeout: await code({ bootTimeoutMs: 0 }),
       hugeTimeout: await code({ bootTimeoutMs: 2 ** 40 }),
       kind: await code({ storage: 'memory', embedder: { kind: 'None' } }),
+      uncloneable: await code({ storage: 'memory', workspace: { mode: 'local', root: '/work/app', resolve: () => '/' } }),
       onError,
     }
   })
-  expect(codes).toEqual({ storage: 'INVALID_INPUT', timeout: 'INVALID_INPUT', hugeTimeout: 'INVALID_INPUT', kind: 'INVALID_INPUT', onError: 'INVALID_INPUT' })
+  expect(codes).toEqual({
+    storage: 'INVALID_INPUT',
+    timeout: 'INVALID_INPUT',
+    hugeTimeout: 'INVALID_INPUT',
+    kind: 'INVALID_INPUT',
+    uncloneable: 'INVALID_INPUT',
+    onError: 'INVALID_INPUT',
+  })
   await expect.poll(() => page.workers().length).toBe(workers)
 })

@@ -138,6 +138,13 @@ describe('archives', () => {
     await m.forget({ memoryIds: [drawn.id] })
     await m.archives.restore(archive!.id)
     expect(await into()).toEqual([kept.eventId])
+    // Archived is not forgotten: a link between two archived conversations comes back whole,
+    // in either order of restoring them.
+    for (const order of ['A first', 'C first']) {
+      const [a, c] = await m.archives.create({ conversationIds: ['A', 'C'] })
+      for (const archive of order === 'A first' ? [a, c] : [c, a]) await m.archives.restore(archive!.id)
+      expect(await into(), order).toEqual([kept.eventId])
+    }
   })
 
   it('what forget names is forgotten in the archives too', async () => {

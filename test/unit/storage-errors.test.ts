@@ -120,6 +120,8 @@ describe('a memory whose storage fills up', () => {
       await expect(db.query('INSERT INTO notes VALUES (1)')).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED', details: { applied: true } })
       await expect(db.query('INSERT INTO notes VALUES (2)')).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED', details: { applied: false } })
       await expect(db.exec('INSERT INTO notes VALUES (3)')).rejects.toMatchObject({ details: { applied: false } })
+      // Statements that run outside transactions only (the statistics refresh's) are refused alike.
+      await expect(db.exec('VACUUM notes')).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED', details: { applied: false } })
       storage.full = false
       expect((await db.query<{ id: number }>('SELECT id FROM notes ORDER BY id')).rows).toEqual([{ id: 1 }])
     } finally {
