@@ -144,7 +144,11 @@ export function createTurns(ctx: EngineContext) {
   async function writeTurn(input: RecordTurnInput, rehearsal: boolean): Promise<TurnRecord> {
     requireConversation(input, 'top')
     const i = parseInput(turnInput, input, 'turn')
-    const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
+    // Without a time given, the turn is stamped as it takes its number, in the transaction:
+    // a turn prepared first may commit second (a long document to hash), and its time must
+    // not come before that of the turn numbered ahead of it. Nothing prepared reads the time.
+    const given = i.createdAt === undefined ? undefined : toDate(i.createdAt)
+    let createdAt = given ?? new Date(0)
     const scope = { ...i.scope, conversationId: i.conversationId }
     const speaker = (s: z.output<typeof speech>, fallback: string) =>
       typeof s === 'string' ? { text: s, actorId: fallback } : { text: s.text, actorId: s.actorId ?? fallback }
@@ -235,6 +239,10 @@ export function createTurns(ctx: EngineContext) {
         if (p.kind !== 'call') continue
         events.push(p.call)
         if (p.result) events.push(p.result)
+      }
+      if (!given) {
+        createdAt = ctx.now()
+        for (const e of events) e.createdAt = createdAt
       }
       const turnIndex = (await insertEvents(tx, events, { turnOf: true })) as number
       const edgeBase = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
-import { testClock } from '../support/clock.ts'
+import { steppingClock, testClock } from '../support/clock.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
 
@@ -95,6 +95,24 @@ describe('recordTurn', () => {
     ])
     const readme = await memory.documents.version(turn.procedures[1]?.versionId as string, { tenantId: 't1' })
     expect(readme).toMatchObject({ content: README, version: 1, provenance: 'initial', eventId: turn.agentEventId })
+  })
+
+  it('turns recorded at once take their numbers and their times in the same order', async () => {
+    await using memory = await openTestMemory({ now: steppingClock(), workspace: { mode: 'local', root: '/repo' } })
+    // The first is called first but prepared longer (a 1 MB document to hash): it commits second.
+    const slow = memory.recordTurn({
+      conversationId: 'c',
+      user: 'read the file',
+      agent: 'read',
+      procedures: [{ tool: 'read_file', document: { path: 'big.txt', content: 'a line of the file\n'.repeat(60_000), effect: 'read' } }],
+    })
+    const quick = memory.recordTurn({ conversationId: 'c', user: 'thanks', agent: 'welcome' })
+    const turns = (await Promise.all([slow, quick])).sort((a, b) => a.turnIndex - b.turnIndex)
+    expect(turns.map((t) => t.turnIndex)).toEqual([0, 1])
+    expect(Date.parse(turns[0].createdAt)).toBeLessThan(Date.parse(turns[1].createdAt))
+    // As of the first turn's time, the memory holds that turn alone.
+    const then = await memory.events.list({ conversationId: 'c', asOf: turns[0].createdAt })
+    expect(new Set(then.map((e) => e.turnIndex))).toEqual(new Set([0]))
   })
 
   it('numbers turns per conversation', async () => {
