@@ -677,6 +677,13 @@ export async function callTool(
         ...tenantOf(identity),
         ...(a.channel ? { channel: a.channel } : {}),
       })) as { id: string; eventId: string; mediaType: string; bytes: number; content: string; createdAt: string }
+      // A caller with a user reads the outputs of that user's events only, as its searches do.
+      if (identity.userId !== undefined) {
+        const event = (await optional(host, 'events.get')(artifact.eventId, tenantOf(identity))) as { scope: { userId?: string } }
+        if (event.scope.userId !== identity.userId) {
+          throw new MemoryError('NOT_FOUND', `No artifact "${a.artifact_id}"`, { details: { id: a.artifact_id } })
+        }
+      }
       return {
         id: artifact.id,
         event_id: artifact.eventId,

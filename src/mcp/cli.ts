@@ -10,6 +10,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { createTransformersEmbedder, openMemory } from '../node/index.ts'
 import { serveMcpOverHttp } from './http.ts'
 import { createMcpServer } from './server.ts'
+import { toolIdentity } from '../core/tools.ts'
+import { parseInput } from '../core/validate.ts'
 
 const HELP = `engram-mcp — long-term memory for an MCP client, kept on this machine
 
@@ -60,10 +62,19 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
     io.stderr.write(HELP)
     return
   }
-  const port = values.port === undefined ? undefined : Number(values.port)
+  // Digits only: Number() would read '' as 0 (any port) and '0x1F90' as 8080.
+  const port = values.port === undefined ? undefined : /^\d{1,5}$/.test(values.port) ? Number(values.port) : Number.NaN
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new Error(`--port takes a port number from 0 to 65535, not "${values.port}"`)
   }
+  const identity = {
+    ...(values.user === undefined ? {} : { userId: values.user }),
+    ...(values.agent === undefined ? {} : { agentId: values.agent }),
+    ...(values.project === undefined ? {} : { projectId: values.project }),
+    ...(values.tenant === undefined ? {} : { tenantId: values.tenant }),
+  }
+  // Refused before the memory opens (which takes seconds).
+  parseInput(toolIdentity, identity, '--user, --agent, --project or --tenant')
   const dataDir = resolve(values['data-dir'] ?? join(homedir(), '.engram', 'mcp'))
   const root = values['workspace-root']
   // The model loads while the memory already answers (by keywords until it is there).
@@ -73,12 +84,6 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
     ...(embedder ? { embedder } : {}),
     ...(root === undefined ? {} : { workspace: { mode: 'local' as const, root } }),
   })
-  const identity = {
-    ...(values.user === undefined ? {} : { userId: values.user }),
-    ...(values.agent === undefined ? {} : { agentId: values.agent }),
-    ...(values.project === undefined ? {} : { projectId: values.project }),
-    ...(values.tenant === undefined ? {} : { tenantId: values.tenant }),
-  }
   if (port !== undefined) {
     let http: Awaited<ReturnType<typeof serveMcpOverHttp>>
     try {

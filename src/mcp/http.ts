@@ -9,7 +9,8 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo } from 'node:net'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
-import type { ToolIdentity } from '../core/tools.ts'
+import { type ToolIdentity, toolIdentity } from '../core/tools.ts'
+import { parseInput } from '../core/validate.ts'
 import { createMcpServer, type McpMemory } from './server.ts'
 
 /** The path the MCP endpoint answers on. */
@@ -26,6 +27,14 @@ const IDENTITY_HEADERS = {
 /** The most a request body may hold: tool arguments, not files. */
 const MAX_BODY_BYTES = 4 * 2 ** 20
 
+/**
+ * Sessions a client left without ending them (a crashed client, an editor window reloaded)
+ * end after this long without a request; past `MAX_SESSIONS` open at once a new one is refused
+ * (503), so that no client can grow the server without bound.
+ */
+export const SESSION_IDLE_MS = 30 * 60_000
+export const MAX_SESSIONS = 256
+
 export interface HttpMcp {
   /** Where clients connect, e.g. `http://127.0.0.1:7077/mcp`. */
   url: string
@@ -36,9 +45,32 @@ export interface HttpMcp {
 }
 
 /** Starts serving `memory` on 127.0.0.1:`port` (0: any free port). */
-export async function serveMcpOverHttp(memory: McpMemory, options: { port: number; identity: ToolIdentity }): Promise<HttpMcp> {
+export async function serveMcpOverHttp(
+  memory: McpMemory,
+  options: { port: number; identity: ToolIdentity; idleMs?: number; maxSessions?: number },
+): Promise<HttpMcp> {
+  // A bad identity is refused before anything listens.
+  parseInput(toolIdentity, options.identity, 'MCP server identity')
+  const idleMs = options.idleMs ?? SESSION_IDLE_MS
+  const maxSessions = options.maxSessions ?? MAX_SESSIONS
   const sessions = new Map<string, StreamableHTTPServerTransport>()
+  /** When each session last had a request. */
+  const lastSeen = new Map<string, number>()
   let allowedHosts: string[] = []
+  const sweep = setInterval(
+    () => {
+      const now = Date.now()
+      for (const [id, at] of lastSeen) {
+        if (now - at < idleMs) continue
+        lastSeen.delete(id)
+        const transport = sessions.get(id)
+        sessions.delete(id)
+        void transport?.close().catch(() => {})
+      }
+    },
+    Math.max(Math.min(idleMs / 4, 60_000), 10),
+  )
+  sweep.unref()
 
   const answer = (res: ServerResponse, status: number, message: string) => {
     res.writeHead(status, { 'content-type': 'application/json' })
@@ -63,13 +95,18 @@ export async function serveMcpOverHttp(memory: McpMemory, options: { port: numbe
       allowedHosts,
       onsessioninitialized: (id) => {
         sessions.set(id, transport)
+        lastSeen.set(id, Date.now())
       },
       onsessionclosed: (id) => {
         sessions.delete(id)
+        lastSeen.delete(id)
       },
     })
     transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId)
+      if (transport.sessionId) {
+        sessions.delete(transport.sessionId)
+        lastSeen.delete(transport.sessionId)
+      }
     }
     await server.connect(transport)
     await transport.handleRequest(req, res, body)
@@ -79,6 +116,7 @@ export async function serveMcpOverHttp(memory: McpMemory, options: { port: numbe
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== MCP_PATH) return answer(res, 404, `MCP answers on ${MCP_PATH}`)
     const id = req.headers['mcp-session-id']
     const session = typeof id === 'string' ? sessions.get(id) : undefined
+    if (session && typeof id === 'string') lastSeen.set(id, Date.now())
     if (req.method !== 'POST') {
       if (!session) return answer(res, 404, 'No such session')
       return session.handleRequest(req, res)
@@ -89,6 +127,9 @@ export async function serveMcpOverHttp(memory: McpMemory, options: { port: numbe
     if (session) return session.handleRequest(req, res, body)
     if (typeof id === 'string') return answer(res, 404, 'No such session')
     if (!isInitializeRequest(body)) return answer(res, 400, 'Start a session with an initialize request')
+    if (sessions.size >= maxSessions) {
+      return answer(res, 503, `${sessions.size} sessions are open, the most this server keeps: end one (DELETE ${MCP_PATH}) first`)
+    }
     return open(req, res, body)
   }
 
@@ -104,13 +145,15 @@ export async function serveMcpOverHttp(memory: McpMemory, options: { port: numbe
   })
   const { port } = http.address() as AddressInfo
   // A page elsewhere that points a name at 127.0.0.1 (DNS rebinding) is refused by its Host.
-  allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`]
+  allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`, ...(port === 80 ? ['127.0.0.1', 'localhost'] : [])]
   return {
     url: `http://127.0.0.1:${port}${MCP_PATH}`,
     sessions: () => sessions.size,
     async close() {
+      clearInterval(sweep)
       await Promise.all([...sessions.values()].map((t) => t.close()))
       sessions.clear()
+      lastSeen.clear()
       http.closeAllConnections()
       await new Promise<void>((done) => http.close(() => done()))
     },

@@ -261,9 +261,44 @@ describe('engram-mcp', () => {
       // The folder is free again, and holds what was saved.
       await using reopened = await openMemory({ dataDir: dir })
       expect((await reopened.memories.list({ userId: 'ann' })).map((m) => m.content)).toEqual(['Ann reads the changelog first'])
-      await expect(runMcpCli(['--port', 'x'], { stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough() })).rejects.toThrow(/--port/)
+      const io = () => ({ stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough() })
+      for (const port of ['x', '', ' ', '0x1F90', '1e4', '-1', '70000']) {
+        await expect(runMcpCli(['--data-dir', dir, '--port', port], io()), port).rejects.toThrow(/--port/)
+      }
+      // A bad identity is refused before the memory opens (held here: opening it would fail so).
+      await reopened.close()
+      await using held = await openMemory({ dataDir: dir })
+      await expect(runMcpCli(['--data-dir', dir, '--user', ''], io())).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+      await expect(serveMcpOverHttp(held, { port: 0, identity: { userId: ' ann' } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     } finally {
       await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('over HTTP, sessions a client left end after a while idle, and past the most kept a new one is refused', async () => {
+    await using memory = await openTestMemory()
+    const http = await serveMcpOverHttp(memory, { port: 0, identity: { userId: 'ann' }, idleMs: 300, maxSessions: 2 })
+    try {
+      const connect = async () => {
+        const c = new Client({ name: 'test', version: '1.0.0' })
+        await c.connect(new StreamableHTTPClientTransport(new URL(http.url)))
+        return c
+      }
+      const kept = await connect()
+      await connect() // left without ending its session
+      expect(http.sessions()).toBe(2)
+      await expect(connect()).rejects.toThrow(/503|sessions are open/)
+      // One used now and then stays; the one left alone ends.
+      for (let i = 0; i < 6; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 120))
+        await kept.listTools()
+      }
+      expect(http.sessions()).toBe(1)
+      expect((await kept.listTools()).tools.length).toBe(TOOL_NAMES.length)
+      await (await connect()).close()
+      await kept.close()
+    } finally {
+      await http.close()
     }
   })
 })

@@ -331,6 +331,8 @@ describe('agent tools', () => {
     // Another tenant's id is not found, and a channel that may not show it is refused.
     expect((await errorOf(memory.callTool('get_artifact', { artifact_id: big.artifactId }, { tenantId: 't2' }))).code).toBe('NOT_FOUND')
     expect((await errorOf(memory.callTool('get_artifact', { artifact_id: big.artifactId, channel: 'public' }, alice))).code).toBe('NOT_FOUND')
+    // Another user of the tenant does not read Alice's outputs, even with the id.
+    expect((await errorOf(memory.callTool('get_artifact', { artifact_id: big.artifactId }, { tenantId: 't1', userId: 'bob' }))).code).toBe('NOT_FOUND')
 
     for (const [conversationId, text] of [
       ['c1', 'Use PGlite for storage because it runs in the browser'],
