@@ -33,6 +33,19 @@ export const EXPORT_FORMAT_VERSION = 1
 const CONTAINER_VERSION = 1
 const MAGIC = new TextEncoder().encode('ENGRAM\u0000')
 const PBKDF2_ITERATIONS = 600_000
+/**
+ * The iteration counts a file may name: a damaged or hostile file must not make a tab derive a
+ * key for minutes (2³¹ iterations take about 7 minutes of a core).
+ */
+const MIN_FILE_ITERATIONS = 100_000
+const MAX_FILE_ITERATIONS = 10_000_000
+/**
+ * How far a file may inflate: the body of a real export compresses about tenfold (JSON), so a
+ * body that inflates past `MAX_INFLATION` times its size and past `INFLATION_FLOOR` bytes is
+ * refused as it inflates, before it holds the memory of the tab (a decompression bomb).
+ */
+const MAX_INFLATION = 200
+const INFLATION_FLOOR = 64 * 2 ** 20
 const VECTORS = '@vectors'
 const BATCH_ROWS = 500
 
@@ -202,9 +215,29 @@ function vectorFromBase64(text: string): string {
   return `[${values.join(',')}]`
 }
 
-async function pipeBytes(bytes: Uint8Array, transform: CompressionStream | DecompressionStream): Promise<Uint8Array> {
+async function pipeBytes(bytes: Uint8Array, transform: CompressionStream | DecompressionStream, limit = Infinity): Promise<Uint8Array> {
   const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(transform)
-  return new Uint8Array(await new Response(stream).arrayBuffer())
+  if (limit === Infinity) return new Uint8Array(await new Response(stream).arrayBuffer())
+  const chunks: Uint8Array[] = []
+  let total = 0
+  const reader = stream.getReader()
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.byteLength
+    if (total > limit) {
+      await reader.cancel()
+      throw corrupt(`its body inflates past ${limit} bytes, ${MAX_INFLATION} times its size: not a file Engram wrote`)
+    }
+    chunks.push(value)
+  }
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const chunk of chunks) {
+    out.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return out
 }
 
 async function deriveKey(passphrase: string, salt: Uint8Array, iterations: number): Promise<CryptoKey> {
@@ -253,6 +286,9 @@ async function unseal(file: Blob, passphrase: string | undefined): Promise<strin
     const salt = gz.subarray(0, 16)
     const iv = gz.subarray(16, 28)
     const iterations = new DataView(gz.buffer, gz.byteOffset + 28, 4).getUint32(0)
+    if (iterations < MIN_FILE_ITERATIONS || iterations > MAX_FILE_ITERATIONS) {
+      throw corrupt(`its key derivation names ${iterations} iterations, outside ${MIN_FILE_ITERATIONS} to ${MAX_FILE_ITERATIONS}`)
+    }
     const key = await deriveKey(passphrase, salt, iterations)
     try {
       gz = new Uint8Array(
@@ -266,9 +302,11 @@ async function unseal(file: Blob, passphrase: string | undefined): Promise<strin
       throw new MemoryError('WRONG_PASSPHRASE', 'Wrong passphrase, or the encrypted file was altered.', { cause })
     }
   }
+  const limit = Math.max(INFLATION_FLOOR, gz.length * MAX_INFLATION)
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(await pipeBytes(gz, new DecompressionStream('gzip')))
+    return new TextDecoder('utf-8', { fatal: true }).decode(await pipeBytes(gz, new DecompressionStream('gzip'), limit))
   } catch (cause) {
+    if (MemoryError.is(cause)) throw cause
     throw corrupt('its compressed body does not decompress (truncated or altered)', cause)
   }
 }

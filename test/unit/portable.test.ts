@@ -233,6 +233,29 @@ describe('one-file export and import', () => {
     expect((await target.engine.stats()).counts).toEqual(before)
   })
 
+  it('a file that would take minutes to unlock, or inflate past what it could hold, is refused before either', async () => {
+    const { openSnapshot } = await import('../../src/core/snapshot.ts')
+    await using t = await openTestEngine()
+    const header = (flags: number) => [...new TextEncoder().encode('ENGRAM\u0000'), 1, flags]
+    // Encrypted, naming 2³² − 1 iterations of the key derivation (and 5).
+    for (const iterations of [0xffffffff, 5]) {
+      const bytes = new Uint8Array([...header(1), ...new Uint8Array(28), 0, 0, 0, 0, ...new Uint8Array(64)])
+      new DataView(bytes.buffer).setUint32(header(1).length + 28, iterations)
+      const started = Date.now()
+      expect(await codeOf(t.engine.importFile(new Blob([bytes]), { passphrase: 'a long passphrase' }))).toBe('IMPORT_CORRUPT')
+      expect(await codeOf(openSnapshot(bytes, { passphrase: 'a long passphrase' }))).toBe('IMPORT_CORRUPT')
+      expect(Date.now() - started).toBeLessThan(5_000)
+    }
+    // 80 MiB of spaces, gzipped to a few hundred KiB: a thousandfold.
+    const spaces = new Blob([new Uint8Array(80 * 2 ** 20).fill(32)]).stream().pipeThrough(new CompressionStream('gzip'))
+    const body = new Uint8Array(await new Response(spaces).arrayBuffer())
+    const bomb = new Uint8Array([...header(0), ...body])
+    const error = await t.engine.importFile(new Blob([bomb])).catch((e: unknown) => e)
+    expect(error).toMatchObject({ code: 'IMPORT_CORRUPT' })
+    expect((error as Error).message).toMatch(/inflates past/)
+    expect(await codeOf(openSnapshot(bomb))).toBe('IMPORT_CORRUPT')
+  })
+
   it('a file written before edges carried their document imports with it filled in', async () => {
     await using source = await openTestEngine()
     await populate(source.engine)
