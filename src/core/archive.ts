@@ -178,16 +178,34 @@ export async function restoreArchives(
   format: FileFormat,
   ids: readonly string[],
   tenantId: string | null = null,
+  /**
+   * An archive whose file cannot be read (damaged, or brought in by an import that never read
+   * it): `throw` its IMPORT_CORRUPT; `drop` it (forget: what it holds must go, and nothing can
+   * read it); `keep` it as it is.
+   */
+  unreadable: 'throw' | 'drop' | 'keep' = 'throw',
 ): Promise<(RestoreResult & { rows: number })[]> {
   const restored: (RestoreResult & { rows: number })[] = []
   for (const id of ids) {
+    if (unreadable === 'keep') await tx.exec('SAVEPOINT engram_archive')
     const { rows } = await tx.query<{ conversation_id: string; counts: ArchiveCounts; file: Uint8Array; event_ids: string[] }>(
       `DELETE FROM archives WHERE id = $1 AND ($2::text IS NULL OR tenant_id = $2) RETURNING conversation_id, counts, file, event_ids`,
       [id, tenantId],
     )
     const row = rows[0]
     if (!row) continue
-    const report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file' })
+    if (unreadable === 'drop') await tx.exec('SAVEPOINT engram_archive')
+    let report: Awaited<ReturnType<FileFormat['load']>>
+    try {
+      report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file' })
+    } catch (error) {
+      if (unreadable === 'throw' || !MemoryError.is(error, 'IMPORT_CORRUPT')) throw error
+      // Back to before the load (and, to keep it, before the archive's removal).
+      await tx.exec('ROLLBACK TO SAVEPOINT engram_archive')
+      if (unreadable === 'drop') restored.push({ archiveId: id, conversationId: row.conversation_id, inserted: {}, vectorsRestored: 0, rows: 0 })
+      continue
+    }
+    if (unreadable !== 'throw') await tx.exec('RELEASE SAVEPOINT engram_archive')
     // The archive took every edge touching its events, other conversations' too (another
     // conversation's reference to one of them, a memory drawn from one): those whose other end,
     // an event or a memory, was forgotten while it was archived stay forgotten. An event in

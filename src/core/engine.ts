@@ -26,7 +26,7 @@ import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
 import { createSearch, ensureVectorIndex } from './search.ts'
 import { createContext } from './context.ts'
 import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
-import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked, vaultMadeSince } from './vault.ts'
+import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
 import { parseInput } from './validate.ts'
 import { MemoryError } from './errors.ts'
 import { z } from 'zod'
@@ -206,10 +206,14 @@ export async function createEngine(options: EngineOptions) {
   // Background indexing and the statistics refresh wait for the same pause in the writes.
   const pause = parseIndexingPause(options.indexingPause)
   const schemaVersion = await migrate(ctx.db)
-  const vaultBefore = await openVault(ctx.db, undefined)
-  ctx.vault = await openVault(ctx.db, vaultKey)
-  // Rows stored plain before the vault was given are sealed now, all in one transaction.
-  if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault))
+  // A vault made now is made below, with the sealing and the archives it needs, in one
+  // transaction, once the file format that restores archives exists.
+  const makingVault = vaultKey !== undefined && (await openVault(ctx.db, undefined)).status === 'none'
+  if (!makingVault) {
+    ctx.vault = await openVault(ctx.db, vaultKey)
+    // Rows stored plain before the vault was given are sealed now, all in one transaction.
+    if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault))
+  }
   if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
   // A failed background refresh only leaves older statistics (the next writes retry it); it is
   // reported to `onError` listeners.
@@ -261,9 +265,26 @@ export async function createEngine(options: EngineOptions) {
    */
   const restoreUnsealedArchives = async (tx: Queryable): Promise<void> => {
     const { rows } = await tx.query<{ id: string }>('SELECT id FROM archives ORDER BY id')
-    if (rows.length > 0) await restoreArchives(tx, fileFormat, rows.map((r) => r.id))
+    // One nothing can read stays as it is (it holds nothing that could be read plain).
+    if (rows.length > 0) await restoreArchives(tx, fileFormat, rows.map((r) => r.id), null, 'keep')
   }
-  if (vaultMadeSince(vaultBefore, ctx.vault)) await ctx.db.transaction(restoreUnsealedArchives)
+  /** Makes the vault, seals what is stored plain and restores the archives, all or nothing. */
+  const makeVault = async (key: VaultInput): Promise<void> => {
+    const before = ctx.vault
+    try {
+      await ctx.db.transaction(async (tx) => {
+        const vault = await openVault(tx, key)
+        await sealStored(tx, vault)
+        // The archives' rows are sealed as they come back, by this vault.
+        ctx.vault = vault
+        await restoreUnsealedArchives(tx)
+      })
+    } catch (error) {
+      ctx.vault = before
+      throw error
+    }
+  }
+  if (makingVault) await makeVault(vaultKey)
   // The event log, turns, documents and their graph reads: whatever escapes them is a
   // MemoryError; the main writes and reads are timed into the telemetry stream.
   const untimedLog = withMemoryErrors({
@@ -409,14 +430,11 @@ export async function createEngine(options: EngineOptions) {
        */
       async setKey(input: VaultInput): Promise<VaultStatus> {
         const key = parseInput(vaultInput, input, 'vault')
-        await ctx.db.transaction(async (tx) => {
-          if (ctx.vault.status === 'open') return ctx.vault.rewrap(tx, key)
-          if (ctx.vault.status === 'locked') throw vaultLocked('its key cannot be changed')
-          const vault = await openVault(tx, key)
-          await sealStored(tx, vault)
-          ctx.vault = vault
-          await restoreUnsealedArchives(tx)
-        })
+        if (ctx.vault.status === 'locked') throw vaultLocked('its key cannot be changed')
+        if (ctx.vault.status === 'open') {
+          const vault = ctx.vault
+          await ctx.db.transaction((tx) => vault.rewrap(tx, key))
+        } else await makeVault(key)
         return ctx.vault.status
       },
       /**

@@ -135,7 +135,8 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
                 ? [t.tenantId, t.conversationId]
                 : [t.scope.tenantId, t.scope.userId ?? null, t.scope.agentId ?? null],
           )
-          archives = (await restoreArchives(tx, format, rows.map((r) => r.id))).length
+          // One nothing can read goes as it is: forget must not be blocked by it.
+          archives = (await restoreArchives(tx, format, rows.map((r) => r.id), null, 'drop')).length
         }
         if ('eventId' in t) {
           await tx.query(`INSERT INTO forget_events SELECT id FROM events WHERE id = $1 AND tenant_id = $2`, [

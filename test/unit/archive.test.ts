@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createHitLog } from '../../src/core/archive.ts'
+import type { MemoryError } from '../../src/core/errors.ts'
 import type { Engine } from '../../src/core/engine.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'
@@ -144,6 +145,32 @@ describe('archives', () => {
       const [a, c] = await m.archives.create({ conversationIds: ['A', 'C'] })
       for (const archive of order === 'A first' ? [a, c] : [c, a]) await m.archives.restore(archive!.id)
       expect(await into(), order).toEqual([kept.eventId])
+    }
+  })
+
+  it('an archive nothing can read (a damaged file) does not block forget, which drops it, nor making a vault, which keeps it', async () => {
+    const unreadable = async (t: Awaited<ReturnType<typeof openTestEngine>>) => {
+      await t.engine.recordTurn({ conversationId: 'chat', scope: { userId: 'u1' }, user: 'my plan', agent: 'noted' })
+      await t.db.query(
+        `INSERT INTO archives (id, tenant_id, conversation_id, event_ids, user_ids, agent_ids, counts, first_event_at,
+                               last_event_at, bytes, file, created_at)
+         VALUES ('arc_damaged', 'default', 'chat', '{evt_gone}', '{u1}', '{}', '{"events": 1}', now(), now(), 1, '\\x00', now())`,
+      )
+    }
+    {
+      await using t = await openTestEngine({ indexing: 'manual' })
+      await unreadable(t)
+      expect(((await t.engine.archives.restore('arc_damaged').catch((e: unknown) => e)) as MemoryError).code).toBe('IMPORT_CORRUPT')
+      const forgot = await t.engine.forget({ scope: { tenantId: 'default', userId: 'u1' } })
+      expect(forgot.counts.archives).toBe(1)
+      expect(forgot.counts.events).toBe(2)
+      expect(await t.engine.archives.list()).toEqual([])
+    }
+    {
+      await using t = await openTestEngine({ indexing: 'manual' })
+      await unreadable(t)
+      expect(await t.engine.vault.setKey({ passphrase: 'a long passphrase' })).toBe('open')
+      expect((await t.engine.archives.list()).map((a) => a.id)).toEqual(['arc_damaged'])
     }
   })
 
