@@ -562,6 +562,25 @@ async function openLines(vault: Vault, table: string, lines: string[]): Promise<
   )
 }
 
+/**
+ * The most a turn number or a relation's id may be in a file. The memory counts on from the
+ * largest it holds: a file naming 2³¹ − 1 would leave no room, and every later turn of that
+ * conversation (or every new relation) would fail.
+ */
+const MAX_IMPORTED_COUNTER = 1_000_000_000
+
+function checkCounters(table: string, rows: readonly Record<string, unknown>[]): void {
+  const column = table === 'events' ? 'turn_index' : table === 'relations' ? 'id' : undefined
+  if (!column) return
+  for (const row of rows) {
+    const value = row[column]
+    if (value === null || value === undefined) continue
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_IMPORTED_COUNTER) {
+      throw corrupt(`"${table}" has a ${column} of ${JSON.stringify(value)}, outside 0 to ${MAX_IMPORTED_COUNTER}`)
+    }
+  }
+}
+
 async function loadRows(
   tx: Queryable,
   { manifest, rows, vectors }: ParsedFile,
@@ -596,6 +615,7 @@ async function loadRows(
   let relationIds: Map<number, number> | undefined
   for (const table of catalog.tables) {
     let tableRows = rows.get(table) ?? []
+    checkCounters(table, tableRows)
     if (table === 'edges' && relationIds) {
       // Relation ids are local serials: an edge follows its relation by name.
       const map = relationIds

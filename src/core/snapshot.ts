@@ -397,6 +397,16 @@ export async function openSnapshot(
     },
   }
 
+  /** A row the checks let through that cannot be read (a time that is none, a payload nested past the stack): the file is damaged. */
+  const readable = <T>(read: () => T): T => {
+    try {
+      return read()
+    } catch (error) {
+      if (MemoryError.is(error)) throw error
+      throw damagedFile(`a row cannot be read (${error instanceof Error ? error.message : String(error)})`, error)
+    }
+  }
+
   const eventReads: Snapshot['events'] = {
     get(eventId, options = {}) {
       parseInput(identifier, eventId, 'event id')
@@ -405,7 +415,7 @@ export async function openSnapshot(
       if (!row || row.tenant_id !== opts.tenantId || !(allowedSensitivities(opts.channel) as string[]).includes(String(row.sensitivity))) {
         throw new MemoryError('NOT_FOUND', `No event ${eventId}`)
       }
-      return toEvent(structuredClone(row) as unknown as EventRow)
+      return readable(() => toEvent(structuredClone(row) as unknown as EventRow))
     },
   }
 
@@ -416,7 +426,7 @@ export async function openSnapshot(
       if (!Object.hasOwn(manifest.tables, t)) {
         throw new MemoryError('INVALID_INPUT', `The file has no table "${t}"; it has ${Object.keys(manifest.tables).join(', ')}`)
       }
-      return structuredClone(t === '@vectors' ? (vectors as unknown as Row[]) : table(t))
+      return readable(() => structuredClone(t === '@vectors' ? (vectors as unknown as Row[]) : table(t)))
     },
     graph,
     kv: kvReads,

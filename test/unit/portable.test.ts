@@ -3,6 +3,7 @@ import type { Engine } from '../../src/core/engine.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { codeOf } from '../support/errors.ts'
+import { editedExport } from '../support/export-file.ts'
 
 const T0 = Date.parse('2026-03-01T09:00:00Z')
 
@@ -315,6 +316,26 @@ describe('one-file export and import', () => {
       expect(await codeOf(target.engine.importFile(file, { mode }))).toBe('IMPORT_CORRUPT')
     }
     expect((await target.engine.stats()).counts).toEqual(before)
+  })
+
+  it('a file naming a turn number or relation id the memory could not count on from is refused', async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const written = await source.engine.exportFile()
+    const edited = (table: string, edit: (row: Record<string, unknown>) => void) => editedExport(written, table, edit)
+    await using target = await openTestEngine()
+    const lastTurn = await edited('events', (r) => {
+      if (r.turn_index !== null) r.turn_index = 2 ** 31 - 1
+    })
+    const lastRelation = await edited('relations', (r) => {
+      r.id = 2 ** 31 - 1
+    })
+    for (const file of [lastTurn, lastRelation]) {
+      for (const mode of ['merge', 'replace'] as const) expect(await codeOf(target.engine.importFile(file, { mode }))).toBe('IMPORT_CORRUPT')
+    }
+    // The file as written imports, and the memory writes on after it.
+    await target.engine.importFile(await edited('events', () => {}), { mode: 'replace' })
+    await target.engine.recordTurn({ conversationId: 'c1', user: 'more', agent: 'ok' })
   })
 
   it('validates its options', async () => {

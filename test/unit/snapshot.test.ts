@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import { openSnapshot } from '../../src/core/snapshot.ts'
 import type { NodeMemory } from '../../src/node/index.ts'
+import { editedExport } from '../support/export-file.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 /** A repeatable stream of numbers below n (mulberry32). */
@@ -205,6 +206,16 @@ describe('snapshots', () => {
     expect(await outcome(() => openSnapshot(sealed, { passphrase: 'wrong horse' }))).toEqual({ error: 'WRONG_PASSPHRASE' })
     const opened = await openSnapshot(sealed, { passphrase: 'correct horse' })
     expect(opened.rows('events')).toEqual(snap.rows('events'))
+  })
+
+  it('a row that passes the checks but cannot be read is a damaged file, not a raw error', async () => {
+    await using memory = await openTestMemory()
+    const { eventId } = await memory.record({ kind: 'message', scope: { conversationId: 'c' }, actor: { type: 'human', id: 'u' }, content: { text: 'hi' } })
+    const file = await editedExport(await memory.exportFile(), 'events', (row) => {
+      row.created_at = 'not a time'
+    })
+    const snapshot = await openSnapshot(file)
+    expect(() => snapshot.events.get(eventId)).toThrow(expect.objectContaining({ code: 'IMPORT_CORRUPT' }))
   })
 
   it('refuse a damaged file, a foreign one and what is not a file, with a typed error', async () => {
