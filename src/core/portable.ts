@@ -35,7 +35,8 @@ const MAGIC = new TextEncoder().encode('ENGRAM\u0000')
 const PBKDF2_ITERATIONS = 600_000
 /**
  * The iteration counts a file may name: a damaged or hostile file must not make a tab derive a
- * key for minutes (2³¹ iterations take about 7 minutes of a core).
+ * key for minutes (2³¹ iterations of PBKDF2-SHA-256 take about 7 minutes of a core: 2 million
+ * took 403 ms in Node on the development machine).
  */
 const MIN_FILE_ITERATIONS = 100_000
 const MAX_FILE_ITERATIONS = 10_000_000
@@ -218,7 +219,7 @@ function vectorFromBase64(text: string): string {
 async function pipeBytes(bytes: Uint8Array, transform: CompressionStream | DecompressionStream, limit = Infinity): Promise<Uint8Array> {
   const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(transform)
   if (limit === Infinity) return new Uint8Array(await new Response(stream).arrayBuffer())
-  const chunks: Uint8Array[] = []
+  const chunks: Uint8Array<ArrayBuffer>[] = []
   let total = 0
   const reader = stream.getReader()
   for (;;) {
@@ -231,13 +232,7 @@ async function pipeBytes(bytes: Uint8Array, transform: CompressionStream | Decom
     }
     chunks.push(value)
   }
-  const out = new Uint8Array(total)
-  let at = 0
-  for (const chunk of chunks) {
-    out.set(chunk, at)
-    at += chunk.byteLength
-  }
-  return out
+  return new Uint8Array(await new Blob(chunks).arrayBuffer())
 }
 
 async function deriveKey(passphrase: string, salt: Uint8Array, iterations: number): Promise<CryptoKey> {

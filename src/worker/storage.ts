@@ -35,7 +35,6 @@ export function checkStorage(requested: unknown): StorageKind | 'auto' {
 
 /** OPFS where a worker can open sync access handles, IndexedDB otherwise. */
 export function resolveStorage(requested: StorageKind | 'auto', env: WorkerEnvironment): StorageKind {
-  checkStorage(requested)
   if (requested === 'auto') return env.opfs ? 'opfs' : 'idb'
   if (requested === 'opfs' && !env.opfs) {
     throw new MemoryError(

@@ -296,18 +296,9 @@ describe('one-file export and import', () => {
     await using source = await openTestEngine()
     await populate(source.engine)
     // Rewrite the file properly (valid checksums) but with an event the schema refuses.
-    const good = await source.engine.exportFile()
-    const { sha256Hex } = await import('../../src/core/hash.ts')
-    const bytes = new Uint8Array(await good.arrayBuffer())
-    const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
-    const lines = text.trimEnd().split('\n')
-    const manifest = JSON.parse(lines[0] as string) as { tables: Record<string, { sha256: string }> }
-    const body = lines.slice(1).map((l) => (l.startsWith('{"t":"events"') ? l.replace(/"kind": ?"message"/, '"kind": "bogus"') : l))
-    const events = body.filter((l) => l.startsWith('{"t":"events"'))
-    ;(manifest.tables.events as { sha256: string }).sha256 = await sha256Hex(events.join('\n'))
-    const jsonl = `${[JSON.stringify(manifest), ...body].join('\n')}\n`
-    const gz = await new Response(new Blob([jsonl]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()
-    const file = new Blob([bytes.subarray(0, 9), gz])
+    const file = await editedExport(await source.engine.exportFile(), 'events', (row) => {
+      if (row.kind === 'message') row.kind = 'bogus'
+    })
 
     await using target = await openTestEngine()
     await target.engine.recordTurn({ conversationId: 'mine', user: 'precious', agent: 'kept' })
