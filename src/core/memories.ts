@@ -15,7 +15,7 @@ import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { timeInput, toDate } from './time.ts'
 import { parseInput, z } from './validate.ts'
-import { isSealed, refuseSealedLookalike, vaultLocked, vaultMadeSince } from './vault.ts'
+import { isSealed, refuseSealedLookalike, SEALED_SQL, vaultLocked, vaultMadeSince } from './vault.ts'
 
 export const MEMORY_CATEGORIES = [
   'preference',
@@ -255,6 +255,11 @@ const recallOptions = z.strictObject({
   relevantTo: relevantToField,
   /** The channel the memories will be shown in: those above its allowance are left out. */
   channel: readChannel,
+  /**
+   * The memories as they were then (see `memoriesAsOf`), ranked by their text then; expiry is
+   * judged at that time, and recalling the past counts as no use.
+   */
+  asOf: timeInput.optional(),
 })
 export type RecallOptions = z.input<typeof recallOptions>
 
@@ -280,6 +285,8 @@ const searchOptions = z.strictObject({
   minSimilarity: z.number().min(-1).max(1).default(0),
   /** How the vector and keyword rankings are combined (see `MemoryScores.fused`). */
   fusion: z.enum(MEMORY_FUSIONS).default('zscore'),
+  /** The memories as they were then (see `memoriesAsOf`), ranked by their text then. */
+  asOf: timeInput.optional(),
 })
 export type MemorySearchOptions = z.input<typeof searchOptions>
 
@@ -589,6 +596,12 @@ interface RankArgs {
   fusion: MemoryFusion
   /** When set, the hits' use counters are bumped in the same statement. */
   touchAt: Date | null
+  /**
+   * The memories as they were at a time: a CTE named `past`, with the columns of `memories`,
+   * ranked in their place (`pastMemories`, read in the ranking's transaction). Nothing is
+   * touched then.
+   */
+  past?: (q: Queryable) => Promise<string>
 }
 
 /**
@@ -602,11 +615,17 @@ async function rankMemories(db: Db, p: Params, a: RankArgs): Promise<MemoryHit[]
   const candidateCount = Math.min(Math.max(a.limit * 5, Z_WINDOW), 1000)
   return db.transaction(async (q) => {
     if (a.vector) await q.exec(vectorScanSettings(candidateCount))
-    return rankStatement(q, p, { ...a, candidates: candidateCount })
+    const past = a.past ? await a.past(q) : undefined
+    return rankStatement(q, p, { ...a, candidates: candidateCount, past })
   })
 }
 
-async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates: number }): Promise<MemoryHit[]> {
+async function rankStatement(
+  q: Queryable,
+  p: Params,
+  a: Omit<RankArgs, 'past'> & { candidates: number; past: string | undefined },
+): Promise<MemoryHit[]> {
+  const table = a.past === undefined ? 'memories' : 'past'
   const candidates = p.add(a.candidates)
   const textParam = p.add(a.text)
   // The nearest memories by the expression and predicate of the HNSW index for this length
@@ -619,7 +638,7 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
     vec = `SELECT id, similarity AS score, row_number() OVER (ORDER BY similarity DESC, id) AS rnk
        FROM (
          SELECT m.id, 1 - (${distance}) AS similarity
-         FROM memories m
+         FROM ${table} m
          WHERE ${a.where} AND ${a.live} AND ${indexed.predicate} AND m.embed_model = ${p.add(a.vector.model)}
          ORDER BY ${distance}
          LIMIT ${candidates}
@@ -639,14 +658,14 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
         cte: `stats AS (${zListStats([{ list: 'k', from: 'kw' }, { list: 'v', from: 'vec' }], p.add(Z_WINDOW))}),`,
         join: `LEFT JOIN stats ks ON ks.list = 'k' LEFT JOIN stats vs ON vs.list = 'v'`,
       }
-  const source = a.touchAt
+  const source = a.touchAt && a.past === undefined
     ? `(UPDATE memories u SET use_count = u.use_count + 1, last_used_at = ${p.add(a.touchAt)}
         FROM fused f WHERE u.id = f.id RETURNING u.*)`
-    : 'memories'
+    : table
   const { rows } = await q.query<
     MemoryRow & { similarity: number | null; krank: number | null; fused: number }
   >(
-    `WITH vec AS MATERIALIZED (${vec}),
+    `WITH ${a.past === undefined ? '' : `${a.past},`} vec AS MATERIALIZED (${vec}),
      kwq AS (
        SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ' ORDER BY lexeme)::tsquery AS q,
               coalesce(array_agg(lexeme), '{}') AS lexemes
@@ -658,17 +677,17 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
      kw_tf AS MATERIALIZED (
        SELECT m.id, greatest(length(m.tsv), 1)::float8 AS dl, u.lexeme,
               coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-       FROM memories m, kwq
+       FROM ${table} m, kwq
        CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', kwq.lexemes), '{a}')) u
        WHERE m.tsv @@ kwq.q AND ${a.where} AND ${a.live}
      ),
      corpus AS (${
-       a.grouped
+       a.grouped && a.past === undefined
          ? `SELECT coalesce(sum(m.memories), 0)::float8 AS n,
                    coalesce(sum(m.lexemes)::float8 / nullif(sum(m.memories), 0), 1)::float8 AS avgdl
             FROM memory_stats m WHERE ${a.where}`
          : `SELECT count(*)::float8 AS n, coalesce(avg(greatest(length(m.tsv), 1)), 1)::float8 AS avgdl
-            FROM memories m WHERE ${a.where}`
+            FROM ${table} m WHERE ${a.where}`
      }),
      kw AS MATERIALIZED (
        SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rnk
@@ -689,7 +708,7 @@ async function rankStatement(q: Queryable, p: Params, a: RankArgs & { candidates
        ORDER BY fused DESC, id
        LIMIT ${limit}
      ),
-     hit AS ${source === 'memories' ? '(SELECT * FROM memories)' : source}
+     hit AS ${source === table ? `(SELECT * FROM ${table})` : source}
      SELECT ${COLUMNS}, f.similarity, f.krank, f.fused::float8 AS fused
      FROM fused f JOIN hit m ON m.id = f.id
      ORDER BY f.fused DESC, m.id`,
@@ -766,6 +785,109 @@ export function memoriesApi(ctx: EngineContext) {
         cause,
       })
     }
+  }
+
+  /**
+   * The memories of `tenantId` changed since `at`, as they were then (`memoriesAsOf`), each
+   * beside its current row.
+   */
+  async function changedSince(q: Queryable, tenantId: string, at: Date) {
+    const { rows: now } = await q.query<MemoryRow>(
+      `SELECT ${COLUMNS} FROM memories m
+       WHERE m.tenant_id = $1 AND m.created_at <= $2
+         AND EXISTS (SELECT 1 FROM memory_history h WHERE h.memory_id = m.id AND h.created_at > $2)`,
+      [tenantId, at],
+    )
+    const current = new Map(now.map((r) => [r.id, r]))
+    return { ids: now.map((r) => r.id), then: await memoriesAsOf(q, now, at), current }
+  }
+
+  /**
+   * Vectors, by text, of the texts the memories changed since `at` had then and have no
+   * longer, embedded now by the current model (none without one or for sealed text).
+   */
+  async function pastVectors(tenantId: string, at: Date): Promise<Map<string, string>> {
+    const vectors = new Map<string, string>()
+    const embedder = ctx.embedder
+    if (!embedder) return vectors
+    const { then, current } = await changedSince(db, tenantId, at)
+    const texts = [...new Set(then.filter((r) => r.content !== current.get(r.id)?.content && !isSealed(r.content)).map((r) => r.content))]
+    const size = Math.max(1, embedder.batchSize ?? 32)
+    for (let i = 0; i < texts.length; i += size) {
+      const batch = texts.slice(i, i + size)
+      let made: Float32Array[]
+      try {
+        made = await embedder.embed(batch)
+      } catch (cause) {
+        if (cause instanceof MemoryError) throw cause
+        throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
+      }
+      batch.forEach((text, j) => vectors.set(text, toVectorParam(made[j] as Float32Array)))
+    }
+    return vectors
+  }
+
+  /**
+   * The memories of `tenantId` as they were at `at`, as a CTE named `past` with the columns of
+   * `memories` (see `RankArgs.past`): a memory with no history written since is its row as it
+   * is; one changed since is `memoriesAsOf`'s reconstruction, its keyword vector made from its
+   * text then and, where that text differs from today's, its vector from `vectors` (by text;
+   * none for a text missing there). A memory changed since shows only where both its
+   * sensitivity then and now may be shown (`allowed`): raising a memory's sensitivity hides
+   * its past too. Read by `q`, in the transaction of the statement that uses it.
+   */
+  async function pastMemories(
+    q: Queryable,
+    p: Params,
+    o: { tenantId: string; at: Date; allowed: readonly string[]; vectors?: Map<string, string> | undefined },
+  ): Promise<string> {
+    const { ids, then, current } = await changedSince(q, o.tenantId, o.at)
+    const model = ctx.embedder?.id ?? null
+    const rows = then
+      .filter((r) => o.allowed.includes(current.get(r.id)?.sensitivity ?? ''))
+      .map((r) => {
+        const vector = o.vectors?.get(r.content) ?? null
+        return {
+          id: r.id,
+          content: r.content,
+          category: r.category,
+          confidence: r.confidence,
+          sensitivity: r.sensitivity,
+          metadata: r.metadata,
+          hash: r.hash,
+          status: r.status,
+          superseded_by: r.superseded_by,
+          expires_at: r.expires_at,
+          updated_at: r.updated_at,
+          vector,
+          embed_model: vector === null ? null : model,
+        }
+      })
+    const tenant = p.add(o.tenantId)
+    const time = p.add(o.at)
+    return `past AS NOT MATERIALIZED (
+      SELECT m.id, m.tenant_id, m.user_id, m.agent_id, m.run_id, m.project_id, m.scope, m.category, m.source,
+             m.confidence, m.content, m.hash, m.metadata, m.tsv, m.vector, m.embed_model, m.status,
+             m.superseded_by, m.use_count, m.last_used_at, m.created_at, m.updated_at, m.sensitivity, m.key,
+             m.expires_at
+      FROM memories m
+      WHERE m.tenant_id = ${tenant} AND m.created_at <= ${time} AND NOT m.id = ANY(${p.add(ids)}::text[])
+      UNION ALL
+      SELECT m.id, m.tenant_id, m.user_id, m.agent_id, m.run_id, m.project_id, m.scope, a.category, m.source,
+             a.confidence, a.content, a.hash, a.metadata,
+             CASE WHEN a.content = m.content THEN m.tsv
+                  WHEN starts_with(a.content, ${SEALED_SQL}) THEN ''::tsvector
+                  ELSE to_tsvector('english', a.content) END,
+             CASE WHEN a.content = m.content THEN m.vector ELSE a.vector::vector END,
+             CASE WHEN a.content = m.content THEN m.embed_model ELSE a.embed_model END,
+             a.status, a.superseded_by, m.use_count, m.last_used_at, m.created_at, a.updated_at, a.sensitivity,
+             m.key, a.expires_at
+      FROM jsonb_to_recordset(${p.add(JSON.stringify(rows))}::jsonb) AS a(
+             id text, content text, category text, confidence float8, sensitivity text, metadata jsonb, hash text,
+             status text, superseded_by text, expires_at timestamptz, updated_at timestamptz, vector text,
+             embed_model text)
+      JOIN memories m ON m.id = a.id
+    )`
   }
 
   /**
@@ -1040,7 +1162,8 @@ export function memoriesApi(ctx: EngineContext) {
     const text = parseInput(z.string().trim().min(1).max(MAX_CONTENT), query, 'recall query')
     const o = parseInput(recallOptions, options, 'recall options')
     const vector = await embedText(text)
-    const at = ctx.now()
+    const asOf = o.asOf === undefined ? null : toDate(o.asOf)
+    const at = asOf ?? ctx.now()
     const p = new Params()
     const user = p.add(o.userId ?? null)
     const where = [
@@ -1053,6 +1176,10 @@ export function memoriesApi(ctx: EngineContext) {
     where.push(`m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`)
     if (o.relevantTo) where.push(relevantTo(p, o.relevantTo))
     where.push(p.filter(o.filters))
+    const vectors = asOf && vector ? await pastVectors(o.tenantId, asOf) : undefined
+    const past = asOf
+      ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors })
+      : undefined
     const hits = await rankMemories(db, p, {
       where: where.join(' AND '),
       grouped: o.filters === undefined && o.relevantTo === undefined,
@@ -1062,10 +1189,12 @@ export function memoriesApi(ctx: EngineContext) {
       limit: o.limit,
       minSimilarity: o.minSimilarity,
       fusion: o.fusion,
-      touchAt: at,
+      touchAt: asOf ? null : at,
+      ...(past ? { past } : {}),
     })
-    emit('query', { id: null, scope: o.scope ?? null }, at, { results: hits.length })
-    for (const h of hits) emit('read', { id: h.id, scope: h.scope, runId: h.runId }, at)
+    const now = asOf ? undefined : at
+    emit('query', { id: null, scope: o.scope ?? null }, now, { results: hits.length, ...(asOf ? { asOf: asOf.toISOString() } : {}) })
+    for (const h of hits) emit('read', { id: h.id, scope: h.scope, runId: h.runId }, now)
     return hits
   }
 
@@ -1082,7 +1211,9 @@ export function memoriesApi(ctx: EngineContext) {
       const o = parseInput(getOptions, options, 'memory read options')
       const current = await getRow(db, memoryId, o.tenantId)
       const found = current && o.asOf !== undefined ? (await memoriesAsOf(db, [current], toDate(o.asOf)))[0] : current
-      const row = found && allowedSensitivities(o.channel).includes(found.sensitivity) ? found : undefined
+      // As of a time, both the sensitivity then and now must be shown (see `pastMemories`).
+      const allowed = allowedSensitivities(o.channel)
+      const row = found && current && allowed.includes(found.sensitivity) && allowed.includes(current.sensitivity) ? found : undefined
       emit('read', { id: memoryId, scope: row?.scope ?? null, runId: row?.run_id ?? null })
       return row ? toRecord(row) : null
     },
@@ -1095,26 +1226,34 @@ export function memoriesApi(ctx: EngineContext) {
      */
     async list(options: MemoryListOptions = {}): Promise<MemoryRecord[]> {
       const o = parseInput(listOptions, options, 'list options')
-      if (o.asOf !== undefined) return listAsOf(o, toDate(o.asOf))
+      const asOf = o.asOf === undefined ? null : toDate(o.asOf)
+      const at = asOf ?? ctx.now()
       const p = new Params()
-      const where = `${selectWhere(p, o)} AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
+      const allowed = allowedSensitivities(o.channel)
+      const where = `${selectWhere(p, o)} AND m.sensitivity = ANY(${p.add(allowed)}::text[])`
       const status =
         o.status === 'any'
           ? 'true'
           : o.status === 'active'
-            ? `m.status = 'active' AND ${unexpired(p.add(ctx.now()))}`
+            ? `m.status = 'active' AND ${unexpired(p.add(at))}`
             : o.status === 'expired'
-              ? `m.status = 'active' AND m.expires_at <= ${p.add(ctx.now())}`
+              ? `m.status = 'active' AND m.expires_at <= ${p.add(at)}`
               : `m.status = ${p.add(o.status)}`
       const key = o.key === undefined ? 'true' : `m.key = ${p.add(o.key)}`
-      const { rows } = await db.query<MemoryRow>(
-        `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${status} AND ${key}
-         ORDER BY m.use_count DESC, m.created_at DESC, m.id DESC
-         LIMIT ${p.add(o.limit)}`,
-        p.values,
-      )
+      const rows = await db.transaction(async (q) => {
+        const past = asOf ? await pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed }) : undefined
+        const { rows } = await q.query<MemoryRow>(
+          `${past ? `WITH ${past}` : ''}
+           SELECT ${COLUMNS} FROM ${past ? 'past' : 'memories'} m WHERE ${where} AND ${status} AND ${key}
+           ORDER BY m.use_count DESC, m.created_at DESC, m.id DESC
+           LIMIT ${p.add(o.limit)}`,
+          p.values,
+        )
+        return rows
+      })
       emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, {
         results: rows.length,
+        ...(asOf ? { asOf: asOf.toISOString() } : {}),
       })
       return rows.map(toRecord)
     },
@@ -1130,22 +1269,29 @@ export function memoriesApi(ctx: EngineContext) {
       const text = parseInput(z.string().trim().min(1).max(MAX_CONTENT), query, 'search query')
       const o = parseInput(searchOptions, options, 'search options')
       const vector = await embedText(text)
+      const asOf = o.asOf === undefined ? null : toDate(o.asOf)
       const p = new Params()
       const where = `${selectWhere(p, o)} AND m.status = 'active'
         AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
+      const vectors = asOf && vector ? await pastVectors(o.tenantId, asOf) : undefined
+      const past = asOf
+        ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors })
+        : undefined
       const hits = await rankMemories(db, p, {
         where,
         grouped: o.filters === undefined && o.relevantTo === undefined,
-        live: unexpired(p.add(ctx.now())),
+        live: unexpired(p.add(asOf ?? ctx.now())),
         text,
         vector,
         limit: o.limit,
         minSimilarity: o.minSimilarity,
         fusion: o.fusion,
         touchAt: null,
+        ...(past ? { past } : {}),
       })
       emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, {
         results: hits.length,
+        ...(asOf ? { asOf: asOf.toISOString() } : {}),
       })
       return hits
     },
@@ -1435,37 +1581,8 @@ export function memoriesApi(ctx: EngineContext) {
     },
   }
 
-  /**
-   * `memories.list` as of `at`: the memories created by then that the selection names, each
-   * as it was (`memoriesAsOf`), filtered by the status and expiry they had, in list order.
-   */
-  async function listAsOf(o: z.output<typeof listOptions>, at: Date): Promise<MemoryRecord[]> {
-    const p = new Params()
-    const where = `${selectWhere(p, o)} AND m.created_at <= ${p.add(at)}`
-    const key = o.key === undefined ? 'true' : `m.key = ${p.add(o.key)}`
-    const { rows } = await db.query<MemoryRow>(
-      `SELECT ${COLUMNS} FROM memories m WHERE ${where} AND ${key}
-       ORDER BY m.use_count DESC, m.created_at DESC, m.id DESC
-       LIMIT ${AS_OF_SCAN}`,
-      p.values,
-    )
-    const allowed = allowedSensitivities(o.channel) as string[]
-    const live = (r: MemoryRow) => r.expires_at === null || r.expires_at > at
-    const kept = (await memoriesAsOf(db, rows, at)).filter(
-      (r) =>
-        allowed.includes(r.sensitivity) &&
-        (o.status === 'any' ||
-          (o.status === 'active' ? r.status === 'active' && live(r) : o.status === 'expired' ? r.status === 'active' && !live(r) : r.status === o.status)),
-    )
-    emit('query', { id: null, scope: o.scope ?? null, runId: o.runId ?? null }, undefined, { results: kept.length, asOf: at.toISOString() })
-    return kept.slice(0, o.limit).map(toRecord)
-  }
-
   return { remember, recall, memories }
 }
-
-/** How many memories a read as of a time looks at, before their past statuses are known. */
-const AS_OF_SCAN = 10_000
 
 /**
  * Memories as they were at `at`, from their current rows and the history written since: each

@@ -728,4 +728,95 @@ describe('memories as of a time', () => {
     expect(asOfNow).toEqual(now)
     await expect(memory.memories.list({ asOf: 'yesterday' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
+
+  it('recall and search rank each memory as it was: its text then (keywords and a vector of it), its status and expiry then', async () => {
+    const c = testClock('2025-04-01T09:00:00.000Z')
+    const embedder = createTestEmbedder()
+    await using memory = await openTestMemory({ now: c.now, embedder })
+    const at = (): Date => new Date(c.now().getTime() + 500)
+    const ann = { userId: 'ann', minSimilarity: 0.05 }
+    const texts = async (query: string, asOf?: Date) =>
+      (await memory.recall(query, { ...ann, ...(asOf ? { asOf } : {}) })).map((h) => h.content)
+
+    const home = await memory.remember({ content: 'Ann lives in Bergen', category: 'fact', userId: 'ann' })
+    const trip = await memory.remember({
+      content: 'Ann is visiting Rome',
+      category: 'fact',
+      userId: 'ann',
+      expiresAt: new Date(c.now().getTime() + 90_000),
+    })
+    const t1 = at()
+    c.advance(60_000)
+    await memory.memories.update(home.id, { content: 'Ann lives in Oslo' })
+    const tea = await memory.remember({ content: 'Ann prefers green tea', category: 'preference', userId: 'ann', key: 'drink' })
+    const t2 = at()
+    c.advance(60_000)
+    const coffee = await memory.remember({ content: 'Ann prefers black coffee', category: 'preference', userId: 'ann', key: 'drink' })
+    const t3 = at()
+    c.advance(60_000)
+    await memory.memories.delete(home.id)
+
+    // The text then: its keywords and its vector, embedded now from that text.
+    const [bergen] = await memory.recall('Bergen', { ...ann, asOf: t1 })
+    expect(bergen).toMatchObject({ id: home.id, content: 'Ann lives in Bergen', hash: await memoryHash('Ann lives in Bergen') })
+    const [q, then] = await embedder.embed(['Bergen', 'Ann lives in Bergen'])
+    const cosine = (q as Float32Array).reduce((sum, x, i) => sum + x * ((then as Float32Array)[i] as number), 0)
+    expect(bergen?.scores.vector).toBeCloseTo(cosine, 5)
+    expect(bergen?.scores.keyword).toBeGreaterThan(0)
+    expect(await texts('Bergen', t2)).toEqual([])
+    expect(await texts('Oslo', t2)).toEqual(['Ann lives in Oslo'])
+    // Deleted since: found as of a time it was active, not as of now.
+    expect(await texts('Oslo')).toEqual([])
+    // Superseded by a later memory of the same key; expired by its own time.
+    expect(await texts('prefers tea', t2)).toEqual(['Ann prefers green tea'])
+    expect(await texts('prefers tea', t3)).toEqual(['Ann prefers black coffee'])
+    expect(await texts('visiting Rome', t1)).toEqual(['Ann is visiting Rome'])
+    expect(await texts('visiting Rome', t2)).toEqual(['Ann is visiting Rome'])
+    expect(await texts('visiting Rome', t3)).toEqual([])
+    // Nothing created later.
+    expect(await texts('coffee', t2)).toEqual([])
+    // `memories.search` reads the same past.
+    expect((await memory.memories.search('Bergen', { ...ann, asOf: t1 })).map((h) => h.content)).toEqual(['Ann lives in Bergen'])
+
+    // Recalling the past is no use of a memory; recalling the present is.
+    const uses = async () => (await memory.memories.get(tea.id))?.useCount
+    expect(await uses()).toBe(0)
+    await memory.recall('prefers tea', { ...ann, asOf: t2 })
+    expect(await uses()).toBe(0)
+    expect((await memory.memories.get(trip.id))?.useCount).toBe(0)
+
+    // As of now, the past is the present: the same hits, scores and order.
+    for (const query of ['Ann', 'prefers coffee', 'Rome Oslo Bergen']) {
+      expect(await memory.memories.search(query, { userId: 'ann', asOf: at() })).toEqual(await memory.memories.search(query, { userId: 'ann' }))
+    }
+    expect((await memory.memories.get(coffee.id))?.useCount).toBe(0)
+  })
+
+  it('a memory whose sensitivity was raised since is shown as of then only where both its sensitivities may be', async () => {
+    const c = testClock('2025-04-01T09:00:00.000Z')
+    await using memory = await openTestMemory({ now: c.now, embedder: createTestEmbedder() })
+    const m = await memory.remember({ content: 'Ann sees Dr. Hale on Tuesdays', category: 'fact', userId: 'ann', sensitivity: 'low' })
+    const before = new Date(c.now().getTime() + 500)
+    c.advance(60_000)
+    await memory.memories.update(m.id, { sensitivity: 'high', category: 'instruction' })
+    const seen = async (channel: 'agent' | 'team') => [
+      (await memory.recall('Dr. Hale', { userId: 'ann', channel, asOf: before })).length,
+      (await memory.memories.search('Dr. Hale', { userId: 'ann', channel, asOf: before })).length,
+      (await memory.memories.list({ userId: 'ann', channel, asOf: before })).length,
+      (await memory.memories.get(m.id, { channel, asOf: before })) === null ? 0 : 1,
+    ]
+    // `low` then, `high` now: the agent channel saw it then, and sees neither it nor its past now.
+    expect(await seen('agent')).toEqual([0, 0, 0, 0])
+    expect(await seen('team')).toEqual([1, 1, 1, 1])
+    expect((await memory.memories.get(m.id, { channel: 'team', asOf: before }))?.sensitivity).toBe('low')
+    // Selectors and filters match the memory as it was: a fact then, an instruction now.
+    const ids = async (o: { category: 'fact' | 'instruction'; asOf?: Date }) => [
+      (await memory.recall('Dr. Hale', { userId: 'ann', ...o })).length,
+      (await memory.memories.list({ userId: 'ann', ...o })).length,
+      (await memory.memories.list({ userId: 'ann', filters: { field: 'category', operator: 'eq', value: o.category }, ...(o.asOf ? { asOf: o.asOf } : {}) })).length,
+    ]
+    expect(await ids({ category: 'fact', asOf: before })).toEqual([1, 1, 1])
+    expect(await ids({ category: 'instruction', asOf: before })).toEqual([0, 0, 0])
+    expect(await ids({ category: 'instruction' })).toEqual([1, 1, 1])
+  })
 })
