@@ -12,7 +12,7 @@ import { iso, timeInput, toDate } from './time.ts'
 import { estimateTokens } from './tokens.ts'
 import { parseInput, z } from './validate.ts'
 import { openingReads } from './vault.ts'
-import { readableBy, unexpired } from './memories.ts'
+import { Params, pastMemories, readableBy, unexpired } from './memories.ts'
 
 export const SECTION_NAMES = [
   'identity',
@@ -565,23 +565,36 @@ export function createContext(ctx: EngineContext) {
   }
 
   /**
+   * With an explicit `now`, the curated memories as they were then (`pastMemories`, its CTE
+   * taking its parameters after those already in `p`); without, none: the memories as they are.
+   */
+  async function memoriesThen(db: Queryable, i: Input, now: Date, p: Params): Promise<string | undefined> {
+    if (i.now === undefined) return undefined
+    return pastMemories(db, p, { tenantId: i.tenantId, at: now, allowed: allowedSensitivities(i.channel) })
+  }
+
+  /**
    * The standing memories of `categories`: by confidence, which a memory's contexts scale by
    * `0.5 + priority` (the highest of its contexts'; 0.5, so once, for none), then by use.
    */
   async function curated(db: Queryable, i: Input, categories: readonly string[], now: Date): Promise<Candidate[]> {
+    const p = new Params()
+    for (const v of [i.tenantId, categories, now, i.userId ?? null, i.projectId ?? null, allowedSensitivities(i.channel)]) p.add(v)
+    const past = await memoriesThen(db, i, now, p)
     const { rows } = await db.query<{ id: string; content: string; category: string; weight: number }>(
-      `SELECT m.id, m.content, m.category,
+      `${past ? `WITH ${past}` : ''}
+       SELECT m.id, m.content, m.category,
               (m.confidence * (0.5 + coalesce((
                  SELECT max(c.priority) FROM edges e
                  JOIN relations r ON r.id = e.rel AND r.name = 'BELONGS_TO_CONTEXT'
                  JOIN memory_contexts c ON c.id = e.dst
                  WHERE e.src = m.id AND e.tombstoned_at IS NULL), 0.5)))::float8 AS weight
-       FROM memories m
+       FROM ${past ? 'past' : 'memories'} m
        WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = ANY($2::text[]) AND m.created_at <= $3
          AND ${unexpired('$3')} AND ${readableBy('$4', '$5')} AND m.sensitivity = ANY($6::text[])
        ORDER BY weight DESC, m.use_count DESC, m.updated_at DESC, m.id
        LIMIT 500`,
-      [i.tenantId, categories, now, i.userId ?? null, i.projectId ?? null, allowedSensitivities(i.channel)],
+      p.values,
       PREPARED,
     )
     return rows.map((r, n) => ({
@@ -594,6 +607,9 @@ export function createContext(ctx: EngineContext) {
   }
 
   async function decisions(db: Queryable, i: Input, now: Date, omissions: ContextOmission[]): Promise<Candidate[]> {
+    const p = new Params()
+    for (const v of [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query, i.projectId ?? null]) p.add(v)
+    const past = await memoriesThen(db, i, now, p)
     const { rows } = await db.query<{
       id: string
       text: string
@@ -608,7 +624,7 @@ export function createContext(ctx: EngineContext) {
       consequences: string | null
       refs: string[] | null
     }>(
-      `WITH q AS (
+      `WITH ${past ? `${past},` : ''} q AS (
          SELECT (SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')
                  FROM unnest(to_tsvector('english', $5)))::tsquery AS q
        ), dec AS (
@@ -621,7 +637,7 @@ export function createContext(ctx: EngineContext) {
            AND ($4::text IS NULL OR e.user_id IS NULL OR e.user_id = $4)
          UNION ALL
          SELECT m.id, m.content, NULL, m.created_at, NULL, 'memory', NULL, NULL, NULL, NULL, NULL
-         FROM memories m
+         FROM ${past ? 'past' : 'memories'} m
          WHERE m.tenant_id = $1 AND m.status = 'active' AND m.category = 'decision' AND m.created_at <= $3
            AND ${unexpired('$3')} AND ${readableBy('$4', '$6')} AND m.sensitivity = ANY($2::text[])
        ), superseding AS (
@@ -635,7 +651,7 @@ export function createContext(ctx: EngineContext) {
        FROM dec d
        ORDER BY relevant DESC, d.created_at DESC, d.id
        LIMIT 1000`,
-      [i.tenantId, allowedSensitivities(i.channel), now, i.userId ?? null, i.query, i.projectId ?? null],
+      p.values,
       PREPARED,
     )
     const out: Candidate[] = []

@@ -348,7 +348,7 @@ export type MemoryResetInput = z.input<typeof resetInput>
 export { memoryHash, normalizeMemoryText }
 
 /** Numbered SQL parameters collected as a statement is put together. */
-class Params {
+export class Params {
   readonly values: unknown[] = []
   add(value: unknown): string {
     this.values.push(value)
@@ -788,21 +788,6 @@ export function memoriesApi(ctx: EngineContext) {
   }
 
   /**
-   * The memories of `tenantId` changed since `at`, as they were then (`memoriesAsOf`), each
-   * beside its current row.
-   */
-  async function changedSince(q: Queryable, tenantId: string, at: Date) {
-    const { rows: now } = await q.query<MemoryRow>(
-      `SELECT ${COLUMNS} FROM memories m
-       WHERE m.tenant_id = $1 AND m.created_at <= $2
-         AND EXISTS (SELECT 1 FROM memory_history h WHERE h.memory_id = m.id AND h.created_at > $2)`,
-      [tenantId, at],
-    )
-    const current = new Map(now.map((r) => [r.id, r]))
-    return { ids: now.map((r) => r.id), then: await memoriesAsOf(q, now, at), current }
-  }
-
-  /**
    * Vectors, by text, of the texts the memories changed since `at` had then and have no
    * longer, embedded now by the current model (none without one or for sealed text).
    */
@@ -825,69 +810,6 @@ export function memoriesApi(ctx: EngineContext) {
       batch.forEach((text, j) => vectors.set(text, toVectorParam(made[j] as Float32Array)))
     }
     return vectors
-  }
-
-  /**
-   * The memories of `tenantId` as they were at `at`, as a CTE named `past` with the columns of
-   * `memories` (see `RankArgs.past`): a memory with no history written since is its row as it
-   * is; one changed since is `memoriesAsOf`'s reconstruction, its keyword vector made from its
-   * text then and, where that text differs from today's, its vector from `vectors` (by text;
-   * none for a text missing there). A memory changed since shows only where both its
-   * sensitivity then and now may be shown (`allowed`): raising a memory's sensitivity hides
-   * its past too. Read by `q`, in the transaction of the statement that uses it.
-   */
-  async function pastMemories(
-    q: Queryable,
-    p: Params,
-    o: { tenantId: string; at: Date; allowed: readonly string[]; vectors?: Map<string, string> | undefined },
-  ): Promise<string> {
-    const { ids, then, current } = await changedSince(q, o.tenantId, o.at)
-    const model = ctx.embedder?.id ?? null
-    const rows = then
-      .filter((r) => o.allowed.includes(current.get(r.id)?.sensitivity ?? ''))
-      .map((r) => {
-        const vector = o.vectors?.get(r.content) ?? null
-        return {
-          id: r.id,
-          content: r.content,
-          category: r.category,
-          confidence: r.confidence,
-          sensitivity: r.sensitivity,
-          metadata: r.metadata,
-          hash: r.hash,
-          status: r.status,
-          superseded_by: r.superseded_by,
-          expires_at: r.expires_at,
-          updated_at: r.updated_at,
-          vector,
-          embed_model: vector === null ? null : model,
-        }
-      })
-    const tenant = p.add(o.tenantId)
-    const time = p.add(o.at)
-    return `past AS NOT MATERIALIZED (
-      SELECT m.id, m.tenant_id, m.user_id, m.agent_id, m.run_id, m.project_id, m.scope, m.category, m.source,
-             m.confidence, m.content, m.hash, m.metadata, m.tsv, m.vector, m.embed_model, m.status,
-             m.superseded_by, m.use_count, m.last_used_at, m.created_at, m.updated_at, m.sensitivity, m.key,
-             m.expires_at
-      FROM memories m
-      WHERE m.tenant_id = ${tenant} AND m.created_at <= ${time} AND NOT m.id = ANY(${p.add(ids)}::text[])
-      UNION ALL
-      SELECT m.id, m.tenant_id, m.user_id, m.agent_id, m.run_id, m.project_id, m.scope, a.category, m.source,
-             a.confidence, a.content, a.hash, a.metadata,
-             CASE WHEN a.content = m.content THEN m.tsv
-                  WHEN starts_with(a.content, ${SEALED_SQL}) THEN ''::tsvector
-                  ELSE to_tsvector('english', a.content) END,
-             CASE WHEN a.content = m.content THEN m.vector ELSE a.vector::vector END,
-             CASE WHEN a.content = m.content THEN m.embed_model ELSE a.embed_model END,
-             a.status, a.superseded_by, m.use_count, m.last_used_at, m.created_at, a.updated_at, a.sensitivity,
-             m.key, a.expires_at
-      FROM jsonb_to_recordset(${p.add(JSON.stringify(rows))}::jsonb) AS a(
-             id text, content text, category text, confidence float8, sensitivity text, metadata jsonb, hash text,
-             status text, superseded_by text, expires_at timestamptz, updated_at timestamptz, vector text,
-             embed_model text)
-      JOIN memories m ON m.id = a.id
-    )`
   }
 
   /**
@@ -1178,7 +1100,7 @@ export function memoriesApi(ctx: EngineContext) {
     where.push(p.filter(o.filters))
     const vectors = asOf && vector ? await pastVectors(o.tenantId, asOf) : undefined
     const past = asOf
-      ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors })
+      ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors, model: ctx.embedder?.id })
       : undefined
     const hits = await rankMemories(db, p, {
       where: where.join(' AND '),
@@ -1275,7 +1197,7 @@ export function memoriesApi(ctx: EngineContext) {
         AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
       const vectors = asOf && vector ? await pastVectors(o.tenantId, asOf) : undefined
       const past = asOf
-        ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors })
+        ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors, model: ctx.embedder?.id })
         : undefined
       const hits = await rankMemories(db, p, {
         where,
@@ -1582,6 +1504,91 @@ export function memoriesApi(ctx: EngineContext) {
   }
 
   return { remember, recall, memories }
+}
+
+/**
+ * The memories of `tenantId` changed since `at`, as they were then (`memoriesAsOf`), each
+ * beside its current row.
+ */
+async function changedSince(q: Queryable, tenantId: string, at: Date) {
+  const { rows: now } = await q.query<MemoryRow>(
+    `SELECT ${COLUMNS} FROM memories m
+     WHERE m.tenant_id = $1 AND m.created_at <= $2
+       AND EXISTS (SELECT 1 FROM memory_history h WHERE h.memory_id = m.id AND h.created_at > $2)`,
+    [tenantId, at],
+  )
+  const current = new Map(now.map((r) => [r.id, r]))
+  return { ids: now.map((r) => r.id), then: await memoriesAsOf(q, now, at), current }
+}
+
+/**
+ * The memories of `tenantId` as they were at `at`, as a CTE named `past` with the columns of
+ * `memories` (see `RankArgs.past`): a memory with no history written since is its row as it
+ * is; one changed since is `memoriesAsOf`'s reconstruction, its keyword vector made from its
+ * text then and, where that text differs from today's, its vector from `vectors` (by text,
+ * made by `model`; none for a text missing there). A memory changed since shows only where both its
+ * sensitivity then and now may be shown (`allowed`): raising a memory's sensitivity hides
+ * its past too. Read by `q`, in the transaction of the statement that uses it.
+ */
+export async function pastMemories(
+  q: Queryable,
+  p: Params,
+  o: {
+    tenantId: string
+    at: Date
+    allowed: readonly string[]
+    vectors?: Map<string, string> | undefined
+    /** The model `vectors` come from. */
+    model?: string | undefined
+  },
+): Promise<string> {
+  const { ids, then, current } = await changedSince(q, o.tenantId, o.at)
+  const model = o.model ?? null
+  const rows = then
+    .filter((r) => o.allowed.includes(current.get(r.id)?.sensitivity ?? ''))
+    .map((r) => {
+      const vector = o.vectors?.get(r.content) ?? null
+      return {
+        id: r.id,
+        content: r.content,
+        category: r.category,
+        confidence: r.confidence,
+        sensitivity: r.sensitivity,
+        metadata: r.metadata,
+        hash: r.hash,
+        status: r.status,
+        superseded_by: r.superseded_by,
+        expires_at: r.expires_at,
+        updated_at: r.updated_at,
+        vector,
+        embed_model: vector === null ? null : model,
+      }
+    })
+  const tenant = p.add(o.tenantId)
+  const time = p.add(o.at)
+  return `past AS NOT MATERIALIZED (
+    SELECT m.id, m.tenant_id, m.user_id, m.agent_id, m.run_id, m.project_id, m.scope, m.category, m.source,
+           m.confidence, m.content, m.hash, m.metadata, m.tsv, m.vector, m.embed_model, m.status,
+           m.superseded_by, m.use_count, m.last_used_at, m.created_at, m.updated_at, m.sensitivity, m.key,
+           m.expires_at
+    FROM memories m
+    WHERE m.tenant_id = ${tenant} AND m.created_at <= ${time} AND NOT m.id = ANY(${p.add(ids)}::text[])
+    UNION ALL
+    SELECT m.id, m.tenant_id, m.user_id, m.agent_id, m.run_id, m.project_id, m.scope, a.category, m.source,
+           a.confidence, a.content, a.hash, a.metadata,
+           CASE WHEN a.content = m.content THEN m.tsv
+                WHEN starts_with(a.content, ${SEALED_SQL}) THEN ''::tsvector
+                ELSE to_tsvector('english', a.content) END,
+           CASE WHEN a.content = m.content THEN m.vector ELSE a.vector::vector END,
+           CASE WHEN a.content = m.content THEN m.embed_model ELSE a.embed_model END,
+           a.status, a.superseded_by, m.use_count, m.last_used_at, m.created_at, a.updated_at, a.sensitivity,
+           m.key, a.expires_at
+    FROM jsonb_to_recordset(${p.add(JSON.stringify(rows))}::jsonb) AS a(
+           id text, content text, category text, confidence float8, sensitivity text, metadata jsonb, hash text,
+           status text, superseded_by text, expires_at timestamptz, updated_at timestamptz, vector text,
+           embed_model text)
+    JOIN memories m ON m.id = a.id
+  )`
 }
 
 /**

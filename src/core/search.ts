@@ -831,6 +831,26 @@ const ACTOR_WORDS = `SELECT DISTINCT q.w
 /** Reads the keyword statistics for a query's terms: their document frequencies, the sizes of the pool, the tenant and the memory. */
 async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordStats> {
   const allowed = allowedSensitivities(plan.options.channel)
+  const asOf = plan.options.asOf === undefined ? null : toDate(plan.options.asOf)
+  // As of a time, the statistics leave out what the reader's chunks created since add: the
+  // counts are the memory's then, so the scores are those a search then gave.
+  const since = asOf
+    ? {
+        ctes: `since AS MATERIALIZED (
+            SELECT c.tsv FROM chunks c
+            WHERE c.tenant_id = $2 AND c.created_at > $5 AND c.sensitivity = ANY($3::text[])
+          ),
+          since_corpus AS (SELECT count(*)::float8 AS chunks, coalesce(sum(length(tsv)), 0)::float8 AS lexemes FROM since),
+          since_df AS (
+            SELECT u.lexeme, count(*)::float8 AS df
+            FROM since c CROSS JOIN LATERAL unnest(ts_filter(setweight(c.tsv, 'A', (SELECT array_agg(lexeme) FROM q)), '{a}')) u
+            GROUP BY u.lexeme
+          ),`,
+        df: ` - coalesce((SELECT d.df FROM since_df d WHERE d.lexeme = q.lexeme), 0)`,
+        chunks: ' - (SELECT chunks FROM since_corpus)',
+        lexemes: ' - (SELECT lexemes FROM since_corpus)',
+      }
+    : { ctes: '', df: '', chunks: '', lexemes: '' }
   const { rows } = await db.query<{
     lexeme: string | null
     df: number
@@ -854,6 +874,7 @@ async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordSta
           -- The chunks whose terms term_stats has not counted yet (numbered past keyword_counted,
           -- fewer than KEYWORD_PENDING_BOUND after any write): what they hold of the query's terms.
           -- Once (MATERIALIZED), not once per term; only the query's lexemes are unnested.
+          ${since.ctes}
           pending AS MATERIALIZED (
             SELECT u.lexeme, count(*)::float8 AS df
             FROM (SELECT c.tenant_id, c.sensitivity, c.tsv FROM chunks c
@@ -866,11 +887,12 @@ async function keywordStats(db: Queryable, plan: SearchPlan): Promise<KeywordSta
      SELECT q.lexeme,
             (coalesce((SELECT sum(s.df) FROM term_stats s
                        WHERE s.tenant_id = $2 AND s.lexeme = q.lexeme AND s.sensitivity = ANY($3::text[])), 0)
-             + coalesce((SELECT p.df FROM pending p WHERE p.lexeme = q.lexeme), 0))::float8 AS df,
-            corpus.chunks, corpus.lexemes, corpus.tenant_chunks, corpus.all_chunks,
+             + coalesce((SELECT p.df FROM pending p WHERE p.lexeme = q.lexeme), 0)${since.df})::float8 AS df,
+            (corpus.chunks${since.chunks})::float8 AS chunks, (corpus.lexemes${since.lexemes})::float8 AS lexemes,
+            corpus.tenant_chunks, corpus.all_chunks,
             coalesce(q.lexeme IN (SELECT lexeme FROM actor_words), false) AS actor
      FROM corpus LEFT JOIN q ON true`,
-    [plan.text, plan.options.scope.tenantId, allowed, plan.actorWords],
+    [plan.text, plan.options.scope.tenantId, allowed, plan.actorWords, ...(asOf ? [asOf] : [])],
     { prepare: true },
   )
   const chunks = Number(rows[0]?.chunks ?? 0)

@@ -780,6 +780,41 @@ describe('buildContext: budget and determinism', () => {
     expect(section(a, 'retrieved_evidence').items.length).toBeGreaterThanOrEqual(4)
   })
 
+  it('built with an earlier `now`, a bundle is the one the memory gave then: later turns, kv entries and changes to curated memories stay out', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now, embedder: createTestEmbedder(), workspace: { mode: 'local', root: '/repo' } })
+    await onboard(memory)
+    const save = (content: string, category: 'instruction' | 'decision') =>
+      memory.remember({ content, category, scope: 'user', tenantId: 't1', userId: 'ann' })
+    const tabs = await save('indent invoice code with tabs', 'instruction')
+    const postgres = await save('keep invoice ledgers in postgres', 'decision')
+    const gone = await save('mail invoice reports on fridays', 'instruction')
+    await memory.kv.put('global', 'rules', 'currency', 'amounts in cents', { tenantId: 't1' })
+    clock.advance(DAY)
+    const request = { ...scope, query: 'invoice ledger code', conversationId: 'n', now: clock.now().toISOString() }
+    const then = await memory.buildContext(request)
+
+    clock.advance(DAY)
+    await memory.memories.update(tabs.id, { content: 'indent invoice code with spaces', category: 'convention' }, { tenantId: 't1' })
+    await memory.memories.delete(postgres.id, { tenantId: 't1' })
+    await memory.memories.update(gone.id, { expiresAt: new Date(clock.now().getTime() - 60_000) }, { tenantId: 't1' })
+    await save('write invoice tests first', 'instruction')
+    await memory.kv.put('global', 'rules', 'currency', 'amounts in euros', { tenantId: 't1' })
+    await memory.recordTurn({ conversationId: 'later', scope, user: 'where is the invoice ledger code?', agent: 'In src/ledger.js.' })
+    await memory.record({ kind: 'decision', scope: { ...scope, conversationId: 'later' }, actor: { type: 'agent', id: 'coder' }, content: { decision: 'Move the invoice ledger code to TypeScript' } })
+
+    const now = await memory.buildContext({ ...request, now: clock.now().toISOString() })
+    const texts = (b: ContextBundle) => b.sections.flatMap((s) => s.items.map((i) => i.text))
+    expect(texts(now)).toEqual(expect.arrayContaining(['- indent invoice code with spaces', '- write invoice tests first', '- amounts in euros']))
+    expect(texts(now).join('\n')).not.toContain('postgres')
+    expect(texts(now).join('\n')).not.toContain('fridays')
+    // The same request as of then, after all that: the bundle of then.
+    const replay = await memory.buildContext(request)
+    expect(withoutId(replay)).toEqual(withoutId(then))
+    expect(texts(then)).toEqual(expect.arrayContaining(['- indent invoice code with tabs', '- mail invoice reports on fridays', '- amounts in cents']))
+    expect(texts(then).some((t) => t.startsWith('- keep invoice ledgers in postgres'))).toBe(true)
+  })
+
   it('an agent gets the bundle through the build_context tool', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     await memory.recordTurn({ conversationId: 'a', scope: { userId: 'ann' }, user: 'where are invoices parsed?', agent: 'In src/parse.ts.' })

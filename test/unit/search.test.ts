@@ -152,6 +152,33 @@ describe('search', () => {
     expect(await ids({ scope: { conversationId: 'c3' } })).toEqual([c.eventId])
   })
 
+  it('as of a time, a search gives the hits and scores a search then gave: the keyword statistics leave out the chunks created since', async () => {
+    const clock = testClock('2025-01-01T00:00:00Z')
+    await using memory = await openTestMemory({ now: clock.now, embedder: createTestEmbedder() })
+    for (let n = 0; n < 6; n++) {
+      clock.advance(60_000)
+      await memory.record(say(`c${n % 3}`, n % 2 ? `deploy the billing service, take ${n}` : `billing report ${n} for the deploy team`))
+    }
+    await memory.record(say('c9', 'deploy billing secrets', { sensitivity: 'high' }))
+    await memory.indexNow()
+    const then = clock.now().toISOString()
+    const query = 'deploy billing service'
+    const before = await memory.search(query, { channel: 'agent' })
+    // Later chunks holding the query's terms, and more of the same tenant without them.
+    for (let n = 0; n < 8; n++) {
+      clock.advance(60_000)
+      await memory.record(say('c4', n % 2 ? `deploy deploy service ${n}` : `lunch menu ${n}`))
+    }
+    await memory.record({ ...say('c1', 'deploy billing service elsewhere'), scope: { tenantId: 'zeta', conversationId: 'c1' } })
+    await memory.indexNow()
+    const now = await memory.search(query, { channel: 'agent' })
+    expect(now.map((h) => h.explain.keyword?.score)).not.toEqual(before.map((h) => h.explain.keyword?.score))
+    expect(await memory.search(query, { channel: 'agent', asOf: then })).toEqual(before)
+    // Counted in term_stats or still waiting: the same.
+    await memory.refreshStatistics()
+    expect(await memory.search(query, { channel: 'agent', asOf: then })).toEqual(before)
+  })
+
   it('never crosses tenants', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     await memory.record({ ...say('c1', 'quarterly revenue numbers'), scope: { tenantId: 'acme', conversationId: 'c1' } })
