@@ -48,7 +48,10 @@ export function createChanges(ctx: EngineContext) {
      * What changed after `since` (and up to `until`, default now): new events, documents,
      * versions and edges, edges tombstoned, entity-graph node and policy (kv) revisions, what
      * happened to curated memories, and forgets. Times are the rows' own times, so a
-     * back-dated import shows up at the time it claims.
+     * back-dated import shows up at the time it claims. Pass `until` back as the next call's
+     * `since` to follow the changes: a list cut at now moves the engine's clock past `until`,
+     * so no write of this engine lands between two lists. Edges read as of `until`: an edge
+     * tombstoned later shows no tombstone.
      *
      * @example
      * const { events, versions } = await memory.diffSince('2025-02-09T00:00:00Z')
@@ -57,6 +60,9 @@ export function createChanges(ctx: EngineContext) {
       const from = toDate(parseInput(timeInput, since, 'since'))
       const o = parseInput(options, opts, 'diff options')
       const to = o.until === undefined ? ctx.now() : toDate(o.until)
+      // A list cut at now: the engine's clock moves past this millisecond, so a write after the
+      // cut is in the next list (since = this until), not lost between the two.
+      if (o.until === undefined) ctx.cutAt(to)
       const tenant = o.tenantId ?? null
       const { rows } = await ctx.db.query<{
         events: EventRow[] | null
@@ -99,7 +105,7 @@ export function createChanges(ctx: EngineContext) {
         events: (row?.events ?? []).map(toEvent),
         documents: (row?.documents ?? []).map(toDocument),
         versions: (row?.versions ?? []).map(toVersion),
-        edges: (row?.edges ?? []).map(toEdge),
+        edges: (row?.edges ?? []).map((r) => toEdge(r, to)),
         nodes: (row?.nodes ?? []).map((r) => ({ ...toNode(dated(r)), tombstone: r.tombstone })),
         kv: (row?.kv ?? []).map((r) => ({ ...toEntry(dated(r)), tenantId: r.tenant_id })),
         memories: (row?.memories ?? []).map((r) => ({ ...toHistory(r), tenantId: r.tenant_id })),

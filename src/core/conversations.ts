@@ -83,7 +83,7 @@ export function createConversationGraph(ctx: EngineContext) {
         conversationId,
         tenantId: o.tenantId,
         events: (row?.events ?? []).map(toEvent),
-        edges: (row?.edges ?? []).map(toEdge),
+        edges: (row?.edges ?? []).map((r) => toEdge(r, asOf)),
         versions: (row?.versions ?? []).map(toVersion),
         documents: (row?.documents ?? []).map(toDocument),
       }

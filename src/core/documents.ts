@@ -126,11 +126,12 @@ export async function observeInTx(
     version: number | null
     content_hash: string | null
     provenance: Provenance | null
+    created_at: Date | null
   }>(
-    `SELECT d.id AS document_id, v.id AS version_id, v.version, v.content_hash, v.provenance
+    `SELECT d.id AS document_id, v.id AS version_id, v.version, v.content_hash, v.provenance, v.created_at
      FROM documents d
      LEFT JOIN LATERAL (
-       SELECT id, version, content_hash, provenance FROM doc_versions
+       SELECT id, version, content_hash, provenance, created_at FROM doc_versions
        WHERE document_id = d.id ORDER BY version DESC LIMIT 1
      ) v ON true
      WHERE d.tenant_id = $1 AND d.key_kind = $2 AND d.canonical_key = $3`,
@@ -150,6 +151,15 @@ export async function observeInTx(
       provenance: found.provenance as Provenance,
       versionOfEdgeId: null,
     }
+  }
+  // Versions are numbered in time: a new one dated before the latest would be newer by number
+  // and older by time, and every staleness as of a time between them would be wrong.
+  if (found?.created_at && w.createdAt < found.created_at) {
+    throw new MemoryError(
+      'INVALID_INPUT',
+      `A new version of ${w.canonicalKey} cannot be dated ${w.createdAt.toISOString()}, before its latest (v${found.version}, ${found.created_at.toISOString()})`,
+      { details: { field: 'createdAt' } },
+    )
   }
   const documentId = found?.document_id ?? newId('document')
   const versionId = newId('version')

@@ -106,6 +106,8 @@ export type EngineSettings = Pick<
 export interface EngineContext {
   db: Db
   now: () => Date
+  /** Moves `now` past `at`: see `diffSince`. */
+  cutAt: (at: Date) => void
   embedder: Embedder | null
   dedupThreshold: number
   telemetry: Telemetry
@@ -181,10 +183,20 @@ function checkOptions(options: EngineOptions): void {
  */
 export async function createEngine(options: EngineOptions) {
   checkOptions(options)
-  const now = options.now ?? (() => new Date())
+  const clock = options.now ?? (() => new Date())
+  // The latest time a change list was cut at now (`diffSince`): the engine's clock never reads
+  // that millisecond or an earlier one again, so no write lands in a list already handed out.
+  let cut = Number.NEGATIVE_INFINITY
+  const now = () => {
+    const t = clock()
+    return t.getTime() > cut ? t : new Date(cut + 1)
+  }
   const ctx: EngineContext = {
     db: withPreparedStatements(options.db),
     now,
+    cutAt: (at) => {
+      cut = Math.max(cut, at.getTime())
+    },
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
     dedupThreshold: options.dedupThreshold ?? DEFAULT_DEDUP_THRESHOLD,

@@ -7,6 +7,7 @@ import { jsonRecord } from './json.ts'
 import { MAX_REVISION } from './limits.ts'
 import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
+import { timeDate } from './time.ts'
 import { edgeHeldAt, edgeVisibleAt, entityId, relationIds, TOMBSTONE_WARNING_RATIO, warnOfTombstones } from './graph.ts'
 
 export { entityId, relationIds }
@@ -96,8 +97,8 @@ const edgeInput = z
      * Links of the same nodes and relation with other starts are other facts; the same start
      * with a new end revises the link.
      */
-    validFrom: z.coerce.date().optional(),
-    validTo: z.coerce.date().optional(),
+    validFrom: timeDate.optional(),
+    validTo: timeDate.optional(),
     ...provenance,
   })
   .refine((e) => !e.validFrom || !e.validTo || e.validTo > e.validFrom, {
@@ -111,7 +112,7 @@ export type EdgeOptions = Omit<EdgeInput, 'src' | 'rel' | 'dst' | 'payload'>
 const removeOptions = z.strictObject(provenance)
 export type RemoveOptions = z.input<typeof removeOptions>
 
-const asOf = z.coerce.date().optional()
+const asOf = timeDate.optional()
 export const nodeReadOptions = z
   .strictObject({ ...provenance, asOf, /** One revision of the node, by number. */ rev: z.number().int().min(1).max(MAX_REVISION).optional() })
   .refine((v) => v.asOf === undefined || v.rev === undefined, { message: 'give asOf or rev, not both' })
@@ -134,7 +135,7 @@ export const neighborsOptions = z.strictObject({
   ...provenance,
   asOf,
   /** Only links that held at this time in the world (`validFrom` ≤ it < `validTo`; an open end holds). */
-  validAt: z.coerce.date().optional(),
+  validAt: timeDate.optional(),
   direction: z.enum(['out', 'in', 'both']).default('out'),
   rel: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
   limit: z.number().int().min(1).max(100_000).default(1000),
@@ -632,11 +633,11 @@ export function entityGraphApi(ctx: EngineContext) {
       const { rows } = await db.query<NodeRow>(
         `SELECT * FROM (
            SELECT DISTINCT ON (n.id) n.* FROM nodes n
-           WHERE n.tenant_id = $1 AND ($2::text IS NULL OR n.type = $2) AND ($3::timestamptz IS NULL OR n.created_at <= $3)
+           WHERE n.tenant_id = $1 AND ($3::timestamptz IS NULL OR n.created_at <= $3)
              AND ($6::text[] IS NULL OR n.id = ANY($6::text[]))
            ORDER BY n.id, n.rev DESC
          ) n
-         WHERE NOT n.tombstone AND ($4::text IS NULL OR n.scope = $4)
+         WHERE NOT n.tombstone AND ($2::text IS NULL OR n.type = $2) AND ($4::text IS NULL OR n.scope = $4)
          ORDER BY n.id
          LIMIT $5`,
         [o.tenantId, o.type ?? null, o.asOf ?? null, o.scope ?? null, o.limit, o.ids ?? null],
@@ -900,7 +901,7 @@ export function entityGraphApi(ctx: EngineContext) {
      * await memory.graph.compact({ before: new Date(Date.now() - 7 * 86400_000) })
      */
     async compact(options: { before: Date | string }): Promise<{ edges: number; nodes: number }> {
-      const o = parseInput(z.strictObject({ before: z.coerce.date() }), options, 'compact options')
+      const o = parseInput(z.strictObject({ before: timeDate }), options, 'compact options')
       return db.transaction(async (tx) => {
         const edges = await tx.query(
           'DELETE FROM edges WHERE tombstoned_at IS NOT NULL AND tombstoned_at < $1',

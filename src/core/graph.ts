@@ -137,7 +137,12 @@ export interface EdgeRow {
   valid_to: Date | string | null
 }
 
-export function toEdge(row: EdgeRow): Edge {
+/**
+ * An edge as its row has it; `asOf`, the edge as read at that time: a tombstone laid after it
+ * was not there yet (`tombstonedAt` null).
+ */
+export function toEdge(row: EdgeRow, asOf: Date | null = null): Edge {
+  const ended = row.tombstoned_at === null || (asOf !== null && new Date(row.tombstoned_at) > asOf) ? null : row.tombstoned_at
   return {
     id: row.id,
     src: row.src,
@@ -150,7 +155,7 @@ export function toEdge(row: EdgeRow): Edge {
     taskId: row.task_id,
     turnIndex: row.turn_index,
     createdAt: iso(row.created_at),
-    tombstonedAt: row.tombstoned_at === null ? null : iso(row.tombstoned_at),
+    tombstonedAt: ended === null ? null : iso(ended),
     validFrom: row.valid_from === null ? null : iso(row.valid_from),
     validTo: row.valid_to === null ? null : iso(row.valid_to),
   }
@@ -303,7 +308,8 @@ export function createGraph(ctx: EngineContext) {
       taskId: query.taskId ?? null,
       detail: { direction, results: rows.length },
     })
-    return rows.map(toEdge)
+    const at = query.asOf === undefined ? null : toDate(query.asOf)
+    return rows.map((r) => toEdge(r, at))
   }
 
   return {
@@ -391,7 +397,7 @@ export function createGraph(ctx: EngineContext) {
       })
       return {
         nodes: row.nodes.map((n) => ({ id: n.id, kind: kindOfId(n.id) ?? null, depth: n.depth })),
-        edges: (row.edges ?? []).map(toEdge),
+        edges: (row.edges ?? []).map((r) => toEdge(r, o.asOf === undefined ? null : toDate(o.asOf))),
         truncated: row.truncated,
       }
     },
@@ -410,7 +416,15 @@ export function createGraph(ctx: EngineContext) {
         options,
         'tombstone options',
       )
-      const at = o.at === undefined ? ctx.now() : toDate(o.at)
+      const now = ctx.now()
+      const at = o.at === undefined ? now : toDate(o.at)
+      // An end to come would be an edge both live and ended: reads without a time see only
+      // edges with no end, and a link put again meanwhile would be live twice.
+      if (at > now) {
+        throw new MemoryError('INVALID_INPUT', `An edge cannot be tombstoned at a time to come (${at.toISOString()}); end it then, or set validTo`, {
+          details: { field: 'at' },
+        })
+      }
       const { rows } = await ctx.db.query<{ id: string; tombstoned_at: Date | null }>(
         `UPDATE edges SET tombstoned_at = $2
          WHERE id = $1 AND tenant_id = $3 AND tombstoned_at IS NULL AND created_at <= $2 RETURNING id`,

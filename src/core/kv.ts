@@ -5,6 +5,7 @@ import { redactUnknown } from './redact.ts'
 import { jsonValue } from './json.ts'
 import { MAX_REVISION } from './limits.ts'
 import { parseInput, z } from './validate.ts'
+import { timeDate } from './time.ts'
 
 /** One revision of a policy entry (a decision, constraint or procedure). */
 export interface KvEntry {
@@ -37,8 +38,7 @@ const getOptions = z.strictObject({
   asOf: z
     .union([
       z.number().int().min(1).max(MAX_REVISION, `a number is a revision (1–${MAX_REVISION}); pass a Date for a time`),
-      z.date(),
-      z.string().pipe(z.coerce.date()),
+      timeDate,
     ])
     .optional(),
 })
@@ -48,7 +48,7 @@ const listOptions = z.strictObject({
   tenantId: identifier.default('default'),
   ...readProvenance,
   /** A time, as a Date or an ISO string (a number would read as a revision in `get`, so none is taken here). */
-  asOf: z.union([z.date(), z.string().pipe(z.coerce.date())]).optional(),
+  asOf: timeDate.optional(),
 })
 export type KvListOptions = z.input<typeof listOptions>
 

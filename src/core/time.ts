@@ -1,10 +1,19 @@
 import { z } from './validate.ts'
 
-/** A point in time as callers give it: an ISO-8601 string with offset, or a Date. */
+/** Years a time may fall in: those Postgres reads back from an ISO string (four digits, AD). */
+const inYears = (d: Date) => d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999
+
+/** A point in time as callers give it: an ISO-8601 string with offset, or a Date; years 1–9999. */
 export const timeInput = z.union([
-  z.iso.datetime({ offset: true }),
-  z.date().refine((d) => !Number.isNaN(d.getTime()), 'invalid Date'),
+  z.iso.datetime({ offset: true }).refine((s) => inYears(new Date(s)), 'a time between the years 1 and 9999 is required'),
+  z
+    .date()
+    .refine((d) => !Number.isNaN(d.getTime()), 'invalid Date')
+    .refine((d) => Number.isNaN(d.getTime()) || inYears(d), 'a time between the years 1 and 9999 is required'),
 ])
+
+/** `timeInput`, read as a Date. */
+export const timeDate = timeInput.transform(toDate)
 
 export type TimeInput = z.infer<typeof timeInput>
 

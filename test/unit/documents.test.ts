@@ -50,6 +50,37 @@ describe('observeDocument', () => {
     expect((await memory.stats()).counts).toMatchObject({ documents: 1, doc_versions: 3 })
   })
 
+  it('a new version dated before the latest is refused, nothing written: versions are numbered in time', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now, workspace: { mode: 'local', root: '/repo' } })
+    await memory.observeDocument({ path: 'src/app.ts', content: 'v1', conversationId: 'c1' })
+    clock.advance(1000)
+    const v2 = await memory.observeDocument({ path: 'src/app.ts', content: 'v2', conversationId: 'c2' })
+    const early = new Date(clock.now().getTime() - 1500)
+    await expect(memory.observeDocument({ path: 'src/app.ts', content: 'v3', conversationId: 'c3', createdAt: early })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      details: { field: 'createdAt' },
+    })
+    // A turn that brings such a version is refused whole.
+    const turn = memory.recordTurn({
+      conversationId: 'c3',
+      user: 'edit it',
+      agent: 'Done.',
+      createdAt: early,
+      procedures: [{ tool: 'edit_file', args: {}, document: { path: 'src/app.ts', content: 'v3', effect: 'write' } }],
+    })
+    await expect(turn).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    expect((await memory.stats()).counts).toMatchObject({ events: 0, doc_versions: 2 })
+    // The same content as the latest is no new version, whenever it was seen; a later time is one.
+    expect(await memory.observeDocument({ path: 'src/app.ts', content: 'v2', conversationId: 'c3', createdAt: early })).toMatchObject({
+      versionId: v2.versionId,
+      created: false,
+    })
+    expect(await memory.observeDocument({ path: 'src/app.ts', content: 'v3', conversationId: 'c3', createdAt: clock.now() })).toMatchObject({
+      version: 3,
+    })
+  })
+
   it('matches by hash: content and contentHash observations are the same version', async () => {
     await using memory = await openTestMemory()
     const a = await memory.observeDocument({ path: '/etc/hosts', content: 'hello', conversationId: 'c1' })

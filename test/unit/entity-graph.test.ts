@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createEngine } from '../../src/core/engine.ts'
 import { MemoryError } from '../../src/core/errors.ts'
+import { openSnapshot } from '../../src/core/snapshot.ts'
 import type { TelemetryEvent } from '../../src/core/telemetry.ts'
 import { steppingClock } from '../support/clock.ts'
 import { openTestDb, openTestMemory } from '../support/memory.ts'
@@ -352,6 +353,46 @@ describe('entity graph', () => {
     expect(ids(await g.nodes({ ids: ['person:bo', 'org:acme', 'person:ann', 'nope'] }))).toEqual(['org:acme', 'person:bo'])
     expect(ids(await g.nodes({ ids: [] }))).toEqual([])
     expect((await errorOf(g.nodes({ limit: 0 }))).code).toBe('INVALID_INPUT')
+  })
+
+  it("a node's type is judged by its latest revision, also when a merged file gave it another", async () => {
+    await using mine = await openTestMemory()
+    await using theirs = await openTestMemory()
+    await mine.graph.putNode({ id: 'x', type: 'file', payload: { v: 'mine' } })
+    await theirs.graph.putNode({ id: 'x', type: 'symbol', payload: { v: 1 } })
+    await theirs.graph.putNode({ id: 'x', type: 'symbol', payload: { v: 2 } })
+    await mine.importFile(await theirs.exportFile(), { mode: 'merge' })
+    expect((await mine.graph.nodeHistory('x')).map((n) => [n.rev, n.type])).toEqual([
+      [1, 'file'],
+      [2, 'symbol'],
+    ])
+    expect((await mine.graph.nodes({ type: 'file' })).map((n) => n.id)).toEqual([])
+    expect((await mine.graph.nodes({ type: 'symbol' })).map((n) => [n.id, n.rev])).toEqual([['x', 2]])
+    const snapshot = await openSnapshot(await mine.exportFile())
+    expect(snapshot.graph.nodes({ type: 'file' })).toEqual([])
+  })
+
+  it('times are Dates or ISO strings with an offset, in the years 1 to 9999: anything else is INVALID_INPUT', async () => {
+    await using memory = await openTestMemory()
+    await memory.graph.putNode({ id: 'a', type: 'thing' })
+    await memory.kv.put('s', 'ns', 'k', 'v')
+    const bad = [null, 1, true, '1', '2025-03-01T10:00:00', 'March 1 2025', new Date('+010000-01-01T00:00:00Z'), new Date(Date.UTC(-1, 0, 1)), '0000-06-01T00:00:00Z']
+    for (const asOf of bad) {
+      const calls: Promise<unknown>[] = [
+        memory.graph.getNode('a', { asOf } as never),
+        memory.graph.nodes({ asOf } as never),
+        memory.graph.neighbors('a', { validAt: asOf } as never),
+        memory.kv.list('s', 'ns', { asOf } as never),
+        memory.memories.list({ asOf } as never),
+        memory.search('thing', { asOf } as never),
+        memory.diffSince(asOf as never),
+      ]
+      // In kv.get a whole number is a revision number.
+      if (asOf !== 1) calls.push(memory.kv.get('s', 'ns', 'k', { asOf } as never))
+      for (const call of calls) expect((await errorOf(call)).code, String(asOf)).toBe('INVALID_INPUT')
+    }
+    expect((await memory.graph.getNode('a', { asOf: new Date('9999-12-31T00:00:00Z') }))?.id).toBe('a')
+    expect((await memory.kv.get('s', 'ns', 'k', { asOf: '9999-12-31T00:00:00+02:00' }))?.payload).toBe('v')
   })
 
   it('links to ids that point at nothing are kept but reported through telemetry', async () => {

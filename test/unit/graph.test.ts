@@ -228,6 +228,51 @@ describe('graph', () => {
     expect([later.nodes, later.kv, later.memories]).toEqual([[], [], []])
   })
 
+  it("diffSince's until, passed back as the next since, misses no write: one in the same millisecond as the cut lands after it", async () => {
+    const { memory, clock } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const first = await memory.diffSince('2025-04-01T09:00:30Z')
+    // The clock has not moved: without the cut these would carry the time of `until` and fall
+    // outside both lists.
+    await memory.kv.put('repo', 'rules', 'r1', 'tabs')
+    await memory.graph.putNode({ id: 'module:auth', type: 'module' })
+    const second = await memory.diffSince(first.until)
+    expect(second.kv.map((k) => k.key)).toEqual(['r1'])
+    expect(second.nodes.map((n) => n.id)).toEqual(['module:auth'])
+    expect(new Date(second.kv[0]?.createdAt as Date).getTime()).toBe(Date.parse(first.until) + 1)
+    clock.advance(1000)
+    expect((await memory.diffSince(second.until)).kv).toEqual([])
+    // An explicit until cuts nothing: a write at that time keeps it.
+    clock.advance(1000)
+    await memory.diffSince(first.since, { until: clock.now() })
+    await memory.kv.put('repo', 'rules', 'r2', 'spaces')
+    expect((await memory.kv.get('repo', 'rules', 'r2'))?.createdAt).toEqual(clock.now())
+  })
+
+  it('an edge tombstoned later reads untombstoned as of a time before; a tombstone to come is refused', async () => {
+    const { memory, clock, t1 } = await twoConversationsSharingAFile()
+    await using _ = memory
+    const v1 = t1.procedures[0]?.versionId as string
+    const edge = t1.procedures[0]?.edgeId as string
+    const before = clock.now().toISOString()
+    clock.advance(1000)
+    await expect(memory.graph.tombstone(edge, { at: new Date(clock.now().getTime() + 3_600_000) })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      details: { field: 'at' },
+    })
+    expect((await memory.graph.in(v1)).map((e) => e.id)).toContain(edge)
+    const ended = await memory.graph.tombstone(edge)
+    expect(ended.tombstonedAt).toBe(clock.now().toISOString())
+    const tombOf = (edges: { id: string; tombstonedAt: string | null }[]) => edges.find((e) => e.id === edge)?.tombstonedAt
+    expect(tombOf(await memory.graph.in(v1, { asOf: before }))).toBeNull()
+    expect(tombOf((await memory.graph.walk(t1.userEventId, { depth: 2, asOf: before })).edges)).toBeNull()
+    expect(tombOf((await memory.graph.conversation('c1', { asOf: before })).edges)).toBeNull()
+    expect(tombOf((await memory.diffSince('2025-04-01T08:00:00Z', { until: before })).edges)).toBeNull()
+    // As of the tombstone and after, it is ended; a list reaching past it names the end.
+    expect(tombOf(await memory.graph.in(v1, { asOf: ended.tombstonedAt as string }))).toBeUndefined()
+    expect(tombOf((await memory.diffSince(before)).edges)).toBe(ended.tombstonedAt)
+  })
+
   it('diffSince also lists entity-graph node revisions, policy revisions and what happened to curated memories', async () => {
     const { memory, clock } = await twoConversationsSharingAFile()
     await using _ = memory
