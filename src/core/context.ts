@@ -322,18 +322,37 @@ export function createContext(ctx: EngineContext) {
     const { rows } = await db.query<TurnRow>(
       `WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE'),
        hit AS (SELECT DISTINCT unnest($1::text[]) AS id),
+       -- A turn's tool event stands for the reply that made the call: a result leads to its
+       -- call (RESULT), a call to the message whose edge points at it.
+       tool AS MATERIALIZED (
+         SELECT h.id AS hit_id, coalesce(
+                  (SELECT r.src FROM edges r WHERE r.dst = h.id AND r.tenant_id = $2
+                     AND r.rel = (SELECT id FROM relations WHERE name = 'RESULT') ORDER BY r.id LIMIT 1),
+                  h.id) AS call_id
+         FROM hit h
+         WHERE (SELECT e.kind FROM events e WHERE e.id = h.id) IN ('tool_call', 'tool_result')
+       ),
+       via AS MATERIALIZED (
+         SELECT h.id AS hit_id,
+                coalesce((SELECT c.src FROM tool t
+                          JOIN edges c ON c.dst = t.call_id AND c.tenant_id = $2
+                          JOIN events r ON r.id = c.src AND r.kind = 'message'
+                          WHERE t.hit_id = h.id ORDER BY c.id LIMIT 1), h.id) AS id
+         FROM hit h
+       ),
        -- Materialized: each lookup runs once per hit, not once per column that reads it.
        turn AS MATERIALIZED (
-         SELECT h.id AS hit_id,
+         SELECT h.hit_id,
                 coalesce((SELECT m.src FROM edges m WHERE m.dst = h.id AND m.rel = (SELECT id FROM msg)
                           AND m.tenant_id = $2 ORDER BY m.id LIMIT 1),
                          CASE WHEN (SELECT 1 FROM edges m WHERE m.src = h.id AND m.rel = (SELECT id FROM msg) LIMIT 1) = 1
-                              THEN h.id END) AS user_event_id
-         FROM hit h
+                              THEN h.id END) AS user_event_id,
+                h.id AS at_id
+         FROM via h
        ), turn2 AS MATERIALIZED (
          SELECT t.hit_id, t.user_event_id,
                 coalesce((SELECT m.dst FROM edges m WHERE m.src = t.user_event_id AND m.rel = (SELECT id FROM msg)
-                          ORDER BY m.id LIMIT 1), t.hit_id) AS reply_event_id
+                          ORDER BY m.id LIMIT 1), t.at_id) AS reply_event_id
          FROM turn t
        )
        SELECT t.hit_id, t.user_event_id,
@@ -364,7 +383,7 @@ export function createContext(ctx: EngineContext) {
   }
 
   function renderTurn(hit: { kind: string; conversationId: string; createdAt: string; text: string }, turn: TurnRow | undefined): string {
-    const head = `[${hit.kind === 'message' && turn?.user_event_id ? 'past turn' : hit.kind} · conversation ${hit.conversationId} · ${day(hit.createdAt)}]`
+    const head = `[${turn?.user_event_id ? 'past turn' : hit.kind} · conversation ${hit.conversationId} · ${day(hit.createdAt)}]`
     if (!turn?.user_event_id) return `${head}\n${hit.text}`
     const lines = [head, `Q: ${turn.user_text ?? ''}`]
     const procs = turn.procedures ?? []
@@ -870,7 +889,8 @@ export function createContext(ctx: EngineContext) {
      * touched the same documents) shown as question, procedures, answer and documents with
      * their staleness, the recent window of this conversation, and handoff notes. Each
      * section is packed by score up to its cap; the whole never exceeds `maxTokens` under the
-     * engine's token counter. Same memory and input → same bundle.
+     * engine's token counter. Same memory and input → same bundle (while the planner's
+     * statistics stay the same: docs/retrieval-and-context.md).
      *
      * @example
      * const bundle = await memory.buildContext({ query: 'why does login fail?', conversationId: 'c9', maxTokens: 8000 })
@@ -913,7 +933,14 @@ export function createContext(ctx: EngineContext) {
       const isDecision = (c: Candidate) => (DECISION_NAMESPACES as readonly string[]).includes(String(c.source.namespace))
       const rules = policyItems.filter((c) => !isDecision(c))
       const policyDecisions = policyItems.filter(isDecision)
-      const evidence = read.evidence ?? { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
+      const found = read.evidence ?? { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
+      // An event shown in its own section (a standing decision, a task's state, a handoff note),
+      // or left out of the ledger as superseded, is no evidence besides.
+      const placed = new Set<unknown>([
+        ...[...decisionItems, ...taskItems, ...handoffItems].map((c) => c.source.eventId),
+        ...omissions.filter((o) => o.reason === 'superseded').map((o) => o.id),
+      ])
+      const evidence = { ...found, candidates: found.candidates.filter((c) => !placed.has(c.source.eventId)) }
       if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
 
       const candidatesBySection: Record<SectionName, Candidate[]> = {

@@ -815,6 +815,65 @@ describe('buildContext: budget and determinism', () => {
     expect(texts(then).some((t) => t.startsWith('- keep invoice ledgers in postgres'))).toBe(true)
   })
 
+  it('an event shown in its own section is no evidence besides, and a superseded decision is in no section', async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now, embedder: createTestEmbedder() })
+    const at = (conversationId: string, more: Record<string, unknown> = {}) => ({ ...scope, ...more, conversationId })
+    const agent = { type: 'agent' as const, id: 'coder' }
+    clock.advance(1000)
+    const old = await memory.record({ kind: 'decision', scope: at('old'), actor: agent, content: { decision: 'Use cookie domain example.com for login sessions' } })
+    clock.advance(1000)
+    const decision = await memory.record({
+      kind: 'decision',
+      scope: at('old'),
+      actor: agent,
+      content: { decision: 'Use cookie domain .example.com for login sessions', supersedes: old.eventId },
+    })
+    clock.advance(1000)
+    const task = await memory.record({ kind: 'task_update', scope: at('old'), actor: agent, content: { taskId: 'T1', text: 'fix login cookie domain', status: 'open' } })
+    clock.advance(1000)
+    const handoff = await memory.record({
+      kind: 'message',
+      tags: ['handoff'],
+      scope: at('old', { agentId: 'other' }),
+      actor: { type: 'agent', id: 'other' },
+      content: { text: 'handoff: login cookie work continues', to: 'coder' },
+    })
+    clock.advance(1000)
+    const chat = await memory.record({ kind: 'message', scope: at('older'), actor: { type: 'human', id: 'ann' }, content: { text: 'the login cookie domain broke staging' } })
+    const b = await memory.buildContext({ ...scope, query: 'login cookie domain', conversationId: 'cur', maxTokens: 8000 })
+    const where = (id: string) => b.sections.filter((s) => s.items.some((i) => i.source.eventId === id)).map((s) => s.name)
+    expect(where(decision.eventId)).toEqual(['decision_ledger'])
+    expect(where(task.eventId)).toEqual(['task_state'])
+    expect(where(handoff.eventId)).toEqual(['handoff_packet'])
+    expect(where(old.eventId)).toEqual([])
+    expect(b.omissions).toContainEqual({ id: old.eventId, reason: 'superseded', detail: decision.eventId })
+    expect(where(chat.eventId)).toEqual(['retrieved_evidence'])
+  })
+
+  it("a hit on a turn's tool call or its output leads to the turn: one evidence item, and turns() gives its question and answer", async () => {
+    const clock = testClock()
+    await using memory = await openTestMemory({ now: clock.now, embedder: createTestEmbedder() })
+    const turn = await memory.recordTurn({
+      conversationId: 'old',
+      scope,
+      user: 'why do the tests fail?',
+      agent: 'The parser crashes on dates.',
+      procedures: [{ tool: 'run_tests', args: { suite: 'unit' }, output: 'FAIL segfault in dateparse module' }],
+    })
+    const hits = await memory.search('segfault dateparse unit suite', { scope: { tenantId: 't1' } })
+    expect(hits.map((h) => h.kind)).toEqual(expect.arrayContaining(['tool_call', 'tool_result']))
+    for (const t of await memory.turns(hits.map((h) => h.eventId), { tenantId: 't1' })) {
+      expect(t).toMatchObject({ userEventId: turn.userEventId, userText: 'why do the tests fail?', replyText: 'The parser crashes on dates.' })
+      expect(t.procedures.map((p) => p.tool)).toEqual(['run_tests'])
+    }
+    const b = await memory.buildContext({ ...scope, query: 'segfault dateparse unit suite', conversationId: 'cur' })
+    const evidence = section(b, 'retrieved_evidence').items
+    expect(evidence.map((i) => [i.kind, i.id])).toEqual([['turn', turn.userEventId]])
+    expect(evidence[0]?.text).toContain('Q: why do the tests fail?')
+    expect(evidence[0]?.text).toContain('Procedures: run_tests {"suite":"unit"}')
+  })
+
   it('an agent gets the bundle through the build_context tool', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     await memory.recordTurn({ conversationId: 'a', scope: { userId: 'ann' }, user: 'where are invoices parsed?', agent: 'In src/parse.ts.' })

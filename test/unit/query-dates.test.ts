@@ -44,4 +44,11 @@ describe('namedPeriod', () => {
     expect(namedPeriod('last weekend', now)).toBeNull()
     expect(namedPeriod('what did we decide yesterday?')).toBeNull()
   })
+
+  it('names no time before the year 1 or after 9999, the times a memory may hold', () => {
+    const first = new Date('0001-01-01T00:00:00.000Z')
+    expect(namedPeriod('notes from today', first)).toEqual({ from: first, to: new Date('0001-01-03T00:00:00.000Z') })
+    const last = new Date('9999-12-31T12:00:00.000Z')
+    expect(namedPeriod('notes from today', last)).toEqual({ from: new Date('9999-12-30T00:00:00.000Z'), to: new Date('9999-12-31T23:59:59.999Z') })
+  })
 })

@@ -376,6 +376,16 @@ describe('search', () => {
     expect(hits[0]?.explain.importance).toBe(0.5)
   })
 
+  it('an event a thousand half-lives old or more has a recency of 0, in search and in the context', async () => {
+    await using memory = await openTestMemory({ now: testClock('2025-03-01T00:00:00Z').now })
+    const old = await memory.record(say('c1', 'ledger format in cents', { createdAt: '1931-05-01T00:00:00Z' }))
+    const hits = await memory.search('ledger format')
+    expect(hits.map((h) => [h.eventId, h.explain.recency])).toEqual([[old.eventId, 0]])
+    expect((await memory.search('ledger format', { weights: { recencyHalfLifeDays: 1 }, asOf: '2025-03-01T00:00:00Z' }))[0]?.explain.recency).toBe(0)
+    const bundle = await memory.buildContext({ query: 'ledger format', conversationId: 'c2' })
+    expect(bundle.sections.find((s) => s.name === 'retrieved_evidence')?.items.map((i) => i.source.eventId)).toEqual([old.eventId])
+  })
+
   it('ranks a decision above a task update above a message with the same words at the same time', async () => {
     await using memory = await openTestMemory({ now: testClock('2025-03-01T00:00:00Z').now })
     const at = { createdAt: '2025-02-01T00:00:00Z' }
