@@ -933,14 +933,7 @@ export function createContext(ctx: EngineContext) {
       const isDecision = (c: Candidate) => (DECISION_NAMESPACES as readonly string[]).includes(String(c.source.namespace))
       const rules = policyItems.filter((c) => !isDecision(c))
       const policyDecisions = policyItems.filter(isDecision)
-      const found = read.evidence ?? { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
-      // An event shown in its own section (a standing decision, a task's state, a handoff note),
-      // or left out of the ledger as superseded, is no evidence besides.
-      const placed = new Set<unknown>([
-        ...[...decisionItems, ...taskItems, ...handoffItems].map((c) => c.source.eventId),
-        ...omissions.filter((o) => o.reason === 'superseded').map((o) => o.id),
-      ])
-      const evidence = { ...found, candidates: found.candidates.filter((c) => !placed.has(c.source.eventId)) }
+      const evidence = read.evidence ?? { candidates: [], poolSize: 0, scored: 0, searchLimit: 0, searchPasses: 0 }
       if (!i.retrieval) omissions.push({ reason: 'retrieval_skipped' })
 
       const candidatesBySection: Record<SectionName, Candidate[]> = {
@@ -953,7 +946,18 @@ export function createContext(ctx: EngineContext) {
         recent_window: recentItems,
         handoff_packet: handoffItems,
       }
-      const sections = SECTION_NAMES.map((n) => pack(n, cap[n], candidatesBySection[n], omissions))
+      // The evidence is packed last: an event another section holds (a standing decision, a
+      // task's state, a handoff note), or a decision the ledger left out as superseded, is no
+      // evidence besides.
+      const packed = new Map<SectionName, ContextSection>()
+      for (const n of SECTION_NAMES) if (n !== 'retrieved_evidence') packed.set(n, pack(n, cap[n], candidatesBySection[n], omissions))
+      const placed = new Set<unknown>([
+        ...(['decision_ledger', 'task_state', 'handoff_packet'] as const).flatMap((n) => packed.get(n)?.items.map((it) => it.source.eventId) ?? []),
+        ...omissions.filter((o) => o.reason === 'superseded').map((o) => o.id),
+      ])
+      const fresh = evidence.candidates.filter((c) => !placed.has(c.source.eventId))
+      packed.set('retrieved_evidence', pack('retrieved_evidence', cap.retrieved_evidence, fresh, omissions))
+      const sections = SECTION_NAMES.map((n) => packed.get(n) as ContextSection)
 
       // Section caps add up to at most the budget, but a tokenizer need not be additive over
       // joined text: drop items until the rendered text fits, the lowest-scored of the
