@@ -771,6 +771,12 @@ function toContext(r: ContextRow): MemoryContextRecord {
  * delete, history, forgetAll, search, reset, defineContext, contexts). Rows are mutable; every
  * change is logged.
  */
+/** An embedder's failure as the caller sees it: MODEL_UNAVAILABLE, or the MemoryError it threw. */
+function modelFailed(embedder: { id: string }, cause: unknown): MemoryError {
+  if (cause instanceof MemoryError) return cause
+  return new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
+}
+
 export function memoriesApi(ctx: EngineContext) {
   const { db, telemetry } = ctx
 
@@ -780,10 +786,7 @@ export function memoriesApi(ctx: EngineContext) {
     try {
       return { value: await ctx.vectors.embed(embedder, content), model: embedder.id }
     } catch (cause) {
-      if (cause instanceof MemoryError) throw cause
-      throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, {
-        cause,
-      })
+      throw modelFailed(embedder, cause)
     }
   }
 
@@ -803,9 +806,9 @@ export function memoriesApi(ctx: EngineContext) {
       let made: Float32Array[]
       try {
         made = await embedder.embed(batch)
+        if (made.length !== batch.length) throw new Error(`${made.length} vectors for ${batch.length} texts`)
       } catch (cause) {
-        if (cause instanceof MemoryError) throw cause
-        throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
+        throw modelFailed(embedder, cause)
       }
       batch.forEach((text, j) => vectors.set(text, toVectorParam(made[j] as Float32Array)))
     }

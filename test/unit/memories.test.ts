@@ -792,6 +792,22 @@ describe('memories as of a time', () => {
     expect((await memory.memories.get(coffee.id))?.useCount).toBe(0)
   })
 
+  it('recall as of a time whose past text the embedder cannot embed fails as MODEL_UNAVAILABLE; the present still answers', async () => {
+    const c = testClock('2025-04-01T09:00:00.000Z')
+    let failing = false
+    await using memory = await openTestMemory({
+      now: c.now,
+      embedder: createTestEmbedder({ failOn: (t) => failing && t === 'Ann lives in Bergen' }),
+    })
+    const m = await memory.remember({ content: 'Ann lives in Bergen', category: 'fact', userId: 'ann' })
+    const before = new Date(c.now().getTime() + 500)
+    c.advance(60_000)
+    await memory.memories.update(m.id, { content: 'Ann lives in Oslo' })
+    failing = true
+    await expect(memory.recall('Bergen', { userId: 'ann', asOf: before })).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
+    expect((await memory.recall('Oslo', { userId: 'ann' })).map((h) => h.content)).toEqual(['Ann lives in Oslo'])
+  })
+
   it('a memory whose sensitivity was raised since is shown as of then only where both its sensitivities may be', async () => {
     const c = testClock('2025-04-01T09:00:00.000Z')
     await using memory = await openTestMemory({ now: c.now, embedder: createTestEmbedder() })
