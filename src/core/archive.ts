@@ -197,7 +197,7 @@ export async function restoreArchives(
     if (unreadable === 'drop') await tx.exec('SAVEPOINT engram_archive')
     let report: Awaited<ReturnType<FileFormat['load']>>
     try {
-      report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file' })
+      report = await format.load(tx, new Blob([row.file as Uint8Array<ArrayBuffer>]), { mode: 'merge', rebuild: 'file', from: 'archive' })
     } catch (error) {
       if (unreadable === 'throw' || !MemoryError.is(error, 'IMPORT_CORRUPT')) throw error
       // Back to before the load (and, to keep it, before the archive's removal).

@@ -474,10 +474,17 @@ export function createFileFormat(
     async load(
       tx: Queryable,
       file: Blob,
-      options: { mode: 'replace' | 'merge'; passphrase?: string | undefined; rebuild?: 'all' | 'file' },
+      options: {
+        mode: 'replace' | 'merge'
+        passphrase?: string | undefined
+        rebuild?: 'all' | 'file'
+        /** An archive this memory wrote (its sealed rows stay sealed), or a file from anyone (`judgeRows`). */
+        from?: 'file' | 'archive'
+      },
     ): Promise<ImportReport> {
       const { mode } = options
       const { manifest, rows, vectors } = await parseFile(await unseal(file, options.passphrase))
+      if (options.from !== 'archive') await judgeRows(rows)
       if (manifest.schemaVersion > schemaVersion) {
         throw new MemoryError(
           'IMPORT_UNSUPPORTED_VERSION',
@@ -555,6 +562,43 @@ async function openLines(vault: Vault, table: string, lines: string[]): Promise<
       return JSON.stringify({ t, r: row })
     }),
   )
+}
+
+/** The columns a vault seals: an export writes them open, so a file never holds sealed text there. */
+const SEALED_COLUMNS: Record<string, readonly string[]> = {
+  events: ['content'],
+  artifacts: ['content'],
+  memories: ['content'],
+  memory_history: ['old_value', 'new_value'],
+}
+
+/**
+ * What an export file from anyone must say of itself: no sealed text where a vault seals (an
+ * export opens it, so sealed text there was put by hand and no key of this memory opens it),
+ * no event marked sealed; and each memory's hash is made again from its text, so a memory is
+ * found as a duplicate of its own text only.
+ */
+async function judgeRows(rows: Map<string, Record<string, unknown>[]>): Promise<void> {
+  for (const [table, columns] of Object.entries(SEALED_COLUMNS)) {
+    for (const row of rows.get(table) ?? []) {
+      for (const column of columns) {
+        const value = row[column]
+        const text = typeof value === 'string' ? value : value == null ? '' : JSON.stringify(value)
+        if (text.includes(SEALED_PREFIX)) {
+          throw corrupt(`"${table}" row ${JSON.stringify(row.id)} holds sealed text in ${column}, which an export writes open`)
+        }
+      }
+    }
+  }
+  for (const row of rows.get('events') ?? []) {
+    const meta = row.meta
+    if (meta !== null && typeof meta === 'object' && 'sealed' in meta) {
+      throw corrupt(`"events" row ${JSON.stringify(row.id)} is marked sealed, which an export never writes`)
+    }
+  }
+  for (const row of rows.get('memories') ?? []) {
+    if (typeof row.content === 'string') row.hash = await memoryHash(row.content)
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Engine } from '../../src/core/engine.ts'
+import { memoryHash } from '../../src/core/hash.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { codeOf } from '../support/errors.ts'
@@ -327,6 +328,44 @@ describe('one-file export and import', () => {
     // The file as written imports, and the memory writes on after it.
     await target.engine.importFile(await edited('events', () => {}), { mode: 'replace' })
     await target.engine.recordTurn({ conversationId: 'c1', user: 'more', agent: 'ok' })
+  })
+
+  it("a file's sealed text where a vault seals, or an event marked sealed, is refused; a memory's hash is made again from its text", async () => {
+    await using source = await openTestEngine()
+    await populate(source.engine)
+    const written = await source.engine.exportFile()
+    const edited = (table: string, edit: (row: Record<string, unknown>) => void) => editedExport(written, table, edit)
+    await using target = await openTestEngine()
+    const sealed = '\uE000sealed1:AAAA'
+    const refused = [
+      await edited('events', (r) => {
+        if (r.kind === 'decision') r.content = { text: sealed }
+      }),
+      await edited('events', (r) => {
+        if (r.kind === 'decision') r.meta = { sealed: true }
+      }),
+      await edited('memories', (r) => {
+        r.content = sealed
+      }),
+      await edited('memory_history', (r) => {
+        r.new_value = sealed
+      }),
+    ]
+    for (const file of refused) {
+      for (const mode of ['merge', 'replace'] as const) expect(await codeOf(target.engine.importFile(file, { mode }))).toBe('IMPORT_CORRUPT')
+    }
+    expect((await target.engine.stats()).counts).toMatchObject({ events: 0, memories: 0 })
+
+    // A memory whose hash names another text: it is that memory's own text that dedupes.
+    const other = 'Deploys happen on Fridays'
+    const plantedHash = await memoryHash(other)
+    await target.engine.importFile(await edited('memories', (r) => void (r.hash = plantedHash)))
+    const [imported] = await target.engine.memories.list({ userId: 'u1' })
+    expect(imported?.hash).toBe(await memoryHash('The user prefers tabs over spaces'))
+    expect((await target.engine.remember({ content: 'the user prefers TABS over spaces', category: 'preference', userId: 'u1' })).id).toBe(imported?.id)
+    const deploys = await target.engine.remember({ content: other, category: 'fact', userId: 'u1' })
+    expect(deploys.id).not.toBe(imported?.id)
+    expect((await target.engine.memories.get(deploys.id))?.content).toBe(other)
   })
 
   it('validates its options', async () => {
