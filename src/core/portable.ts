@@ -652,6 +652,8 @@ async function loadRows(
     if (bulkWorthIt(counts[0]?.incoming ?? 0, counts[0]?.indexed ?? 0)) droppedMemoryIndexes = await dropVectorIndexes(tx, 'memories')
   }
   let relationIds: Map<number, number> | undefined
+  // The events this load added: only their chunks take the file's vectors.
+  const newEvents: string[] = []
   for (const table of catalog.tables) {
     let tableRows = rows.get(table) ?? []
     checkCounters(table, tableRows)
@@ -670,13 +672,16 @@ async function loadRows(
     let inserted = 0
     for (let i = 0; i < tableRows.length; i += BATCH_ROWS) {
       const batch = tableRows.slice(i, i + BATCH_ROWS)
-      const result = await tx.query(
+      const result = await tx.query<{ id: string }>(
         `INSERT INTO ${quoteIdent(table)} (${columns})
          SELECT ${columns} FROM jsonb_populate_recordset(NULL::${quoteIdent(table)}, $1::jsonb)
-         ON CONFLICT DO NOTHING`,
+         ON CONFLICT DO NOTHING${table === 'events' ? ' RETURNING id' : ''}`,
         [JSON.stringify(batch)],
       )
-      inserted += result.affectedRows ?? 0
+      if (table === 'events') {
+        for (const r of result.rows) newEvents.push(r.id)
+        inserted += result.rows.length
+      } else inserted += result.affectedRows ?? 0
     }
     report.inserted[table] = inserted
     report.skipped[table] = tableRows.length - inserted
@@ -717,8 +722,8 @@ async function loadRows(
     const result = await tx.query(
       `UPDATE chunks c SET embedding = x.v::vector, embed_model = x.model
          FROM jsonb_to_recordset($1::jsonb) AS x(source_id text, ord int, model text, v text)
-        WHERE c.source_id = x.source_id AND c.ord = x.ord AND c.embedding IS NULL`,
-      [JSON.stringify(batch)],
+        WHERE c.source_id = x.source_id AND c.ord = x.ord AND c.embedding IS NULL AND c.source_id = ANY($2::text[])`,
+      [JSON.stringify(batch), newEvents],
     )
     report.vectorsRestored += result.affectedRows ?? 0
   }

@@ -188,6 +188,21 @@ describe('one-file export and import', () => {
     expect(none[0]?.n).toBe(0)
   })
 
+  it("a file's vectors go only to the chunks of the events it adds, never to those of events the memory holds", async () => {
+    await using mine = await openTestEngine()
+    await populate(mine.engine)
+    // Every chunk of this memory waits for a vector; a file holding the same events brings some.
+    const file = await mine.engine.exportFile()
+    await using other = await openTestEngine()
+    await other.engine.importFile(file, { mode: 'replace' })
+    await other.engine.record({ kind: 'message', scope: { conversationId: 'c2' }, actor: { type: 'human', id: 'bo' }, content: { text: 'a new note' } })
+    await other.db.query(`UPDATE chunks SET embedding = array_fill(0.5::real, ARRAY[4])::vector, embed_model = 'test/4'`)
+    const report = await mine.engine.importFile(await other.engine.exportFile())
+    const { rows } = await mine.db.query<{ text: string }>(`SELECT text FROM chunks WHERE embedding IS NOT NULL`)
+    expect(rows.map((r) => r.text)).toEqual(['a new note'])
+    expect(report.vectorsRestored).toBe(1)
+  })
+
   it('rejects damaged, foreign and newer files and leaves the memory exactly as it was', async () => {
     await using source = await openTestEngine()
     await populate(source.engine)
