@@ -513,6 +513,10 @@ const getOptions = z.object({ tenantId: identifier.default('default'), channel: 
 /** Options of the reads by id: the tenant the row must belong to, and the channel it will be shown in. */
 export type ReadByIdOptions = z.input<typeof getOptions>
 
+const supersededByOptions = getOptions.extend({ userId: identifier.optional() })
+/** `ReadByIdOptions`, and the user whose view of the decisions counts. */
+export type SupersededByOptions = z.input<typeof supersededByOptions>
+
 /**
  * The ids a decision's `content.supersedes` names (one id or an array of them), as a set of
  * rows `s(old_id)` to join laterally; `supersedes` is the jsonb value.
@@ -628,14 +632,16 @@ export function createEvents(ctx: EngineContext) {
       /**
        * Which of these decisions a later decision supersedes (names in its `content.supersedes`):
        * each superseded id → the first decision, by time, that supersedes it. Only decisions
-       * `channel` may show count. Ids not superseded are left out.
+       * `channel` may show count, and with `userId`, only those that user may read (their own
+       * and those of no user), as the context's decision ledger counts them: another user's
+       * decision supersedes nothing of theirs. Ids not superseded are left out.
        *
        * @example
        * const by = await memory.events.supersededBy([oldDecisionId]) // { [oldDecisionId]: newDecisionId }
        */
-      async supersededBy(eventIds: readonly string[], options: ReadByIdOptions = {}): Promise<Record<string, string>> {
+      async supersededBy(eventIds: readonly string[], options: SupersededByOptions = {}): Promise<Record<string, string>> {
         const ids = parseInput(z.array(identifier).max(1000), eventIds, 'event ids')
-        const o = parseInput(getOptions, options, 'event read options')
+        const o = parseInput(supersededByOptions, options, 'event read options')
         if (ids.length === 0) return {}
         const { rows } = await ctx.db.query<{ old_id: string; by_id: string }>(
           `SELECT DISTINCT ON (s.old_id) s.old_id, d.id AS by_id
@@ -643,8 +649,9 @@ export function createEvents(ctx: EngineContext) {
            CROSS JOIN LATERAL ${supersededIds("d.content -> 'supersedes'")}
            WHERE d.tenant_id = $1 AND d.kind = 'decision' AND d.sensitivity = ANY($3::text[])
              AND s.old_id = ANY($2::text[])
+             AND ($4::text IS NULL OR d.user_id IS NULL OR d.user_id = $4)
            ORDER BY s.old_id, d.created_at, d.seq`,
-          [o.tenantId, ids, allowedSensitivities(o.channel)],
+          [o.tenantId, ids, allowedSensitivities(o.channel), o.userId ?? null],
         )
         return Object.fromEntries(rows.map((r) => [r.old_id, r.by_id]))
       },

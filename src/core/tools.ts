@@ -707,9 +707,10 @@ export async function callTool(
         scope: { ...who(identity), ...(a.conversation_id ? { conversationId: a.conversation_id } : {}) },
         ...channel,
       })) as { eventId: string; text: string; conversationId: string; createdAt: string; score: number }[]
+      // Superseded as this user sees the decisions: another user's decision replaces nothing of theirs.
       const by = (await optional(host, 'events.supersededBy')(
         hits.map((h) => h.eventId),
-        { ...tenantOf(identity), ...channel },
+        { ...tenantOf(identity), ...channel, ...(identity.userId ? { userId: identity.userId } : {}) },
       )) as Record<string, string>
       const kept = hits.filter((h) => a.include_superseded || by[h.eventId] === undefined).slice(0, limit)
       // Each decision's own record: why, what else was weighed, within what, with what

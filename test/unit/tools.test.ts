@@ -381,6 +381,13 @@ describe('agent tools', () => {
     )) as { eventId: string }
     expect(await memory.events.supersededBy([by], { tenantId: 't1' })).toEqual({ [by]: secret })
     expect(await memory.events.supersededBy([by], { tenantId: 't1', channel: 'public' })).toEqual({})
+    // Another user's decision replaces nothing of Alice's: her ledger keeps it.
+    const bob = { tenantId: 't1', userId: 'bob' }
+    const mine = (await memory.callTool('record_event', { kind: 'decision', conversation_id: 'c4', text: 'We deploy on Tuesdays' }, alice)) as { eventId: string }
+    await memory.callTool('record_event', { kind: 'decision', conversation_id: 'c5', text: 'Deploy on Fridays instead', supersedes: [mine.eventId] }, bob)
+    const tuesdays = (await memory.callTool('query_decisions', { query: 'deploy Tuesdays' }, alice)) as { decisions: { id: string; status: string }[] }
+    expect(tuesdays.decisions.find((d) => d.id === mine.eventId)).toMatchObject({ status: 'active' })
+    expect(await memory.events.supersededBy([mine.eventId], { tenantId: 't1', userId: 'alice' })).toEqual({})
     expect(await memory.callTool('query_decisions', { query: 'storage' }, { tenantId: 't2' })).toEqual({ decisions: [] })
     expect((await errorOf(memory.callTool('query_decisions', { query: '' }, alice))).code).toBe('INVALID_INPUT')
     // A host without search or artifacts cannot run them.
