@@ -504,13 +504,13 @@ export class Memory {
     return results
   }
 
-  async #eventOf(r: RememberResult, text: string, metadata?: Record<string, unknown>): Promise<Mem0Event> {
-    const meta = metadata === undefined ? {} : { metadata }
+  async #eventOf(r: RememberResult, said: string, metadata?: Record<string, unknown>): Promise<Mem0Event> {
+    // The memory as stored, not as said: secrets in the text and metadata were replaced.
+    const stored = await this.#engine.memories.get(r.id, this.#tenant)
+    const text = stored?.content ?? said
+    const meta = metadata === undefined ? {} : { metadata: stored?.metadata ?? metadata }
     if (r.action === 'created') return { id: r.id, event: 'ADD', memory: text, new_memory: text, ...meta }
-    if (r.action === 'unchanged') {
-      const existing = await this.#engine.memories.get(r.id, this.#tenant)
-      return { id: r.id, event: 'NONE', memory: existing?.content ?? text }
-    }
+    if (r.action === 'unchanged') return { id: r.id, event: 'NONE', memory: text }
     const old = r.supersededId ? await this.#engine.memories.get(r.supersededId, this.#tenant) : null
     return {
       id: r.id,
@@ -710,12 +710,20 @@ export class Memory {
   }
 
   /** Overwrites a memory's text (new hash, new vector, an UPDATE in its history). */
+  /** Changes a current memory's text; one `get` does not return (replaced, deleted) is NOT_FOUND, as in mem0. */
   async update(id: string, text: string): Promise<void> {
+    await this.#current(id)
     await this.#engine.memories.update(id, { content: text }, this.#tenant)
   }
 
+  /** Deletes a current memory; one `get` does not return (replaced, deleted) is NOT_FOUND, as in mem0. */
   async delete(id: string): Promise<void> {
+    await this.#current(id)
     await this.#engine.memories.delete(id, this.#tenant)
+  }
+
+  async #current(id: string): Promise<void> {
+    if ((await this.get(id)) === null) throw new MemoryError('NOT_FOUND', `No memory "${id}"`)
   }
 
   /** Deletes every memory of the scope. */

@@ -212,6 +212,16 @@ describe('mem0-compatible Memory: CRUD', () => {
 })
 
 describe('mem0-compatible Memory: without a model', () => {
+  it('an ADD or UPDATE event tells the memory as stored: a secret said is replaced there too', async () => {
+    await using mem = await open()
+    const key = 'sk-proj-Xk3f9QzL7mB2vN8pR4tY6wE1aS5dF0gHq7Jc'
+    const { results } = await mem.add(`My OpenAI key is ${key} and I like jazz`, { userId: 'w', metadata: { note: `key ${key}` } })
+    const [stored] = (await mem.getAll({ userId: 'w' })).results
+    expect(stored?.memory).toContain('[REDACTED:')
+    expect(results).toEqual([{ id: stored?.id, event: 'ADD', memory: stored?.memory, new_memory: stored?.memory, metadata: stored?.metadata }])
+    expect(JSON.stringify(results)).not.toContain(key)
+  })
+
   it('stores each user message, skips assistant and system messages, and dedups', async () => {
     await using mem = await open()
     const { results } = await mem.add(
@@ -260,6 +270,10 @@ describe('mem0-compatible Memory: without a model', () => {
     // The replaced memory is no longer one to read; its history says what replaced it.
     expect(await mem.get(first?.id as string)).toBeNull()
     expect((await mem.get(results[0]?.id as string))?.memory).toBe('I live in NYC, Brooklyn')
+    expect((await mem.history(first?.id as string)).map((h) => h.event)).toEqual(['ADD', 'UPDATE'])
+    // Nor one to change: update and delete find it no more than get does, and write nothing.
+    expect((await errorOf(mem.update(first?.id as string, 'I live in Boston'))).code).toBe('NOT_FOUND')
+    expect((await errorOf(mem.delete(first?.id as string))).code).toBe('NOT_FOUND')
     expect((await mem.history(first?.id as string)).map((h) => h.event)).toEqual(['ADD', 'UPDATE'])
   })
 })
