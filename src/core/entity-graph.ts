@@ -8,7 +8,7 @@ import { MAX_REVISION } from './limits.ts'
 import { redactUnknown } from './redact.ts'
 import { parseInput, z } from './validate.ts'
 import { timeDate } from './time.ts'
-import { edgeHeldAt, edgeVisibleAt, entityId, relationIds, TOMBSTONE_WARNING_RATIO, warnOfTombstones } from './graph.ts'
+import { edgeHeldAt, edgeVisibleAt, entityId, relationIds, storedName, TOMBSTONE_WARNING_RATIO, warnOfTombstones } from './graph.ts'
 
 export { entityId, relationIds }
 
@@ -78,9 +78,9 @@ const payloadSchema = jsonRecord
 
 const nodeInput = z.strictObject({
   id: entityId,
-  type: z.string().min(1).max(200),
+  type: storedName(200),
   payload: payloadSchema.default({}),
-  scope: z.string().min(1).max(200).optional(),
+  scope: storedName(200).optional(),
   ...provenance,
 })
 export type NodeInput = z.input<typeof nodeInput>
@@ -125,8 +125,8 @@ export const nodesOptions = z.strictObject({
   asOf,
   /** Only these ids (those that name a live node). */
   ids: z.array(entityId).max(10_000).optional(),
-  type: z.string().min(1).max(200).optional(),
-  scope: z.string().min(1).max(200).optional(),
+  type: storedName(200).optional(),
+  scope: storedName(200).optional(),
   limit: z.number().int().min(1).max(100_000).default(1000),
 })
 export type NodesOptions = z.input<typeof nodesOptions>

@@ -238,7 +238,11 @@ const { db, telemetry } = ctx
 }
 
 /** An entity's or any other graph end's id, as the entity graph takes it. */
-export const entityId = z.string().min(1).max(1000)
+/** Text stored as given and up to `max` characters: a node's id, type or scope, a policy key's names. */
+export const storedName = (max: number) => storableText.pipe(z.string().min(1).max(max))
+
+/** An entity's id (a node, an event, a version…). Text Postgres would store altered (half a surrogate pair, NUL) is refused: two ids would become one. */
+export const entityId = storedName(1000)
 
 /** Resolves relation names to their interned ids; an unknown name is a hard error. */
 export async function relationIds(q: Queryable, names: readonly string[]): Promise<Map<string, number>> {

@@ -6,6 +6,7 @@ import { jsonValue } from './json.ts'
 import { MAX_REVISION } from './limits.ts'
 import { parseInput, z } from './validate.ts'
 import { timeDate } from './time.ts'
+import { storedName } from './graph.ts'
 
 /** One revision of a policy entry (a decision, constraint or procedure). */
 export interface KvEntry {
@@ -20,13 +21,16 @@ export interface KvEntry {
   createdAt: Date
 }
 
-const name = z.string().min(1).max(500)
+const name = storedName(500)
 const writeOptions = z.strictObject({
   tenantId: identifier.default('default'),
   runId: identifier.optional(),
   taskId: identifier.optional(),
 })
 export type KvWriteOptions = z.input<typeof writeOptions>
+
+/** `history`'s options, as a snapshot's `kv.history` takes them too. */
+export const kvHistoryOptions = z.strictObject({ tenantId: identifier.default('default') })
 
 /** The run and task a read belongs to, for its telemetry event. */
 const readProvenance = { runId: identifier.optional(), taskId: identifier.optional() }
@@ -243,7 +247,7 @@ export function kvApi(ctx: EngineContext) {
       options: { tenantId?: string } = {},
     ): Promise<KvEntry[]> {
       const k = parseInput(z.tuple([name, name, name]), [scope, namespace, key], 'kv key')
-      const o = parseInput(z.strictObject({ tenantId: identifier.default('default') }), options, 'kv options')
+      const o = parseInput(kvHistoryOptions, options, 'kv options')
       const { rows } = await db.query<KvRow>(
         `SELECT * FROM kv WHERE tenant_id = $1 AND scope = $2 AND namespace = $3 AND key = $4 ORDER BY rev`,
         [o.tenantId, k[0], k[1], k[2]],

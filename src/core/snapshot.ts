@@ -18,7 +18,7 @@ import {
 } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
 import { eventReadOptions, type EventRow, type MemoryEvent, type ReadByIdOptions, toEvent } from './events.ts'
-import { type KvEntry, type KvGetOptions, type KvListOptions, kvGetOptions, kvListOptions, kvName } from './kv.ts'
+import { type KvEntry, type KvGetOptions, type KvListOptions, kvGetOptions, kvHistoryOptions, kvListOptions, kvName } from './kv.ts'
 import { corrupt as damagedFile, type ExportManifest, readExportFile } from './portable.ts'
 import { allowedSensitivities } from './privacy.ts'
 import { identifier } from './scope.ts'
@@ -392,7 +392,7 @@ export async function openSnapshot(
     },
     history(scope, namespace, k, options = {}) {
       const [s, n, name] = parseInput(kvKey, [scope, namespace, k], 'kv key')
-      const opts = parseInput(z.strictObject({ tenantId: kvName.default('default') }), options, 'kv options')
+      const opts = parseInput(kvHistoryOptions, options, 'kv options')
       return (kv.get(key(opts.tenantId, s, n))?.get(name) ?? []).map((r) => ({ ...r.entry }))
     },
   }

@@ -372,6 +372,30 @@ describe('entity graph', () => {
     expect(snapshot.graph.nodes({ type: 'file' })).toEqual([])
   })
 
+  it('ids, types, scopes and policy names Postgres would store altered are refused, so that two never become one', async () => {
+    await using memory = await openTestMemory()
+    const g = memory.graph
+    await g.putNode({ id: 'x', type: 'a' })
+    for (const bad of ['x\uD800', 'x\uDC00', 'x\u0000']) {
+      const calls: Promise<unknown>[] = [
+        g.putNode({ id: bad, type: 'a' }),
+        g.putNode({ id: 'y', type: bad }),
+        g.putNode({ id: 'y', type: 'a', scope: bad }),
+        g.putEdge(bad, 'defines', 'x'),
+        g.getNode(bad),
+        g.nodes({ type: bad }),
+        g.neighbors(bad),
+        memory.kv.put('s', 'n', bad, 1),
+        memory.kv.get(bad, 'n', 'k'),
+      ]
+      for (const call of calls) expect((await errorOf(call)).code, JSON.stringify(bad)).toBe('INVALID_INPUT')
+    }
+    expect((await memory.stats()).counts).toMatchObject({ nodes: 1, kv: 0 })
+    // Whole pairs are text like any other.
+    await g.putNode({ id: 'x\uD83D\uDE00', type: 'a' })
+    expect((await g.getNode('x\uD83D\uDE00'))?.id).toBe('x\uD83D\uDE00')
+  })
+
   it('times are Dates or ISO strings with an offset, in the years 1 to 9999: anything else is INVALID_INPUT', async () => {
     await using memory = await openTestMemory()
     await memory.graph.putNode({ id: 'a', type: 'thing' })

@@ -170,6 +170,12 @@ describe('snapshots', () => {
       expect(mine).toHaveProperty('error')
     }
     expect(await outcome(() => snap.kv.get('repo:x', '', 'k'))).toEqual(await outcome(() => memory.kv.get('repo:x', '', 'k')))
+    for (const tenantId of [' x', 'x'.repeat(300), 'x\uD800']) {
+      const mine = await outcome(() => snap.kv.history('repo:x', 'constraints', 'k', { tenantId }))
+      expect(mine).toEqual(await outcome(() => memory.kv.history('repo:x', 'constraints', 'k', { tenantId })))
+      expect(mine).toHaveProperty('error')
+    }
+    expect(await outcome(() => snap.graph.getNode('x\uD800'))).toEqual(await outcome(() => g.getNode('x\uD800')))
   })
 
   it('read every table and the vectors, from bytes as well as a Blob, and an encrypted file with its passphrase', async () => {
