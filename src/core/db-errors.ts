@@ -13,8 +13,9 @@ function isPgError(value: unknown): value is PgError {
 
 /**
  * Turns anything thrown below the API into a MemoryError with a stable code: the
- * append-only guard (SQLSTATE EG001) becomes APPEND_ONLY, a unique violation CONFLICT,
- * an out-of-memory in the database or the browser's QuotaExceededError QUOTA_EXCEEDED; the
+ * append-only guard (SQLSTATE EG001) becomes APPEND_ONLY, a unique violation CONFLICT, a
+ * program limit (a value too large to store) INVALID_INPUT, an out-of-memory in the database
+ * or the browser's QuotaExceededError QUOTA_EXCEEDED; the
  * rest INTERNAL, with the original as `cause`.
  */
 export function toMemoryError(error: unknown): MemoryError {
@@ -23,8 +24,11 @@ export function toMemoryError(error: unknown): MemoryError {
     const details = { sqlstate: error.code }
     if (error.code === 'EG001') return new MemoryError('APPEND_ONLY', error.message, { cause: error, details })
     if (error.code === '23505') return new MemoryError('CONFLICT', error.message, { cause: error, details })
-    if (error.code === '53200' || error.code === '54000') {
-      return new MemoryError('QUOTA_EXCEEDED', error.message, { cause: error, details })
+    if (error.code === '53200') return new MemoryError('QUOTA_EXCEEDED', error.message, { cause: error, details })
+    // A program limit: a value too large for where it goes (an id past what its index holds,
+    // a text past what jsonb holds). The statement failed whole; it is the input that is wrong.
+    if (error.code === '54000') {
+      return new MemoryError('INVALID_INPUT', `A value is too large to store: ${error.message}`, { cause: error, details })
     }
     return new MemoryError('INTERNAL', `Database error: ${error.message}`, { cause: error, details })
   }

@@ -337,9 +337,8 @@ export function redactJson<T extends JsonValue>(value: T): { value: T; findings:
     }
     if (Array.isArray(v)) return v.map((x) => walk(x, name))
     if (v !== null && typeof v === 'object') {
-      const out: { [key: string]: JsonValue } = {}
-      for (const [k, child] of Object.entries(v)) out[k] = walk(child, k)
-      return out
+      // Built from entries: a key named __proto__ stays a key, not a change of prototype.
+      return Object.fromEntries(Object.entries(v).map(([k, child]) => [k, walk(child, k)]))
     }
     return v
   }

@@ -218,9 +218,8 @@ async function sealingVault(dataKey: Uint8Array<ArrayBuffer>): Promise<Vault> {
     }
     if (Array.isArray(value)) return value.map((v) => replaceTokens(v, opened))
     if (value !== null && typeof value === 'object' && isPlainObject(value)) {
-      const out: Record<string, unknown> = {}
-      for (const [k, v] of Object.entries(value)) out[k] = replaceTokens(v, opened)
-      return out
+      // From entries: a key named __proto__ stays a key.
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceTokens(v, opened)]))
     }
     return value
   }

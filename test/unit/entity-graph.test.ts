@@ -391,9 +391,20 @@ describe('entity graph', () => {
       for (const call of calls) expect((await errorOf(call)).code, JSON.stringify(bad)).toBe('INVALID_INPUT')
     }
     expect((await memory.stats()).counts).toMatchObject({ nodes: 1, kv: 0 })
+    // An id within 1,000 characters but past what its index holds in bytes: refused as input, nothing written.
+    let seed = 7
+    const cjk = Array.from({ length: 1000 }, () => String.fromCharCode(0x4e00 + ((seed = (seed * 48271) % 2147483647) % 20000))).join('')
+    expect((await errorOf(g.putNode({ id: cjk, type: 'a' }))).code).toBe('INVALID_INPUT')
+    expect((await memory.stats()).counts).toMatchObject({ nodes: 1 })
     // Whole pairs are text like any other.
     await g.putNode({ id: 'x\uD83D\uDE00', type: 'a' })
     expect((await g.getNode('x\uD83D\uDE00'))?.id).toBe('x\uD83D\uDE00')
+    // A payload key named __proto__ is a key like any other.
+    const payload = JSON.parse('{"__proto__":{"x":1},"a":1}') as Record<string, unknown>
+    await g.putNode({ id: 'p', type: 'a', payload })
+    await memory.kv.put('s', 'n', 'p', payload)
+    expect(Object.keys((await g.getNode('p'))?.payload ?? {})).toEqual(['a', '__proto__'])
+    expect((await memory.kv.get('s', 'n', 'p'))?.payload).toEqual(payload)
   })
 
   it('times are Dates or ISO strings with an offset, in the years 1 to 9999: anything else is INVALID_INPUT', async () => {
