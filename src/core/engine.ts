@@ -106,7 +106,7 @@ export type EngineSettings = Pick<
 export interface EngineContext {
   db: Db
   now: () => Date
-  /** Moves `now` past `at`: see `diffSince`. */
+  /** Moves `now` past `at` (see `diffSince`); `now` never runs back. */
   cutAt: (at: Date) => void
   embedder: Embedder | null
   dedupThreshold: number
@@ -184,18 +184,25 @@ function checkOptions(options: EngineOptions): void {
 export async function createEngine(options: EngineOptions) {
   checkOptions(options)
   const clock = options.now ?? (() => new Date())
-  // The latest time a change list was cut at now (`diffSince`): the engine's clock never reads
-  // that millisecond or an earlier one again, so no write lands in a list already handed out.
-  let cut = Number.NEGATIVE_INFINITY
+  // The engine's clock never runs back: a system clock stepped back (a time sync, a manual
+  // change) reads as the latest time it gave until it catches up, so no row is dated before
+  // one it follows (an edge ended before it began, a revision before its predecessor). A change
+  // list cut at now (`diffSince`) moves it one millisecond past the cut, so no write lands in
+  // a list already handed out.
+  let floor = Number.NEGATIVE_INFINITY
   const now = () => {
     const t = clock()
-    return t.getTime() > cut ? t : new Date(cut + 1)
+    if (t.getTime() >= floor) {
+      floor = t.getTime()
+      return t
+    }
+    return new Date(floor)
   }
   const ctx: EngineContext = {
     db: withPreparedStatements(options.db),
     now,
     cutAt: (at) => {
-      cut = Math.max(cut, at.getTime())
+      floor = Math.max(floor, at.getTime() + 1)
     },
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),

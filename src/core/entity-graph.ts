@@ -252,7 +252,7 @@ export async function writeEdges(
                    AND e.valid_from IS NOT DISTINCT FROM i.valid_from AND e.tombstoned_at IS NULL
      ),
      retired AS (
-       UPDATE edges SET tombstoned_at = $10
+       UPDATE edges SET tombstoned_at = greatest($10, created_at)
        WHERE id IN (SELECT live_id FROM twin WHERE NOT same)
        RETURNING id
      ),
@@ -454,7 +454,7 @@ export function entityGraphApi(ctx: EngineContext) {
       const removed = rows.map((r) => r.id).sort()
       if (removed.length === 0) return { removed, edges: 0 }
       const edges = await tx.query<{ id: string; src: string; rel: string; dst: string }>(
-        `UPDATE edges e SET tombstoned_at = $3 FROM relations r
+        `UPDATE edges e SET tombstoned_at = greatest($3, e.created_at) FROM relations r
          WHERE r.id = e.rel AND e.tenant_id = $1 AND (e.src = ANY($2::text[]) OR e.dst = ANY($2::text[])) AND e.tombstoned_at IS NULL
          RETURNING e.id, e.src, r.name AS rel, e.dst`,
         [o.tenantId, removed, at],
@@ -740,7 +740,7 @@ export function entityGraphApi(ctx: EngineContext) {
       const at = ctx.now()
       const rels = await relationIds(db, [e.rel])
       const { rows } = await db.query<{ id: string }>(
-        `UPDATE edges SET tombstoned_at = $5
+        `UPDATE edges SET tombstoned_at = greatest($5, created_at)
          WHERE tenant_id = $1 AND src = $2 AND rel = $3 AND dst = $4 AND tombstoned_at IS NULL
          RETURNING id`,
         [o.tenantId, e.src, rels.get(e.rel), e.dst, at],

@@ -568,6 +568,25 @@ describe('entity graph', () => {
     expect(warnings).toHaveLength(5)
   })
 
+  it('a system clock stepped back dates nothing before what it follows: the engine clock holds until it catches up', async () => {
+    let t = Date.parse('2025-03-01T10:00:10Z')
+    await using memory = await openTestMemory({ now: () => new Date(t) })
+    const g = memory.graph
+    await g.putNodes([{ id: 'a', type: 't' }, { id: 'b', type: 't' }, { id: 'n1', type: 't' }])
+    await g.putEdge('a', 'imports', 'b', { v: 1 })
+    await g.putEdge('n1', 'imports', 'a')
+    t -= 5000
+    await g.putEdge('a', 'imports', 'b', { v: 2 })
+    await g.removeEdge('a', 'imports', 'b')
+    await g.removeNode('n1')
+    await g.verify()
+    const history = await g.nodeHistory('n1')
+    expect(history.map((n) => n.updatedAt.toISOString())).toEqual(['2025-03-01T10:00:10.000Z', '2025-03-01T10:00:10.000Z'])
+    t += 10_000
+    await g.putNode({ id: 'c', type: 't' })
+    expect((await g.getNode('c'))?.updatedAt.toISOString()).toBe('2025-03-01T10:00:15.000Z')
+  })
+
   it('an edge cannot be ended before it began, which would leave the graph failing verify()', async () => {
     await using memory = await openTestMemory({ now: steppingClock() })
     await memory.graph.putEdge('a', 'calls', 'b')
