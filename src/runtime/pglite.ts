@@ -54,6 +54,27 @@ export const WAL_SETTINGS = ['max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init
  */
 export const INITDB_PARAMS = ['--wal-segsize=1'] as const
 
+const TIMESTAMPTZ_TEXT = /^(\d{4,})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?([+-])(\d\d)(?::(\d\d))?(?::(\d\d))?( BC)?$/
+
+/**
+ * A `timestamptz` as Postgres writes it (`2025-03-01 10:00:00.123+00`), read into a Date. The
+ * platform's date parser reads that form as it likes: years 1 to 99 came back as 1950 to 2049.
+ * Anything else (`infinity`) is left to it.
+ */
+export function parseTimestamptz(text: string): Date {
+  const m = TIMESTAMPTZ_TEXT.exec(text)
+  if (!m) return new Date(text)
+  const [, year, month, day, hour, minute, second, fraction, sign, offsetHours, offsetMinutes, offsetSeconds, bc] = m
+  const date = new Date(0)
+  date.setUTCFullYear(bc ? 1 - Number(year) : Number(year), Number(month) - 1, Number(day))
+  date.setUTCHours(Number(hour), Number(minute), Number(second), Number((fraction ?? '').padEnd(3, '0').slice(0, 3)))
+  const offset = (Number(offsetHours) * 3600 + Number(offsetMinutes ?? 0) * 60 + Number(offsetSeconds ?? 0)) * 1000
+  return new Date(date.getTime() - (sign === '+' ? offset : -offset))
+}
+
+/** The `timestamptz` type's oid. */
+const TIMESTAMPTZ = 1184
+
 /** PGlite with the extensions Engram needs, in Node or in a worker. */
 export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
   const cache = options.cacheMB === undefined ? [] : [cacheSetting(options.cacheMB)]
@@ -62,6 +83,7 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
     ...(options.fs === undefined ? {} : { fs: options.fs }),
     ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
     extensions: { vector },
+    parsers: { [TIMESTAMPTZ]: parseTimestamptz },
     initDbStartParams: [...INITDB_PARAMS],
     startParams: [...PGlite.defaultStartParams, ...[...WAL_SETTINGS, ...cache].flatMap((s) => ['-c', s])],
   })

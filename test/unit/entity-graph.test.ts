@@ -427,6 +427,12 @@ describe('entity graph', () => {
       for (const call of calls) expect((await errorOf(call)).code, String(asOf)).toBe('INVALID_INPUT')
     }
     expect((await memory.graph.getNode('a', { asOf: new Date('9999-12-31T00:00:00Z') }))?.id).toBe('a')
+    // Read back as written, the years 1 to 99 too.
+    for (const year of ['0001', '0049', '0099', '0100', '9999']) {
+      const validFrom = `${year}-01-01T00:00:00.000Z`
+      await memory.graph.putEdge('a', 'defines', `b${year}`, {}, { validFrom })
+      expect((await memory.graph.neighbors('a', { rel: 'defines' })).find((l) => l.dst === `b${year}`)?.validFrom?.toISOString()).toBe(validFrom)
+    }
     expect((await memory.kv.get('s', 'ns', 'k', { asOf: '9999-12-31T00:00:00+02:00' }))?.payload).toBe('v')
   })
 
