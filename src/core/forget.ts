@@ -200,11 +200,19 @@ async function forgetMemories(
 ): Promise<typeof NO_MEMORIES> {
   const user = target.userId ?? null
   const agent = target.agentId ?? null
+  // Memories named by id go with their earlier versions: the memories they replaced (by key,
+  // as near duplicates), and those these replaced, each holding an earlier text.
   await tx.query(
     `CREATE TEMP TABLE forget_memories ON COMMIT DROP AS
-     SELECT id FROM memories
-     WHERE tenant_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))
-       AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR agent_id = $4)`,
+     WITH RECURSIVE chosen AS (
+       SELECT id FROM memories
+       WHERE tenant_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))
+         AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR agent_id = $4)
+       UNION
+       SELECT m.id FROM memories m JOIN chosen c ON m.superseded_by = c.id
+       WHERE $2::text[] IS NOT NULL AND m.tenant_id = $1
+     )
+     SELECT id FROM chosen`,
     [target.tenantId, target.ids ?? null, user, agent],
   )
   await tx.query(

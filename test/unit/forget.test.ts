@@ -213,6 +213,16 @@ describe('forget', () => {
     await expect(m.forget({ memoryIds: [note.id] })).rejects.toMatchObject({ code: 'NOT_FOUND' })
     await expect(m.forget({ memoryIds: [] })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
 
+    // A memory by id goes with its earlier versions: the memories it replaced, by key and so on.
+    const first = await m.remember({ content: 'Ann lives at 1 Main Street', category: 'fact', userId: 'ann', key: 'address' })
+    await m.remember({ content: 'Ann lives at 9 Elm Road', category: 'fact', userId: 'ann', key: 'address' })
+    const last = await m.remember({ content: 'Ann lives at 22 Oak Avenue', category: 'fact', userId: 'ann', key: 'address' })
+    expect(first.id).not.toBe(last.id)
+    const address = await m.forget({ memoryIds: [last.id] })
+    expect(address.counts).toMatchObject({ memories: 3 })
+    expect(await texts()).not.toMatch(/Main Street|Elm Road|Oak Avenue/)
+    expect((await m.memories.list({ userId: 'ann', status: 'any' })).map((x) => x.content)).toEqual(['Ann drinks tea'])
+
     // A user: their events as before, and now their memories, contexts and own policy scope.
     const ann = await m.forget({ scope: { tenantId: 'default', userId: 'ann' } })
     expect(ann.counts).toMatchObject({ memories: 1, memoryContexts: 1, kv: 1, nodes: 0 })
