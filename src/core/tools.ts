@@ -11,13 +11,24 @@ import {
   type RememberInput,
   type RememberResult,
 } from './memories.ts'
-import { MAX_PROCEDURES_PER_TURN } from './limits.ts'
+import { MAX_ID_LENGTH, MAX_PROCEDURES_PER_TURN } from './limits.ts'
 import { identifier } from './scope.ts'
 import type { TurnRecord } from './turns.ts'
 import { parseInput, z } from './validate.ts'
 
 const category = z.enum(MEMORY_CATEGORIES)
 const toolScope = z.enum(['user', 'project'])
+
+/** An id as the engine takes it (`identifier`): 1 to `max` characters, no whitespace at either end. */
+const toolId = (max = MAX_ID_LENGTH) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^\S(?:[\s\S]*\S)?$/, 'must not start or end with whitespace')
+
+/** Text with something besides whitespace in it, up to `max` characters: the engine trims it. */
+const saidText = (max: number) => z.string().max(max).regex(/\S/, 'must not be blank')
 
 /** The channel a tool's answer goes to: what it shows is limited to what that channel may see. */
 const answerChannel = z
@@ -26,11 +37,7 @@ const answerChannel = z
   .describe('The channel the answer goes to.')
 
 const saveMemory = z.strictObject({
-  content: z
-    .string()
-    .min(1)
-    .max(20_000)
-    .describe('The memory, in clear natural language: specific, self-contained, one fact, present tense.'),
+  content: saidText(20_000).describe('The memory, in clear natural language: specific, self-contained, one fact, present tense.'),
   category: category.describe(
     'preference, pattern, correction, fact, instruction, convention, decision, constraint or procedure.',
   ),
@@ -43,21 +50,15 @@ const saveMemory = z.strictObject({
   scope: toolScope
     .optional()
     .describe('user (default: everywhere for this user) or project (only this project).'),
-  context: z
-    .string()
-    .min(1)
-    .max(200)
+  context: saidText(200)
     .optional()
     .describe('Name of a group to file the memory under, e.g. "TypeScript conventions". Created if missing.'),
   related_to: z
-    .array(z.string().min(1))
+    .array(z.string().min(1).max(1000))
     .max(100)
     .optional()
     .describe('Ids of things this memory matters for (files, documents, other memories).'),
-  key: z
-    .string()
-    .min(1)
-    .max(200)
+  key: saidText(200)
     .optional()
     .describe('A short name for the memory, e.g. "code-style". Saving again under the same name replaces it.'),
   expires_at: z.iso
@@ -69,11 +70,7 @@ const saveMemory = z.strictObject({
 })
 
 const recallMemories = z.strictObject({
-  query: z
-    .string()
-    .min(1)
-    .max(2000)
-    .describe('What you are looking for, descriptively, e.g. "user\'s TypeScript coding preferences".'),
+  query: saidText(2000).describe('What you are looking for, descriptively, e.g. "user\'s TypeScript coding preferences".'),
   category: category.optional().describe('Only memories of this category.'),
   scope: toolScope.optional().describe('Only user-wide or only project memories.'),
   relevant_to: z
@@ -94,10 +91,10 @@ const recallMemories = z.strictObject({
 const manageMemory = z
   .strictObject({
     action: z.enum(['list', 'delete', 'update', 'forget_all']).describe('What to do.'),
-    memory_id: z.string().min(1).optional().describe('The memory to delete or update.'),
+    memory_id: z.string().min(1).max(200).optional().describe('The memory to delete or update (needed for both).'),
     updates: z
       .strictObject({
-        content: z.string().min(1).max(20_000).optional(),
+        content: saidText(20_000).optional(),
         category: category.optional(),
         confidence: z.number().min(0).max(1).optional(),
         expires_at: z.iso
@@ -107,7 +104,7 @@ const manageMemory = z
           .describe('When it stops being true (ISO 8601 with offset), or null: never.'),
       })
       .optional()
-      .describe('For update: the fields to change.'),
+      .describe('For update, needed: the fields to change (at least one).'),
     category: category.optional().describe('For list: only this category.'),
     limit: z.number().int().min(1).max(100).optional().describe('For list: at most this many (default 20).'),
     confirm: z.boolean().optional().describe('For forget_all: must be true, after the user confirmed.'),
@@ -131,7 +128,7 @@ const logged = {
     .optional()
     .describe('Who may later see it (default private).'),
   sensitivity: z.enum(['none', 'low', 'high']).optional().describe('How sensitive it is (default none).'),
-  tags: z.array(z.string().min(1)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
+  tags: z.array(z.string().min(1).max(200)).max(50).optional().describe('Free tags, e.g. "topic:onboarding".'),
 }
 
 const TASK_STATUSES = ['open', 'in_progress', 'blocked', 'done', 'cancelled'] as const
@@ -155,7 +152,7 @@ const FIELD_KINDS = {
 const recordEvent = z
   .strictObject({
     kind: z.enum(['message', 'tool_call', 'tool_result', 'decision', 'task_update']).describe('What happened.'),
-    conversation_id: z.string().min(1).describe('The conversation (session) it belongs to.'),
+    conversation_id: toolId().describe('The conversation (session) it belongs to.'),
     text: z
       .string()
       .min(1)
@@ -183,7 +180,7 @@ const recordEvent = z
       .describe('For task_update, needed: which task, a short id you choose (e.g. "T-1"); its later updates use the same id.'),
     status: z.enum(TASK_STATUSES).optional().describe('For task_update: the task\'s state now (default open).'),
     supersedes: z
-      .array(z.string().min(1))
+      .array(toolId())
       .max(20)
       .optional()
       .describe('For decision: the event ids of earlier decisions this one replaces.'),
@@ -204,9 +201,9 @@ const recordEvent = z
       .optional()
       .describe('For decision: what follows from it, e.g. "imports must be rewritten".'),
     actor_type: z.enum(['human', 'agent', 'tool']).optional().describe('Who acted (default: agent).'),
-    actor_id: z.string().min(1).optional().describe('Which human, agent or tool.'),
+    actor_id: toolId().optional().describe('Which human, agent or tool.'),
     ...logged,
-    refs: z.array(z.string().min(1)).max(100).optional().describe('Ids of events or documents it refers to.'),
+    refs: z.array(toolId()).max(100).optional().describe('Ids of events or documents it refers to.'),
   })
   .superRefine((v, issues) => {
     for (const [field, kinds] of Object.entries(FIELD_KINDS) as [keyof typeof FIELD_KINDS, readonly string[]][]) {
@@ -271,7 +268,7 @@ const turnProcedure = z
     content: z
       .string()
       .optional()
-      .describe('The file\'s or page\'s content as it was after the call (leave it out to record only that it was touched).'),
+      .describe('With path or url, needed: the file\'s or page\'s content as it was after the call.'),
     effect: z.enum(['read', 'write']).optional().describe('With path or url: whether the tool read or wrote it.'),
     output: z.string().min(1).optional().describe('Without path or url: what the tool returned.'),
   })
@@ -281,6 +278,7 @@ const turnProcedure = z
     }
     const document = p.path !== undefined || p.url !== undefined
     if (document && p.effect === undefined) issues.addIssue({ code: 'custom', path: ['effect'], message: 'a path or url needs effect' })
+    if (document && p.content === undefined) issues.addIssue({ code: 'custom', path: ['content'], message: 'a path or url needs content' })
     if (document && p.output !== undefined) {
       issues.addIssue({ code: 'custom', path: ['output'], message: 'a path or url keeps its content in content; drop output' })
     }
@@ -292,7 +290,7 @@ const turnProcedure = z
   })
 
 const recordTurn = z.strictObject({
-  conversation_id: z.string().min(1).describe('The conversation (session) it belongs to.'),
+  conversation_id: toolId().describe('The conversation (session) it belongs to.'),
   user: z.string().min(1).describe('The user\'s message, as they wrote it.'),
   reply: z.string().min(1).describe('Your reply.'),
   procedures: z
@@ -304,14 +302,14 @@ const recordTurn = z.strictObject({
 })
 
 const buildContext = z.strictObject({
-  query: z.string().min(1).describe('What the next step is about; drives retrieval.'),
+  query: saidText(20_000).describe('What the next step is about; drives retrieval.'),
   intent: z
     .string()
     .min(1)
     .max(200)
     .optional()
     .describe('What you are about to do, in a few words (e.g. "fix the date parser"); recorded with the bundle.'),
-  conversation_id: z.string().min(1).optional().describe('The current conversation.'),
+  conversation_id: toolId().optional().describe('The current conversation.'),
   max_tokens: z
     .number()
     .int()
@@ -323,13 +321,13 @@ const buildContext = z.strictObject({
 })
 
 const getArtifact = z.strictObject({
-  artifact_id: z.string().min(1).max(200).describe('The artifact id a tool result names (its artifactId).'),
+  artifact_id: toolId(200).describe('The artifact id a tool result names (its artifactId).'),
   channel: answerChannel,
 })
 
 const queryDecisions = z.strictObject({
-  query: z.string().min(1).max(2000).describe('What the decisions are about, e.g. "database choice".'),
-  conversation_id: z.string().min(1).optional().describe('Only this conversation\'s decisions.'),
+  query: saidText(2000).describe('What the decisions are about, e.g. "database choice".'),
+  conversation_id: toolId().optional().describe('Only this conversation\'s decisions.'),
   limit: z.number().int().min(1).max(50).optional().describe('How many (default 10).'),
   include_superseded: z
     .boolean()

@@ -72,6 +72,50 @@ describe('agent tools', () => {
     expect(openAITools(['recall_memories']).map((t) => t.function.name)).toEqual(['recall_memories'])
   })
 
+  it("the advertised schemas carry the engine's bounds, and what they let through at a bound the tool takes", async () => {
+    const params = Object.fromEntries(openAITools().map((t) => [t.function.name, t.function.parameters])) as Record<
+      string,
+      { properties: Record<string, { maxLength?: number; pattern?: string; items?: { maxLength?: number; pattern?: string } }> }
+    >
+    const field = (tool: string, name: string) => params[tool]?.properties[name] ?? {}
+    const ids: [string, string][] = [
+      ['record_event', 'conversation_id'],
+      ['record_event', 'actor_id'],
+      ['record_turn', 'conversation_id'],
+      ['build_context', 'conversation_id'],
+      ['query_decisions', 'conversation_id'],
+    ]
+    for (const [tool, name] of ids) {
+      const f = field(tool, name)
+      expect(f.maxLength, `${tool}.${name}`).toBe(256)
+      const id = new RegExp(f.pattern as string)
+      expect([id.test('c1'), id.test('a b'), id.test('c1 '), id.test(' c1'), id.test(' ')]).toEqual([true, true, false, false, false])
+    }
+    expect(field('record_event', 'refs').items?.maxLength).toBe(256)
+    expect(field('record_event', 'tags').items?.maxLength).toBe(200)
+    expect(field('save_memory', 'related_to').items?.maxLength).toBe(1000)
+    expect(field('manage_memory', 'memory_id').maxLength).toBe(200)
+    for (const [tool, name] of [['save_memory', 'content'], ['save_memory', 'key'], ['recall_memories', 'query'], ['build_context', 'query'], ['query_decisions', 'query']]) {
+      const text = new RegExp(field(tool as string, name as string).pattern as string)
+      expect([text.test('   '), text.test(' x ')], `${tool}.${name}`).toEqual([false, true])
+    }
+    expect(field('build_context', 'query').maxLength).toBe(20_000)
+
+    await using memory = await openTestMemory({ embedder: createTestEmbedder() })
+    const who = { tenantId: 't1', userId: 'u' }
+    const longest = 'c'.repeat(256)
+    await memory.callTool('record_event', { kind: 'message', conversation_id: longest, text: 'hi', actor_id: longest, refs: [longest], tags: ['t'.repeat(200)] }, who)
+    await memory.callTool('record_turn', { conversation_id: longest, user: 'q', reply: 'a' }, who)
+    await memory.callTool('save_memory', { content: ' padded ', category: 'fact', key: ' k ', related_to: ['r'.repeat(1000)] }, who)
+    await memory.callTool('build_context', { query: 'q'.repeat(20_000), conversation_id: longest }, who)
+    await memory.callTool('query_decisions', { query: ' x ', conversation_id: longest }, who)
+    // A file touched needs its content: the schema says so, and the tool says which field.
+    const touched = await errorOf(
+      memory.callTool('record_turn', { conversation_id: 'c1', user: 'q', reply: 'a', procedures: [{ tool: 'read', path: '/src/a.ts', effect: 'read' }] }, who),
+    )
+    expect([touched.code, touched.message]).toEqual(['INVALID_INPUT', expect.stringContaining('content')])
+  })
+
   it('save, recall and manage memories through tool calls on behalf of a user', async () => {
     await using memory = await openTestMemory({ embedder: createTestEmbedder() })
     const alice = { userId: 'alice', projectId: 'engram' }
