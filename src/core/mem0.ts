@@ -298,6 +298,9 @@ const MAX_GRAPH_SCOPE = 200
  * space, `=`, `/`), are escaped, so that no two scopes and names make one id; a scope longer
  * than the entity graph keeps is its SHA-256.
  */
+/** How every graph scope of the facade begins. */
+const GRAPH_SCOPE_PREFIX = 'mem0 '
+
 async function graphScope(s: Mem0Scope): Promise<string> {
   const escape = (v: string) => v.replace(/[% =/]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
   const parts = [
@@ -305,7 +308,7 @@ async function graphScope(s: Mem0Scope): Promise<string> {
     ...(s.agentId === undefined ? [] : [`agent=${escape(s.agentId)}`]),
     ...(s.runId === undefined ? [] : [`run=${escape(s.runId)}`]),
   ]
-  const key = `mem0 ${parts.join(' ')}`
+  const key = `${GRAPH_SCOPE_PREFIX}${parts.join(' ')}`
   return key.length <= MAX_GRAPH_SCOPE ? key : `mem0 sha256=${await sha256Hex(key)}`
 }
 
@@ -731,7 +734,26 @@ export class Memory {
     const s = parseInput(z.strictObject(scopeFields), scope ?? {}, 'scope')
     requireScope(s)
     await this.#engine.memories.forgetAll({ ...scopeOf(s), ...this.#tenant, confirm: true })
-    if (this.#options.graph === true) await this.#removeGraph(await graphScope(scopeOf(s)))
+    if (this.#options.graph === true) await this.#removeGraphWithin(scopeOf(s))
+  }
+
+  /**
+   * The entities of every graph scope within `s`, as `deleteAll` deletes the memories of every
+   * scope that has its fields: `{ userId }` takes the user's scopes with an agent or run too.
+   */
+  async #removeGraphWithin(s: Mem0Scope): Promise<void> {
+    const key = await graphScope(s)
+    const wanted = key.slice(GRAPH_SCOPE_PREFIX.length).split(' ')
+    const graph = this.#engine.graph as MemoryGraph
+    const nodes = await graph.nodes({ type: ENTITY_NODE, ...this.#tenant, limit: 100_000 })
+    const within = (scope: string | null) => {
+      if (scope === key) return true
+      if (scope === null || !scope.startsWith(GRAPH_SCOPE_PREFIX)) return false
+      const parts = scope.slice(GRAPH_SCOPE_PREFIX.length).split(' ')
+      return wanted.every((p) => !p.startsWith('sha256=') && parts.includes(p))
+    }
+    const ids = nodes.filter((n) => within(n.scope)).map((n) => n.id)
+    if (ids.length > 0) await graph.removeNodes(ids, this.#tenant)
   }
 
   /** The live entities of scope `key` among `ids`, looked up in batches the entity graph takes. */

@@ -822,9 +822,17 @@ describe('mem0-compatible Memory: graph memory', () => {
   it("deleteAll removes the scope's entities and links, reset every scope's; graph memory needs an engine with a graph", async () => {
     await using mem = await openGraph()
     await mem.add(ALICE, { userId: 'u1' })
+    await mem.add(ALICE, { userId: 'u1', agentId: 'helper' })
     await mem.add(GOOGLE, { userId: 'u2' })
+    await mem.add(GOOGLE, { userId: 'u2', agentId: 'u1' })
+    expect((await entities(mem, 'mem0 user=u1 agent=helper')).length).toBeGreaterThan(0)
+    // The user's scopes with an agent go too, as their memories do; another user's scope with
+    // an agent named like the user stays.
     await mem.deleteAll({ userId: 'u1' })
     expect(await entities(mem, 'mem0 user=u1')).toEqual([])
+    expect(await entities(mem, 'mem0 user=u1 agent=helper')).toEqual([])
+    expect((await mem.getAll({ userId: 'u1', agentId: 'helper' })).relations).toEqual([])
+    expect((await entities(mem, 'mem0 user=u2 agent=u1')).map(([name]) => name)).toEqual(['Google', 'Mountain View'])
     expect((await entities(mem, 'mem0 user=u2')).map(([name]) => name)).toEqual(['Google', 'Mountain View'])
     expect(await mem.engine.graph.neighbors('mem0 user=u1/alice')).toEqual([])
     await mem.reset()
