@@ -895,7 +895,8 @@ export function entityGraphApi(ctx: EngineContext) {
     /**
      * Physically deletes tombstoned edges and removed nodes whose tombstone is older than
      * `before` — the only operation that shrinks the graph. As-of reads before that time
-     * lose what was dropped.
+     * lose what was dropped. Reports the rows deleted: edges, and node revisions (a removed
+     * node goes with every revision it had).
      *
      * @example
      * await memory.graph.compact({ before: new Date(Date.now() - 7 * 86400_000) })
