@@ -43,14 +43,29 @@ const dated = <T extends { created_at: string }>(r: T) => ({ ...r, created_at: n
 const options = z.object({ until: timeInput.optional(), tenantId: identifier.optional() }).strict()
 
 export function createChanges(ctx: EngineContext) {
+  /**
+   * Where a list asked for up to now ends: now, or just before the earliest engine call still
+   * running began, since what it writes is dated then or later and is not committed yet. The
+   * engine's clock then moves past it, so a write after the cut is dated after it too: each
+   * row is in the list cut after it was committed, or in the next (since = this until).
+   */
+  function cut(): Date {
+    const now = ctx.now()
+    const earliest = ctx.earliestCall()
+    const to = earliest !== null && earliest <= now.getTime() ? new Date(earliest - 1) : now
+    ctx.cutAt(to)
+    return to
+  }
+
   return {
     /**
      * What changed after `since` (and up to `until`, default now): new events, documents,
      * versions and edges, edges tombstoned, entity-graph node and policy (kv) revisions, what
      * happened to curated memories, and forgets. Times are the rows' own times, so a
      * back-dated import shows up at the time it claims. Pass `until` back as the next call's
-     * `since` to follow the changes: a list cut at now moves the engine's clock past `until`,
-     * so no write of this engine lands between two lists. Edges read as of `until`: an edge
+     * `since` to follow the changes: without `until`, a list ends now, or just before the
+     * earliest engine call still running began, and the engine's clock moves past it, so no
+     * write of this engine lands between two lists. Edges read as of `until`: an edge
      * tombstoned later shows no tombstone.
      *
      * @example
@@ -59,10 +74,7 @@ export function createChanges(ctx: EngineContext) {
     async diffSince(since: TimeInput, opts: { until?: TimeInput; tenantId?: string } = {}): Promise<Changes> {
       const from = toDate(parseInput(timeInput, since, 'since'))
       const o = parseInput(options, opts, 'diff options')
-      const to = o.until === undefined ? ctx.now() : toDate(o.until)
-      // A list cut at now: the engine's clock moves past this millisecond, so a write after the
-      // cut is in the next list (since = this until), not lost between the two.
-      if (o.until === undefined) ctx.cutAt(to)
+      const to = o.until === undefined ? cut() : toDate(o.until)
       const tenant = o.tenantId ?? null
       const { rows } = await ctx.db.query<{
         events: EventRow[] | null

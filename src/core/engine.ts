@@ -36,7 +36,11 @@ export const DEFAULT_DEDUP_THRESHOLD = 0.92
 
 export interface EngineOptions {
   db: Db
-  /** Clock for created_at; tests pin it for determinism. */
+  /**
+   * Clock for created_at; tests pin it for determinism. The engine never reads it back in
+   * time: a reading earlier than one it gave reads as that one (and `diffSince` moves it a
+   * millisecond past a list's end).
+   */
   now?: () => Date
   /**
    * Embeds chunks, memories and queries; without one, dedup is exact-text only and search is
@@ -108,6 +112,11 @@ export interface EngineContext {
   now: () => Date
   /** Moves `now` past `at` (see `diffSince`); `now` never runs back. */
   cutAt: (at: Date) => void
+  /**
+   * When the earliest engine call still running began (by `now`), or null: what it writes is
+   * dated then or later, and is not yet committed.
+   */
+  earliestCall: () => number | null
   embedder: Embedder | null
   dedupThreshold: number
   telemetry: Telemetry
@@ -190,6 +199,8 @@ export async function createEngine(options: EngineOptions) {
   // list cut at now (`diffSince`) moves it one millisecond past the cut, so no write lands in
   // a list already handed out.
   let floor = Number.NEGATIVE_INFINITY
+  // The engine calls running, each with the time it began (`earliestCall`).
+  const running = new Map<symbol, number>()
   const now = () => {
     const t = clock()
     if (t.getTime() >= floor) {
@@ -203,6 +214,11 @@ export async function createEngine(options: EngineOptions) {
     now,
     cutAt: (at) => {
       floor = Math.max(floor, at.getTime() + 1)
+    },
+    earliestCall: () => {
+      let earliest: number | null = null
+      for (const at of running.values()) if (earliest === null || at < earliest) earliest = at
+      return earliest
     },
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
@@ -474,7 +490,43 @@ export async function createEngine(options: EngineOptions) {
       },
     }),
   }
-  return openingResults(engine, () => ctx.vault)
+  const begin = () => {
+    const token = Symbol('call')
+    running.set(token, now().getTime())
+    return () => running.delete(token)
+  }
+  return openingResults(tracked(engine, begin, ['diffSince']), () => ctx.vault)
+}
+
+type Api = { [key: string]: unknown }
+
+/**
+ * `api` with each call's run noted by `begin` (which returns its end) until its promise
+ * settles, in nested plain objects too; the top-level functions named in `skip` are not noted.
+ */
+function tracked<T extends Api>(api: T, begin: () => () => void, skip: readonly string[] = []): T {
+  const out: Api = {}
+  for (const [key, value] of Object.entries(api)) {
+    if (typeof value === 'function' && !skip.includes(key)) {
+      const fn = value as (...args: unknown[]) => unknown
+      out[key] = (...args: unknown[]) => {
+        const end = begin()
+        let result: unknown
+        try {
+          result = fn.apply(api, args)
+        } catch (error) {
+          end()
+          throw error
+        }
+        if (result instanceof Promise) return result.finally(end)
+        end()
+        return result
+      }
+    } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+      out[key] = tracked(value as Api, begin)
+    } else out[key] = value
+  }
+  return out as T
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>

@@ -242,6 +242,19 @@ describe('graph', () => {
     expect(new Date(second.kv[0]?.createdAt as Date).getTime()).toBe(Date.parse(first.until) + 1)
     clock.advance(1000)
     expect((await memory.diffSince(second.until)).kv).toEqual([])
+    // A write still running when a list is cut (it took its time, it has not committed): in
+    // this list or the next, never in neither.
+    for (let n = 0; n < 5; n++) {
+      const from = (await memory.diffSince(first.since)).until
+      clock.advance(1)
+      const writing = memory.record({ kind: 'message', scope: { conversationId: 'c9' }, actor: { type: 'human', id: 'u' }, content: { text: `note ${n} ${'x'.repeat(20_000)}` } })
+      const during = await memory.diffSince(from)
+      clock.advance(1)
+      const { eventId } = await writing
+      const after = await memory.diffSince(during.until)
+      const lists = [during, after].map((d) => d.events.some((e) => e.id === eventId))
+      expect(lists.filter(Boolean), `run ${n}: ${JSON.stringify(lists)}`).toHaveLength(1)
+    }
     // An explicit until cuts nothing: a write at that time keeps it.
     clock.advance(1000)
     await memory.diffSince(first.since, { until: clock.now() })
