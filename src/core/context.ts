@@ -323,7 +323,7 @@ export function createContext(ctx: EngineContext) {
       `WITH msg AS (SELECT id FROM relations WHERE name = 'MESSAGE'),
        hit AS (SELECT DISTINCT unnest($1::text[]) AS id),
        -- A turn's tool event stands for the reply that made the call: a result leads to its
-       -- call (RESULT), a call to the message whose edge points at it.
+       -- call (RESULT), a call to the message whose tool edge (not a builtin one) points at it.
        tool AS MATERIALIZED (
          SELECT h.id AS hit_id, coalesce(
                   (SELECT r.src FROM edges r WHERE r.dst = h.id AND r.tenant_id = $2
@@ -336,6 +336,7 @@ export function createContext(ctx: EngineContext) {
          SELECT h.id AS hit_id,
                 coalesce((SELECT c.src FROM tool t
                           JOIN edges c ON c.dst = t.call_id AND c.tenant_id = $2
+                          JOIN relations rr ON rr.id = c.rel AND NOT rr.builtin
                           JOIN events r ON r.id = c.src AND r.kind = 'message'
                           WHERE t.hit_id = h.id ORDER BY c.id LIMIT 1), h.id) AS id
          FROM hit h
@@ -390,6 +391,8 @@ export function createContext(ctx: EngineContext) {
     if (procs.length > 0) {
       lines.push(`Procedures: ${procs.map((p) => `${p.tool} ${JSON.stringify(p.args)}`).join('; ')}`)
     }
+    // A hit on one of the turn's tool events: what it said, which is what the query matched.
+    if (hit.kind === 'tool_result' || hit.kind === 'tool_call') lines.push(`${hit.kind === 'tool_result' ? 'Output' : 'Call'}: ${hit.text}`)
     lines.push(`A: ${turn.reply_text ?? ''}`)
     const docs = procs.filter((p) => p.key !== null && p.version !== null)
     if (docs.length > 0) {

@@ -874,6 +874,12 @@ describe('buildContext: budget and determinism', () => {
     expect(evidence.map((i) => [i.kind, i.id])).toEqual([['turn', turn.userEventId]])
     expect(evidence[0]?.text).toContain('Q: why do the tests fail?')
     expect(evidence[0]?.text).toContain('Procedures: run_tests {"suite":"unit"}')
+    // The tool event the query matched is in it, with what it said.
+    expect(evidence[0]?.text).toMatch(/\n(Output|Call): .*(segfault|suite)/)
+    const [output] = await memory.search('segfault dateparse', { scope: { tenantId: 't1' }, kinds: ['tool_result'] })
+    const byOutput = await memory.buildContext({ ...scope, query: 'FAIL segfault dateparse module', conversationId: 'cur' })
+    expect(output?.kind).toBe('tool_result')
+    expect(section(byOutput, 'retrieved_evidence').items[0]?.text).toContain('FAIL segfault in dateparse module')
   })
 
   it('an agent gets the bundle through the build_context tool', async () => {
