@@ -376,6 +376,22 @@ export function readableBy(user: string, project: string, alias = 'm'): string {
         OR (${alias}.scope = 'project' AND ${alias}.user_id IS NOT DISTINCT FROM ${user} AND ${alias}.project_id = ${project}))`
 }
 
+/** `readableBy` for a row in hand. */
+function readableRow(r: MemoryRow, user: string | null, project: string | null): boolean {
+  return r.scope === 'global' || (r.user_id === user && (r.scope === 'user' || (r.scope === 'project' && r.project_id === project)))
+}
+
+/** The identity fields of `selectWhere` (those a memory never changes) for a row in hand. */
+function selectedRow(r: MemoryRow, s: { userId?: string | undefined; agentId?: string | undefined; runId?: string | undefined; projectId?: string | undefined; scope?: string | undefined }): boolean {
+  return (
+    (s.userId === undefined || r.user_id === s.userId) &&
+    (s.agentId === undefined || r.agent_id === s.agentId) &&
+    (s.runId === undefined || r.run_id === s.runId) &&
+    (s.projectId === undefined || r.project_id === s.projectId) &&
+    (s.scope === undefined || r.scope === s.scope)
+  )
+}
+
 /** A memory that has not expired at `at` (a parameter placeholder). */
 export function unexpired(at: string, alias = 'm'): string {
   return `(${alias}.expires_at IS NULL OR ${alias}.expires_at > ${at})`
@@ -794,12 +810,30 @@ export function memoriesApi(ctx: EngineContext) {
    * Vectors, by text, of the texts the memories changed since `at` had then and have no
    * longer, embedded now by the current model (none without one or for sealed text).
    */
-  async function pastVectors(tenantId: string, at: Date): Promise<Map<string, string>> {
+  async function pastVectors(
+    tenantId: string,
+    at: Date,
+    allowed: readonly string[],
+    mayRead: (r: MemoryRow) => boolean,
+  ): Promise<Map<string, string>> {
     const vectors = new Map<string, string>()
     const embedder = ctx.embedder
     if (!embedder) return vectors
     const { then, current } = await changedSince(db, tenantId, at)
-    const texts = [...new Set(then.filter((r) => r.content !== current.get(r.id)?.content && !isSealed(r.content)).map((r) => r.content))]
+    // Only the texts the call may rank: of memories its identity fields select (they never
+    // change) and its channel may show, then and now. No other user's text reaches the model.
+    const wanted = then.filter((r) => {
+      const now = current.get(r.id)
+      return (
+        now !== undefined &&
+        mayRead(now) &&
+        allowed.includes(now.sensitivity) &&
+        allowed.includes(r.sensitivity) &&
+        r.content !== now.content &&
+        !isSealed(r.content)
+      )
+    })
+    const texts = [...new Set(wanted.map((r) => r.content))]
     const size = Math.max(1, embedder.batchSize ?? 32)
     for (let i = 0; i < texts.length; i += size) {
       const batch = texts.slice(i, i + size)
@@ -1101,7 +1135,12 @@ export function memoriesApi(ctx: EngineContext) {
     where.push(`m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`)
     if (o.relevantTo) where.push(relevantTo(p, o.relevantTo))
     where.push(p.filter(o.filters))
-    const vectors = asOf && vector ? await pastVectors(o.tenantId, asOf) : undefined
+    const vectors =
+      asOf && vector
+        ? await pastVectors(o.tenantId, asOf, allowedSensitivities(o.channel), (r) =>
+            readableRow(r, o.userId ?? null, o.projectId ?? null) && (o.scope === undefined || r.scope === o.scope),
+          )
+        : undefined
     const past = asOf
       ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors, model: ctx.embedder?.id })
       : undefined
@@ -1198,7 +1237,7 @@ export function memoriesApi(ctx: EngineContext) {
       const p = new Params()
       const where = `${selectWhere(p, o)} AND m.status = 'active'
         AND m.sensitivity = ANY(${p.add(allowedSensitivities(o.channel))}::text[])`
-      const vectors = asOf && vector ? await pastVectors(o.tenantId, asOf) : undefined
+      const vectors = asOf && vector ? await pastVectors(o.tenantId, asOf, allowedSensitivities(o.channel), (r) => selectedRow(r, o)) : undefined
       const past = asOf
         ? (q: Queryable) => pastMemories(q, p, { tenantId: o.tenantId, at: asOf, allowed: allowedSensitivities(o.channel), vectors, model: ctx.embedder?.id })
         : undefined

@@ -806,6 +806,12 @@ describe('memories as of a time', () => {
     failing = true
     await expect(memory.recall('Bergen', { userId: 'ann', asOf: before })).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
     expect((await memory.recall('Oslo', { userId: 'ann' })).map((h) => h.content)).toEqual(['Ann lives in Oslo'])
+    // Only what the call may rank is embedded: not another user's past text, nor one its
+    // channel may not show.
+    expect(await memory.recall('Bergen', { userId: 'bob', asOf: before })).toEqual([])
+    expect(await memory.memories.search('Bergen', { userId: 'bob', asOf: before })).toEqual([])
+    await memory.memories.update(m.id, { sensitivity: 'high' })
+    expect(await memory.recall('Bergen', { userId: 'ann', asOf: before, channel: 'public' })).toEqual([])
   })
 
   it('a memory whose sensitivity was raised since is shown as of then only where both its sensitivities may be', async () => {
