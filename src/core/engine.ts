@@ -199,10 +199,14 @@ export async function createEngine(options: EngineOptions) {
   // list cut at now (`diffSince`) moves it one millisecond past the cut, so no write lands in
   // a list already handed out.
   let floor = Number.NEGATIVE_INFINITY
-  // The engine calls running, each with the time it began (`earliestCall`).
+  // The engine calls running, each with the latest time the clock had given when it began
+  // (`earliestCall`): what the call writes is dated then or later. Noting it reads no clock,
+  // so a clock that steps at each reading steps as before.
   const running = new Map<symbol, number>()
+  let first: number | null = null
   const now = () => {
     const t = clock()
+    first ??= t.getTime()
     if (t.getTime() >= floor) {
       floor = t.getTime()
       return t
@@ -218,7 +222,8 @@ export async function createEngine(options: EngineOptions) {
     earliestCall: () => {
       let earliest: number | null = null
       for (const at of running.values()) if (earliest === null || at < earliest) earliest = at
-      return earliest
+      // A call begun before the clock was first read dates what it writes at that reading or later.
+      return earliest === Number.NEGATIVE_INFINITY ? first : earliest
     },
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
@@ -492,7 +497,7 @@ export async function createEngine(options: EngineOptions) {
   }
   const begin = () => {
     const token = Symbol('call')
-    running.set(token, now().getTime())
+    running.set(token, floor)
     return () => running.delete(token)
   }
   return openingResults(tracked(engine, begin, ['diffSince']), () => ctx.vault)

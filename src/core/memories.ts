@@ -5,12 +5,13 @@ import { type JsonObject, missingReferences, writeEdges } from './entity-graph.t
 import { MemoryError } from './errors.ts'
 import { compileFilter, type FilterColumn } from './filters.ts'
 import { memoryHash, normalizeMemoryText } from './hash.ts'
-import { jsonRecord } from './json.ts'
+import { jsonRecord, storableText } from './json.ts'
 import { refuseSecret } from './events.ts'
 import { newId } from './ids.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, mergeRedactions, type RedactionCount, redact, redactUnknown } from './redact.ts'
 import { identifier, SENSITIVITIES, type StoredSensitivity } from './scope.ts'
+import { entityId, storedName } from './graph.ts'
 import { indexedVector, vectorScanSettings } from './search.ts'
 import { DEFAULT_SCORING, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { timeInput, toDate } from './time.ts'
@@ -174,12 +175,14 @@ const identity = {
   projectId: idField.optional(),
 }
 const metadataSchema = jsonRecord
-const relevantToField = z.array(z.string().min(1).max(1000)).min(1).max(100).optional()
-const memoryIdSchema = z.string().min(1).max(200)
+const relevantToField = z.array(entityId).min(1).max(100).optional()
+const memoryIdSchema = storedName(200)
+/** A name as stored, trimmed: a context's, a key. Text Postgres would alter is refused, so two names never become one. */
+const trimmedName = storableText.pipe(z.string().trim().min(1).max(200))
 const filterSchema = z.unknown().optional()
 
 const contextInput = z.strictObject({
-  name: z.string().trim().min(1).max(200),
+  name: trimmedName,
   description: z.string().trim().max(1000).optional(),
   /** 0–1; memories in a context of higher priority are surfaced first. Default 0.5. */
   priority: z.number().min(0).max(1).optional(),
@@ -212,14 +215,14 @@ const rememberInput = z
     confidence: z.number().min(0).max(1).optional(),
     /** `secret` is refused: secrets are never stored. */
     sensitivity: z.enum(SENSITIVITIES).default('none'),
-    context: z.string().trim().min(1).max(200).optional(),
+    context: trimmedName.optional(),
     /**
      * A name to save it under: saving again under the same key (in the same scope) replaces
      * the memory it names, however different the new text; the same text is `unchanged`.
      */
-    key: z.string().trim().min(1).max(200).optional(),
-    relatedTo: z.array(z.string().min(1).max(1000)).max(100).optional(),
-    derivedFrom: z.array(z.string().min(1).max(1000)).max(100).optional(),
+    key: trimmedName.optional(),
+    relatedTo: z.array(entityId).max(100).optional(),
+    derivedFrom: z.array(entityId).max(100).optional(),
     metadata: metadataSchema.default({}),
     /** `semantic` (default) also supersedes near duplicates; `exact` only skips identical text. */
     dedup: z.enum(['semantic', 'exact']).default('semantic'),
@@ -293,7 +296,7 @@ export type MemorySearchOptions = z.input<typeof searchOptions>
 const listOptions = z.strictObject({
   ...selector,
   /** Only the memory (or, with `status`, the memories) saved under this key. */
-  key: z.string().trim().min(1).max(200).optional(),
+  key: trimmedName.optional(),
   channel: readChannel,
   /** `active` leaves out expired memories; `expired` lists only them (active, past `expiresAt`). */
   status: z.enum(['active', 'expired', 'superseded', 'deleted', 'any']).default('active'),

@@ -677,6 +677,27 @@ describe('curated memories', () => {
   })
 })
 
+describe('memory names and links', () => {
+  it('keys, contexts, links and ids Postgres would store altered are refused, so that two never become one', async () => {
+    await using memory = await openTestMemory()
+    const base = { content: 'Ann likes tea', category: 'preference' as const, userId: 'ann' }
+    for (const bad of ['x\uD800', 'x\uDC00']) {
+      const calls: Promise<unknown>[] = [
+        memory.remember({ ...base, key: bad }),
+        memory.remember({ ...base, context: bad }),
+        memory.remember({ ...base, relatedTo: [bad] }),
+        memory.remember({ ...base, derivedFrom: [bad] }),
+        memory.memories.list({ relevantTo: [bad] }),
+        memory.memories.list({ key: bad }),
+        memory.memories.get(bad),
+        memory.memories.defineContext({ name: bad }),
+      ]
+      for (const call of calls) await expect(call, JSON.stringify(bad)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    }
+    expect(await memory.memories.list({ status: 'any' })).toEqual([])
+  })
+})
+
 describe('memories as of a time', () => {
   it('list and get read each memory as it was: its text, fields and status then, from the history written since', async () => {
     const c = testClock('2025-04-01T09:00:00.000Z')
