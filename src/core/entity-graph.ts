@@ -635,6 +635,8 @@ export function entityGraphApi(ctx: EngineContext) {
            SELECT DISTINCT ON (n.id) n.* FROM nodes n
            WHERE n.tenant_id = $1 AND ($3::timestamptz IS NULL OR n.created_at <= $3)
              AND ($6::text[] IS NULL OR n.id = ANY($6::text[]))
+             -- Nodes that ever had the type, found by its index; their latest revision decides.
+             AND ($2::text IS NULL OR n.id IN (SELECT t.id FROM nodes t WHERE t.tenant_id = $1 AND t.type = $2))
            ORDER BY n.id, n.rev DESC
          ) n
          WHERE NOT n.tombstone AND ($2::text IS NULL OR n.type = $2) AND ($4::text IS NULL OR n.scope = $4)

@@ -292,15 +292,15 @@ const RELATION_PREFIX = 'mem0.'
 /** The longest scope the entity graph keeps (`NodeInput.scope`). */
 const MAX_GRAPH_SCOPE = 200
 
+/** How every graph scope of the facade begins. */
+const GRAPH_SCOPE_PREFIX = 'mem0 '
+
 /**
  * The scope of a graph memory's nodes: one graph per userId / agentId / runId combination.
  * The characters that separate its parts, and the ids from entity names in node ids (`%`,
  * space, `=`, `/`), are escaped, so that no two scopes and names make one id; a scope longer
  * than the entity graph keeps is its SHA-256.
  */
-/** How every graph scope of the facade begins. */
-const GRAPH_SCOPE_PREFIX = 'mem0 '
-
 async function graphScope(s: Mem0Scope): Promise<string> {
   const escape = (v: string) => v.replace(/[% =/]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
   const parts = [
@@ -691,7 +691,6 @@ export class Memory {
     return m && m.status === 'active' ? toItem(m) : null
   }
 
-  /** All current memories of the scope. */
   /** All current memories of the scope; with graph memory, also every link between its entities. */
   async getAll(options: Mem0GetAllOptions): Promise<{ results: Mem0Item[]; relations?: Mem0Relation[] }> {
     const o = parseInput(getAllOptions, options ?? {}, 'getAll options')
@@ -712,8 +711,10 @@ export class Memory {
     return { results, relations: relationsOf(links, entities).relations }
   }
 
-  /** Overwrites a memory's text (new hash, new vector, an UPDATE in its history). */
-  /** Changes a current memory's text; one `get` does not return (replaced, deleted) is NOT_FOUND, as in mem0. */
+  /**
+   * Overwrites a current memory's text (new hash, new vector, an UPDATE in its history); one
+   * `get` does not return (replaced, deleted) is NOT_FOUND, as in mem0.
+   */
   async update(id: string, text: string): Promise<void> {
     await this.#current(id)
     await this.#engine.memories.update(id, { content: text }, this.#tenant)

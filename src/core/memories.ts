@@ -785,17 +785,17 @@ function toContext(r: ContextRow): MemoryContextRecord {
   }
 }
 
-/**
- * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
- * delete, history, forgetAll, search, reset, defineContext, contexts). Rows are mutable; every
- * change is logged.
- */
 /** An embedder's failure as the caller sees it: MODEL_UNAVAILABLE, or the MemoryError it threw. */
 function modelFailed(embedder: { id: string }, cause: unknown): MemoryError {
   if (cause instanceof MemoryError) return cause
   return new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
 }
 
+/**
+ * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
+ * delete, history, forgetAll, search, reset, defineContext, contexts). Rows are mutable; every
+ * change is logged.
+ */
 export function memoriesApi(ctx: EngineContext) {
   const { db, telemetry } = ctx
 

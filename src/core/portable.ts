@@ -708,22 +708,25 @@ async function loadRows(
   await tx.exec(`ALTER INDEX chunks_tsv SET (fastupdate = on)`)
   await rebuildDerived(tx)
   // Many vectors: build the HNSW index once instead of inserting them one by one.
+  // Only the chunks of the events this load added take the file's vectors.
+  const added = new Set(newEvents)
+  const restorable = vectors.filter((v) => added.has(v.source_id))
   let dropped: string[] = []
-  if (bulkWorthIt(vectors.length, 0)) {
+  if (bulkWorthIt(restorable.length, 0)) {
     const { rows: counts } = await tx.query<{ open: number; indexed: number }>(
       `SELECT ${MISSING_VECTORS_SQL}::int AS open, ${INDEXED_CHUNKS_SQL}::int AS indexed`,
     )
     // Only chunks without a vector take a restored one.
-    const incoming = Math.min(vectors.length, counts[0]?.open ?? 0)
+    const incoming = Math.min(restorable.length, counts[0]?.open ?? 0)
     if (bulkWorthIt(incoming, counts[0]?.indexed ?? 0)) dropped = await dropVectorIndexes(tx)
   }
-  for (let i = 0; i < vectors.length; i += BATCH_ROWS) {
-    const batch = vectors.slice(i, i + BATCH_ROWS).map((v) => ({ ...v, v: vectorFromBase64(v.v) }))
+  for (let i = 0; i < restorable.length; i += BATCH_ROWS) {
+    const batch = restorable.slice(i, i + BATCH_ROWS).map((v) => ({ ...v, v: vectorFromBase64(v.v) }))
     const result = await tx.query(
       `UPDATE chunks c SET embedding = x.v::vector, embed_model = x.model
          FROM jsonb_to_recordset($1::jsonb) AS x(source_id text, ord int, model text, v text)
-        WHERE c.source_id = x.source_id AND c.ord = x.ord AND c.embedding IS NULL AND c.source_id = ANY($2::text[])`,
-      [JSON.stringify(batch), newEvents],
+        WHERE c.source_id = x.source_id AND c.ord = x.ord AND c.embedding IS NULL`,
+      [JSON.stringify(batch)],
     )
     report.vectorsRestored += result.affectedRows ?? 0
   }

@@ -73,6 +73,10 @@ export interface NamedPeriod {
   to: Date
 }
 
+/** The first and last instants a time may take (years 1–9999). */
+const FIRST_TIME = Date.parse('0001-01-01T00:00:00.000Z')
+const LAST_TIME = Date.parse('9999-12-31T23:59:59.999Z')
+
 /**
  * The period the query's dates span (from inclusive, to exclusive, a day of slack either
  * side), or null when it names none. Years outside 1900–2200 and impossible days are ignored.
@@ -85,10 +89,6 @@ export interface NamedPeriod {
  * namedPeriod('what happened in May 2023') // → { from: 2023-04-30, to: 2023-06-02 }
  * namedPeriod('what did we decide yesterday', new Date('2025-03-10T12:00:00Z')) // → { from: 2025-03-08, to: 2025-03-11 }
  */
-/** The first and last instants a time may take (years 1–9999). */
-const FIRST_TIME = Date.parse('0001-01-01T00:00:00.000Z')
-const LAST_TIME = Date.parse('9999-12-31T23:59:59.999Z')
-
 export function namedPeriod(text: string, now?: Date): NamedPeriod | null {
   const today = now === undefined ? undefined : Math.floor(now.getTime() / DAY_MS) * DAY_MS
   let from = Infinity

@@ -604,8 +604,8 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
              coalesce(kc.chunk_id, vc.chunk_id,
                       (SELECT id FROM chunks WHERE source_id = t.event_id ORDER BY ord LIMIT 1)) AS chunk_id,
              -- 0 past 1,000 half-lives (0.5^1000 < 1e-301): past about 1,023 power() raises an underflow.
-             (SELECT CASE WHEN h > 1000 THEN 0 ELSE power(0.5, h) END
-              FROM (SELECT greatest(extract(epoch FROM (${now}::timestamptz - t.created_at)), 0) / ${halfLife} AS h) a)::float8 AS recency,
+             (CASE WHEN extract(epoch FROM (${now}::timestamptz - t.created_at)) / ${halfLife} > 1000 THEN 0
+                   ELSE power(0.5, greatest(extract(epoch FROM (${now}::timestamptz - t.created_at)), 0) / ${halfLife}) END)::float8 AS recency,
              coalesce((${importance}::jsonb ->> t.kind)::float8, 0) AS importance,
              CASE WHEN coalesce(se.versions_since, 0) <= 0 THEN 0
                   ELSE 1 - 1.0 / (1 + se.versions_since) END::float8 AS staleness,

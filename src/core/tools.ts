@@ -11,6 +11,7 @@ import {
   type RememberInput,
   type RememberResult,
 } from './memories.ts'
+import { BUILTIN_RELATIONS } from './graph.ts'
 import { MAX_ID_LENGTH, MAX_PROCEDURES_PER_TURN } from './limits.ts'
 import { identifier } from './scope.ts'
 import type { TurnRecord } from './turns.ts'
@@ -256,7 +257,9 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
 
 const turnProcedure = z
   .strictObject({
-    tool: z.string().min(1).max(64).describe('The tool\'s name, e.g. read_file.'),
+    tool: toolId(64)
+      .refine((t) => !(BUILTIN_RELATIONS as readonly string[]).includes(t), 'names a link Engram writes itself')
+      .describe('The tool\'s name, e.g. read_file.'),
     args: z.record(z.string(), z.unknown()).optional().describe('The arguments it was called with.'),
     path: z
       .string()

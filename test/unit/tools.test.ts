@@ -114,6 +114,11 @@ describe('agent tools', () => {
       memory.callTool('record_turn', { conversation_id: 'c1', user: 'q', reply: 'a', procedures: [{ tool: 'read', path: '/src/a.ts', effect: 'read' }] }, who),
     )
     expect([touched.code, touched.message]).toEqual(['INVALID_INPUT', expect.stringContaining('content')])
+    // A tool's name is an id too, and not one of the links Engram writes itself.
+    for (const tool of [' read', 'MESSAGE']) {
+      const refused = await errorOf(memory.callTool('record_turn', { conversation_id: 'c1', user: 'q', reply: 'a', procedures: [{ tool, output: 'x' }] }, who))
+      expect([refused.code, refused.message]).toEqual(['INVALID_INPUT', expect.stringContaining('tool')])
+    }
   })
 
   it('save, recall and manage memories through tool calls on behalf of a user', async () => {
