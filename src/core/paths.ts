@@ -40,8 +40,10 @@ export function normalizePosixPath(path: string): string {
 }
 
 /**
- * Maps a normalised absolute path to the path of the file it names (e.g. with symlinks
- * resolved); given to the engine by a runtime that can read the file system (Node).
+ * Maps an absolute path to the path of the file it names (e.g. with symlinks resolved);
+ * given to the engine by a runtime that can read the file system (Node). The path may hold
+ * `..` segments: after a symlink, `..` leads to the link target's parent, which only the file
+ * system knows, so they are left to the resolver.
  */
 export type PathResolver = (absolutePath: string) => string
 
@@ -58,7 +60,9 @@ export type PathResolver = (absolutePath: string) => string
  */
 export function canonicalPath(path: string, workspace: Workspace, resolvePath?: PathResolver): string {
   if (path.length === 0) throw new MemoryError('INVALID_INPUT', 'A document path must not be empty')
-  const resolved = (absolute: string) => (resolvePath ? normalizePosixPath(resolvePath(absolute)) : absolute)
+  // With a resolver, `..` is resolved by the file system (a link's `..` is its target's
+  // parent); without one, as text.
+  const resolved = (absolute: string) => normalizePosixPath(resolvePath ? resolvePath(absolute) : absolute)
   if (workspace.mode === 'global') {
     if (!path.startsWith('/')) {
       throw new MemoryError(
@@ -67,10 +71,10 @@ export function canonicalPath(path: string, workspace: Workspace, resolvePath?: 
         { details: { path } },
       )
     }
-    return resolved(normalizePosixPath(path))
+    return resolved(path)
   }
   const root = workspace.root
-  const absolute = resolved(normalizePosixPath(path.startsWith('/') ? path : `${root}/${path}`))
+  const absolute = resolved(path.startsWith('/') ? path : `${root}/${path}`)
   if (absolute === root) return '.'
   const prefix = root === '/' ? '/' : `${root}/`
   if (!absolute.startsWith(prefix)) {

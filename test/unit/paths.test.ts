@@ -164,6 +164,16 @@ describe('symlinks in Node', () => {
       await using global = await openTestMemory()
       const g = await global.observeDocument({ path: join(base, 'app-link', 'src', 'index.ts'), content: 'x', conversationId: 'c1' })
       expect(g.canonicalKey).toBe(join(base, 'app', 'src', 'index.ts'))
+      // `..` after a link leads to the target's parent, as the file system has it: lib/.. is app.
+      const up = await global.observeDocument({ path: `${base}/app/lib/../src/index.ts`, content: 'x', conversationId: 'c1' })
+      expect([up.canonicalKey, up.documentId]).toEqual([g.canonicalKey, g.documentId])
+      expect(await seen(`${base}/app-link/lib/../src/index.ts`)).toBe('src/index.ts')
+      expect(await seen('lib/../src/index.ts')).toBe('src/index.ts')
+      // A link into a subfolder: its .. is the subfolder's parent, not the link's.
+      symlinkSync(join(base, 'app', 'src'), join(base, 'deep'))
+      expect((await global.observeDocument({ path: `${base}/deep/../src/index.ts`, content: 'x', conversationId: 'c1' })).canonicalKey).toBe(
+        g.canonicalKey,
+      )
     } finally {
       rmSync(base, { recursive: true, force: true })
     }
