@@ -7,7 +7,7 @@ import { newId } from './ids.ts'
 import { storableText } from './json.ts'
 import { formatBytes, MAX_DOCUMENT_BYTES, utf8Length } from './limits.ts'
 import { edgeVisibleAt, insertEdges } from './graph.ts'
-import { canonicalKeyOf, type PathResolver, type Workspace } from './paths.ts'
+import { canonicalKeyOf, type PathResolver, URL_SCHEME, type Workspace } from './paths.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'
 import { countRedactions, type RedactionCount, redact } from './redact.ts'
 import { identifier, turnScope } from './scope.ts'
@@ -406,7 +406,7 @@ export function createDocuments(ctx: EngineContext) {
     let key: { keyKind: 'path' | 'url'; canonicalKey: string } | undefined
     if (typeof r === 'string') {
       if (DOCUMENT_ID.test(r)) byId = r
-      else key = canonicalKeyOf(/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(r) ? { url: r } : { path: r }, ctx.workspace, ctx.resolvePath)
+      else key = canonicalKeyOf(URL_SCHEME.test(r) ? { url: r } : { path: r }, ctx.workspace, ctx.resolvePath)
     } else if ('documentId' in r) byId = r.documentId
     else key = canonicalKeyOf(r, ctx.workspace, ctx.resolvePath)
     const { rows } = await ctx.db.query<DocumentRow>(

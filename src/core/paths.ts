@@ -97,11 +97,13 @@ export function normalizeWorkspace(workspace: Workspace | undefined): Workspace 
 const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443', 'ftp:': '21' }
 
 /**
- * The canonical form of a URL: scheme and host lowercased, default port, fragment and
- * credentials dropped, dot segments resolved; the query string is kept as given.
+ * The canonical form of a URL (RFC 3986, 6.2.2): scheme and host lowercased, a host's
+ * trailing dot, the default port, fragment, credentials and an empty query dropped, dot
+ * segments resolved, escapes of unreserved characters decoded (`%7E` is `~`) and the others'
+ * hex uppercased; the query's order and values are kept.
  *
  * @example
- * canonicalUrl('HTTPS://Example.COM:443/a/./b#top') // → 'https://example.com/a/b'
+ * canonicalUrl('HTTPS://Example.COM.:443/a/./%7eb?#top') // → 'https://example.com/a/~b'
  */
 export function canonicalUrl(url: string): string {
   let parsed: URL
@@ -114,19 +116,53 @@ export function canonicalUrl(url: string): string {
   parsed.username = ''
   parsed.password = ''
   if (DEFAULT_PORTS[parsed.protocol] === parsed.port) parsed.port = ''
-  return parsed.toString()
+  if (parsed.hostname.endsWith('.') && parsed.hostname.length > 1) parsed.hostname = parsed.hostname.slice(0, -1)
+  if (parsed.search === '') parsed.search = ''
+  return parsed.toString().replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => {
+    const c = String.fromCharCode(Number.parseInt(hex, 16))
+    return /[A-Za-z0-9\-._~]/.test(c) ? c : `%${hex.toUpperCase()}`
+  })
+}
+
+/** A string that begins with a URL scheme (`https:`, `mailto:`, `file:`…), two letters or more. */
+export const URL_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]+:/
+
+/** A `file:` URL's path, decoded: the file it names is a path, like any other. */
+function fileUrlPath(url: string): string | undefined {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return undefined
+  }
+  if (parsed.protocol !== 'file:' || (parsed.host !== '' && parsed.host !== 'localhost')) return undefined
+  try {
+    return decodeURIComponent(parsed.pathname)
+  } catch {
+    return undefined
+  }
 }
 
 /**
- * The canonical key of a document given by path or URL. URLs pass through `redact` (a
- * query string may carry a token); paths are identities and are kept as they are.
+ * The canonical key of a document given by path or URL. A `file:` URL is its path. Other URLs
+ * pass through `redact` (a query string may carry a token), so URLs that differ only in a
+ * secret name one document; paths are identities and are kept as they are.
  */
 export function canonicalKeyOf(
   ref: { path?: string | undefined; url?: string | undefined },
   workspace: Workspace,
   resolvePath?: PathResolver,
 ): CanonicalKey {
-  if (ref.url !== undefined) return { keyKind: 'url', canonicalKey: redact(canonicalUrl(ref.url)).text }
-  if (ref.path !== undefined) return { keyKind: 'path', canonicalKey: canonicalPath(ref.path, workspace, resolvePath) }
+  if (ref.url !== undefined) {
+    const file = fileUrlPath(ref.url)
+    if (file !== undefined) return { keyKind: 'path', canonicalKey: canonicalPath(file, workspace, resolvePath) }
+    return { keyKind: 'url', canonicalKey: redact(canonicalUrl(ref.url)).text }
+  }
+  if (ref.path !== undefined) {
+    if (/^[a-zA-Z][a-zA-Z0-9+.-]+:\/\//.test(ref.path)) {
+      throw new MemoryError('INVALID_INPUT', `Document path "${ref.path}" is a URL: give it as url`, { details: { path: ref.path } })
+    }
+    return { keyKind: 'path', canonicalKey: canonicalPath(ref.path, workspace, resolvePath) }
+  }
   throw new MemoryError('INVALID_INPUT', 'A document needs a path or a url')
 }

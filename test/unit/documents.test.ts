@@ -81,6 +81,17 @@ describe('observeDocument', () => {
     })
   })
 
+  it('a URL is found again by any form of it: escapes, a trailing dot, a scheme without //, a file: URL as its path', async () => {
+    await using memory = await openTestMemory({ workspace: { mode: 'local', root: '/repo' } })
+    const a = await memory.observeDocument({ url: 'https://a.com/%7efoo?', content: 'x', conversationId: 'c1' })
+    expect((await memory.observeDocument({ url: 'https://A.com./~foo', content: 'x', conversationId: 'c1' })).documentId).toBe(a.documentId)
+    const mail = await memory.observeDocument({ url: 'mailto:x@y.com', content: 'hi', conversationId: 'c1' })
+    expect((await memory.documents.get('mailto:x@y.com')).id).toBe(mail.documentId)
+    const file = await memory.observeDocument({ url: 'file:///repo/src/a.ts', content: 'x', conversationId: 'c1' })
+    expect((await memory.observeDocument({ path: 'src/a.ts', content: 'x', conversationId: 'c1' })).documentId).toBe(file.documentId)
+    await expect(memory.observeDocument({ path: 'file:///repo/src/a.ts', content: 'x', conversationId: 'c1' })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
   it('matches by hash: content and contentHash observations are the same version', async () => {
     await using memory = await openTestMemory()
     const a = await memory.observeDocument({ path: '/etc/hosts', content: 'hello', conversationId: 'c1' })

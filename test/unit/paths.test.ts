@@ -108,6 +108,12 @@ describe('canonicalUrl', () => {
     ['https://user:pw@example.com/x', 'https://example.com/x'],
     ['https://example.com/a/../b', 'https://example.com/b'],
     ['https://example.com', 'https://example.com/'],
+    // RFC 3986, 6.2.2: escapes of unreserved characters decoded, others' hex uppercased.
+    ['https://a.com/%7Efoo', 'https://a.com/~foo'],
+    ['https://a.com/%7efoo', 'https://a.com/~foo'],
+    ['https://a.com/a%2fb?q=%3d', 'https://a.com/a%2Fb?q=%3D'],
+    ['https://a.com./x?', 'https://a.com/x'],
+    ['HTTPS://Example.COM.:443/a/./%7eb?#top', 'https://example.com/a/~b'],
   ])('%s → %s', (input, expected) => {
     expect(canonicalUrl(input)).toBe(expected)
   })
@@ -120,6 +126,13 @@ describe('canonicalUrl', () => {
 
   it('a string that is not a URL is INVALID_INPUT', () => {
     expect(codeOf(() => canonicalUrl('not a url'))).toBe('INVALID_INPUT')
+  })
+
+  it('a file: URL is its path; a path that is a URL is refused', () => {
+    expect(canonicalKeyOf({ url: 'file:///work/app/src/a%20b.ts' }, local)).toEqual({ keyKind: 'path', canonicalKey: 'src/a b.ts' })
+    expect(canonicalKeyOf({ url: 'file:///tmp/x/../f.ts' }, global)).toEqual(canonicalKeyOf({ path: '/tmp/f.ts' }, global))
+    expect(codeOf(() => canonicalKeyOf({ path: 'file:///work/app/a.ts' }, local))).toBe('INVALID_INPUT')
+    expect(canonicalKeyOf({ url: 'mailto:x@y.com' }, global)).toEqual({ keyKind: 'url', canonicalKey: 'mailto:x@y.com' })
   })
 })
 
