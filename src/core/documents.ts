@@ -118,6 +118,8 @@ export async function observeInTx(
     conversationId: string | null
     eventId: string | null
     createdAt: Date
+    /** The engine's time now: a new version may not be dated later (it would hold back every version after). */
+    now: Date
   },
 ): Promise<Observation> {
   const { rows } = await tx.query<{
@@ -154,6 +156,13 @@ export async function observeInTx(
   }
   // Versions are numbered in time: a new one dated before the latest would be newer by number
   // and older by time, and every staleness as of a time between them would be wrong.
+  if (w.createdAt > w.now) {
+    throw new MemoryError(
+      'INVALID_INPUT',
+      `A new version of ${w.canonicalKey} cannot be dated ${w.createdAt.toISOString()}, a time to come (now ${w.now.toISOString()})`,
+      { details: { field: 'createdAt' } },
+    )
+  }
   if (found?.created_at && w.createdAt < found.created_at) {
     throw new MemoryError(
       'INVALID_INPUT',
@@ -488,6 +497,7 @@ export function createDocuments(ctx: EngineContext) {
           cause: i.cause,
           conversationId: i.conversationId,
           eventId: i.eventId ?? null,
+          now: ctx.now(),
           createdAt,
         })
         // The event that read or wrote it touched this version: as a turn's procedure does, so

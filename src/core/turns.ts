@@ -270,6 +270,7 @@ export function createTurns(ctx: EngineContext) {
             conversationId: scope.conversationId,
             eventId: agentEvent.id,
             createdAt,
+            now: ctx.now(),
           })
           if (seen.created) versionIds.push(seen.versionId)
           if (seen.documentCreated) documentIds.push(seen.documentId)

@@ -79,6 +79,13 @@ describe('observeDocument', () => {
     expect(await memory.observeDocument({ path: 'src/app.ts', content: 'v3', conversationId: 'c3', createdAt: clock.now() })).toMatchObject({
       version: 3,
     })
+    // Nor after now: a version to come would hold back every version until its time.
+    const later = new Date(clock.now().getTime() + 60_000)
+    await expect(memory.observeDocument({ path: 'src/app.ts', content: 'v4', conversationId: 'c3', createdAt: later })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      details: { field: 'createdAt' },
+    })
+    expect((await memory.observeDocument({ path: 'src/app.ts', content: 'v4', conversationId: 'c3' })).version).toBe(4)
   })
 
   it('a URL is found again by any form of it: escapes, a trailing dot, a scheme without //, a file: URL as its path', async () => {
