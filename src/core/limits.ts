@@ -15,6 +15,12 @@ export const MAX_ARTIFACT_BYTES = 32 * 1024 * 1024
 /** Content of one observed document version. */
 export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 
+/**
+ * A document's canonical path or URL, in UTF-8 bytes: its key must fit the index that keeps
+ * one document per key (Postgres' btree holds about 2,700 bytes a row).
+ */
+export const MAX_DOCUMENT_KEY_BYTES = 2000
+
 /** Tool calls in one turn. */
 export const MAX_PROCEDURES_PER_TURN = 256
 

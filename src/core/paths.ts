@@ -1,5 +1,6 @@
 import { MemoryError } from './errors.ts'
 import { redact } from './redact.ts'
+import { MAX_DOCUMENT_KEY_BYTES, utf8Length } from './limits.ts'
 
 /**
  * How document paths are identified. `local`: paths are stored relative to a project root,
@@ -149,6 +150,23 @@ function fileUrlPath(url: string): string | undefined {
  * secret name one document; paths are identities and are kept as they are.
  */
 export function canonicalKeyOf(
+  ref: { path?: string | undefined; url?: string | undefined },
+  workspace: Workspace,
+  resolvePath?: PathResolver,
+): CanonicalKey {
+  const key = keyOf(ref, workspace, resolvePath)
+  const bytes = utf8Length(key.canonicalKey)
+  if (bytes > MAX_DOCUMENT_KEY_BYTES) {
+    throw new MemoryError(
+      'INVALID_INPUT',
+      `A document's ${key.keyKind} is ${bytes} bytes once canonical; the limit is ${MAX_DOCUMENT_KEY_BYTES} (MAX_DOCUMENT_KEY_BYTES)`,
+      { details: { field: key.keyKind } },
+    )
+  }
+  return key
+}
+
+function keyOf(
   ref: { path?: string | undefined; url?: string | undefined },
   workspace: Workspace,
   resolvePath?: PathResolver,

@@ -97,6 +97,13 @@ describe('observeDocument', () => {
     const file = await memory.observeDocument({ url: 'file:///repo/src/a.ts', content: 'x', conversationId: 'c1' })
     expect((await memory.observeDocument({ path: 'src/a.ts', content: 'x', conversationId: 'c1' })).documentId).toBe(file.documentId)
     await expect(memory.observeDocument({ path: 'file:///repo/src/a.ts', content: 'x', conversationId: 'c1' })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+
+    // A key past what its index holds is refused by name, however compressible.
+    for (const ref of [{ path: `src/${'é'.repeat(1000)}.ts` }, { url: `https://a.com/${'x'.repeat(3000)}` }, { url: `https://a.com/${'é'.repeat(700)}` }]) {
+      const refused = memory.observeDocument({ ...ref, content: 'x', conversationId: 'c1' })
+      await expect(refused).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('MAX_DOCUMENT_KEY_BYTES') })
+    }
+    expect((await memory.observeDocument({ path: `src/${'a'.repeat(1990)}`, content: 'x', conversationId: 'c1' })).created).toBe(true)
   })
 
   it('matches by hash: content and contentHash observations are the same version', async () => {
