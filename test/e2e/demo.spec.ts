@@ -128,6 +128,8 @@ test('a new conversation asking in other words retrieves the earlier turn, with 
 
   await page.getByRole('button', { name: 'New conversation' }).click()
   await expect(page.locator('#conversations li')).toHaveCount(2)
+  // The new conversation's (empty) chat is shown before anything is said in it.
+  await expect(page.locator('.msg.agent')).toHaveCount(0)
   await expectRetrieval(page)
 
   await say(page, 'how does a user end their session?')
