@@ -40,27 +40,39 @@ export function toMemoryError(error: unknown): MemoryError {
   return new MemoryError('INTERNAL', message, { cause: error })
 }
 
-type Api = { [key: string]: unknown }
+export type Api = { [key: string]: unknown }
+
+/**
+ * A new plain object of `api`'s shape with each of its functions, and those of its nested
+ * namespaces (plain objects), replaced by `wrap(fn, key)`; the function is called on its own
+ * namespace. The one walk every wrapper of the engine's API shares.
+ */
+export function mapFunctions<T extends Api>(
+  api: T,
+  wrap: (call: (...args: unknown[]) => unknown, key: string) => (...args: unknown[]) => unknown,
+): T {
+  const out: Api = {}
+  for (const [key, value] of Object.entries(api)) {
+    if (typeof value === 'function') {
+      const fn = value as (...args: unknown[]) => unknown
+      out[key] = wrap((...args: unknown[]) => fn.apply(api, args), key)
+    } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+      out[key] = mapFunctions(value as Api, wrap)
+    } else out[key] = value
+  }
+  return out as T
+}
 
 /**
  * Wraps every function of an API object (and of its nested namespaces) so that whatever
  * escapes it is a MemoryError. Returns a new plain object of the same shape.
  */
 export function withMemoryErrors<T extends Api>(api: T): T {
-  const out: Api = {}
-  for (const [key, value] of Object.entries(api)) {
-    if (typeof value === 'function') {
-      const fn = value as (...args: unknown[]) => unknown
-      out[key] = async (...args: unknown[]) => {
-        try {
-          return await fn.apply(api, args)
-        } catch (error) {
-          throw toMemoryError(error)
-        }
-      }
-    } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-      out[key] = withMemoryErrors(value as Api)
-    } else out[key] = value
-  }
-  return out as T
+  return mapFunctions(api, (call) => async (...args: unknown[]) => {
+    try {
+      return await call(...args)
+    } catch (error) {
+      throw toMemoryError(error)
+    }
+  })
 }

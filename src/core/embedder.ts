@@ -1,3 +1,4 @@
+import { MemoryError } from './errors.ts'
 /**
  * Turns texts into vectors. The engine depends on this shape only, so any model (the bundled
  * MiniLM, a remote API, a test stub) can be plugged in.
@@ -33,6 +34,12 @@ export interface EmbedOptions {
  */
 export function toVectorParam(v: Float32Array | readonly number[]): string {
   return `[${Array.from(v).join(',')}]`
+}
+
+/** An embedder's failure as the caller sees it: MODEL_UNAVAILABLE, or the MemoryError it threw. */
+export function embedderFailed(embedder: { id: string }, cause: unknown): MemoryError {
+  if (cause instanceof MemoryError) return cause
+  return new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
 }
 
 /** Embeds one text and checks the embedder kept its promise about dimensions. */

@@ -2,7 +2,7 @@ import { createArchives, createHitLog, type HitLog, restoreArchives } from './ar
 import { createChanges } from './changes.ts'
 import { createConversationGraph } from './conversations.ts'
 import type { Db, Queryable } from './db.ts'
-import { withMemoryErrors } from './db-errors.ts'
+import { type Api, mapFunctions, withMemoryErrors } from './db-errors.ts'
 import { withPreparedStatements } from './prepared.ts'
 import { createDocuments } from './documents.ts'
 import { type Embedder, VectorCache } from './embedder.ts'
@@ -503,35 +503,27 @@ export async function createEngine(options: EngineOptions) {
   return openingResults(tracked(engine, begin, ['diffSince']), () => ctx.vault)
 }
 
-type Api = { [key: string]: unknown }
-
 /**
  * `api` with each call's run noted by `begin` (which returns its end) until its promise
- * settles, in nested plain objects too; the top-level functions named in `skip` are not noted.
+ * settles, in nested namespaces too; the functions named in `skip` are not noted.
  */
 function tracked<T extends Api>(api: T, begin: () => () => void, skip: readonly string[] = []): T {
-  const out: Api = {}
-  for (const [key, value] of Object.entries(api)) {
-    if (typeof value === 'function' && !skip.includes(key)) {
-      const fn = value as (...args: unknown[]) => unknown
-      out[key] = (...args: unknown[]) => {
-        const end = begin()
-        let result: unknown
-        try {
-          result = fn.apply(api, args)
-        } catch (error) {
-          end()
-          throw error
-        }
-        if (result instanceof Promise) return result.finally(end)
+  return mapFunctions(api, (call, key) => {
+    if (skip.includes(key)) return call
+    return (...args: unknown[]) => {
+      const end = begin()
+      let result: unknown
+      try {
+        result = call(...args)
+      } catch (error) {
         end()
-        return result
+        throw error
       }
-    } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-      out[key] = tracked(value as Api, begin)
-    } else out[key] = value
-  }
-  return out as T
+      if (result instanceof Promise) return result.finally(end)
+      end()
+      return result
+    }
+  })
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>

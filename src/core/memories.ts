@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db.ts'
-import { toVectorParam } from './embedder.ts'
+import { embedderFailed, toVectorParam } from './embedder.ts'
 import type { EngineContext } from './engine.ts'
 import { type JsonObject, missingReferences, writeEdges } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
@@ -785,12 +785,6 @@ function toContext(r: ContextRow): MemoryContextRecord {
   }
 }
 
-/** An embedder's failure as the caller sees it: MODEL_UNAVAILABLE, or the MemoryError it threw. */
-function modelFailed(embedder: { id: string }, cause: unknown): MemoryError {
-  if (cause instanceof MemoryError) return cause
-  return new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
-}
-
 /**
  * Curated memories: `remember` / `recall` and the `memories` namespace (get, list, update,
  * delete, history, forgetAll, search, reset, defineContext, contexts). Rows are mutable; every
@@ -805,7 +799,7 @@ export function memoriesApi(ctx: EngineContext) {
     try {
       return { value: await ctx.vectors.embed(embedder, content), model: embedder.id }
     } catch (cause) {
-      throw modelFailed(embedder, cause)
+      throw embedderFailed(embedder, cause)
     }
   }
 
@@ -845,7 +839,7 @@ export function memoriesApi(ctx: EngineContext) {
         made = await embedder.embed(batch)
         if (made.length !== batch.length) throw new Error(`${made.length} vectors for ${batch.length} texts`)
       } catch (cause) {
-        throw modelFailed(embedder, cause)
+        throw embedderFailed(embedder, cause)
       }
       batch.forEach((text, j) => vectors.set(text, toVectorParam(made[j] as Float32Array)))
     }

@@ -127,6 +127,8 @@ export function canonicalUrl(url: string): string {
 
 /** A string that begins with a URL scheme (`https:`, `mailto:`, `file:`…), two letters or more. */
 export const URL_SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]+:/
+/** A URL with an authority (`scheme://`), which no path begins with. */
+const URL_WITH_AUTHORITY = new RegExp(`${URL_SCHEME.source}//`)
 
 /** A `file:` URL's path, decoded: the file it names is a path, like any other. */
 function fileUrlPath(url: string): string | undefined {
@@ -177,7 +179,7 @@ function keyOf(
     return { keyKind: 'url', canonicalKey: redact(canonicalUrl(ref.url)).text }
   }
   if (ref.path !== undefined) {
-    if (/^[a-zA-Z][a-zA-Z0-9+.-]+:\/\//.test(ref.path)) {
+    if (URL_WITH_AUTHORITY.test(ref.path)) {
       throw new MemoryError('INVALID_INPUT', `Document path "${ref.path}" is a URL: give it as url`, { details: { path: ref.path } })
     }
     return { keyKind: 'path', canonicalKey: canonicalPath(ref.path, workspace, resolvePath) }

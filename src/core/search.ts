@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db.ts'
-import { type Embedder, type VectorCache } from './embedder.ts'
+import { type Embedder, embedderFailed, type VectorCache } from './embedder.ts'
 import type { EngineContext } from './engine.ts'
 import { MemoryError } from './errors.ts'
 import { EVENT_KINDS, type ActorType, type EventKind } from './events.ts'
@@ -1033,8 +1033,7 @@ async function embedQuery(vectors: VectorCache, embedder: Embedder, text: string
   try {
     return await vectors.embed(embedder, text)
   } catch (cause) {
-    if (cause instanceof MemoryError) throw cause
-    throw new MemoryError('MODEL_UNAVAILABLE', `The embedder "${embedder.id}" failed: ${String(cause)}`, { cause })
+    throw embedderFailed(embedder, cause)
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Queryable, QueryOptions } from './db.ts'
 import { MemoryError } from './errors.ts'
+import { type Api, mapFunctions } from './db-errors.ts'
 import { normalizeMemoryText } from './hash.ts'
 import type { JsonObject, JsonValue } from './json.ts'
 import { z } from './validate.ts'
@@ -465,7 +466,6 @@ async function sealHistory(tx: Queryable, vault: Vault, memoryIds: readonly stri
   )
 }
 
-type Api = Record<string, unknown>
 
 /**
  * The engine's API with every sealed string in what a call returns opened again: one walk at
@@ -473,22 +473,13 @@ type Api = Record<string, unknown>
  * open vault.
  */
 export function openingResults<T extends Api>(api: T, vault: () => Vault): T {
-  const out: Api = {}
-  for (const [key, value] of Object.entries(api)) {
-    if (typeof value === 'function') {
-      const fn = value as (...args: unknown[]) => unknown
-      out[key] = (...args: unknown[]) => {
-        const result = fn.apply(api, args)
-        if (!(result instanceof Promise)) return result
-        // The vault as the call ends: a key set while the call waited has sealed what it read.
-        return (result as Promise<unknown>).then((r: unknown) => {
-          const v = vault()
-          return v.status === 'open' ? v.open(r) : r
-        })
-      }
-    } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-      out[key] = openingResults(value as Api, vault)
-    } else out[key] = value
-  }
-  return out as T
+  return mapFunctions(api, (call) => (...args: unknown[]) => {
+    const result = call(...args)
+    if (!(result instanceof Promise)) return result
+    // The vault as the call ends: a key set while the call waited has sealed what it read.
+    return (result as Promise<unknown>).then((r: unknown) => {
+      const v = vault()
+      return v.status === 'open' ? v.open(r) : r
+    })
+  })
 }
