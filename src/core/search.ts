@@ -26,6 +26,14 @@ export const MAX_CANDIDATES = 2000
  * at 150 as at 200 (docs/benchmarks-history.md, "The vector list's depth").
  */
 export const MIN_NEAREST = 150
+/**
+ * The fewest events a search rescores by recency, importance, familiarity and staleness
+ * (`rescoredFor`): the fused ranking's best, three times the hits asked for and never fewer
+ * than this. Rescoring reads each one's documents and the conversations that touched them.
+ */
+export const MIN_RESCORED = 30
+/** The most events a search rescores. */
+export const MAX_RESCORED = 600
 /** The most query terms the keyword list looks up (the rarest are kept). */
 export const MAX_QUERY_TERMS = 24
 
@@ -492,7 +500,7 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
   const halfLife = `${p.add(s.recencyHalfLifeDays * 86_400)}::float8`
   const importance = p.add(JSON.stringify(s.importanceByKind))
   const famScale = `${p.add(s.familiarityScale)}::float8`
-  const top = `${p.add(Math.min(Math.max(o.limit * 3, 50), 600))}::int`
+  const top = `${p.add(rescoredFor(o.limit))}::int`
   const limit = `${p.add(o.limit)}::int`
   const weights = {
     search: `${p.add(s.search)}::float8`,
@@ -553,14 +561,16 @@ export function searchStatement(plan: SearchPlan): { sql: string; params: unknow
              END::float8 AS fused
       FROM zs z
     ), ${fusedAndTop}    ), seen AS (
+      -- The documents that each event's edges reach, or those of the event its MESSAGE edge
+      -- leads to (a question's reply): one join for all, not a subquery per event.
       SELECT t.event_id, array_agg(DISTINCT dv.document_id) AS docs, max(lv.latest - dv.version) AS versions_since
-      FROM top t
-      JOIN edges ed ON ed.src IN (
-        SELECT t.event_id
+      FROM (
+        SELECT t.event_id, t.event_id AS src FROM top t
         UNION ALL
-        SELECT m.dst FROM edges m
-        WHERE m.src = t.event_id AND m.rel = (SELECT id FROM relations WHERE name = 'MESSAGE')
-      )
+        SELECT t.event_id, m.dst FROM top t
+        JOIN edges m ON m.src = t.event_id AND m.rel = (SELECT id FROM relations WHERE name = 'MESSAGE')
+      ) t
+      JOIN edges ed ON ed.src = t.src
       JOIN doc_versions dv ON dv.id = ed.dst
       CROSS JOIN LATERAL (
         SELECT max(version) AS latest FROM doc_versions
@@ -974,10 +984,21 @@ export async function searchInTransaction(
   plan: SearchPlan,
   statementsFollow = true,
 ): Promise<{ hits: SearchHit[]; poolSize: number }> {
-  // The statements below are kept prepared, but planned for this search's own values every
-  // time: the best plan for a search depends on them.
-  await tx.exec(`SET LOCAL plan_cache_mode = force_custom_plan${plan.vector ? `; ${vectorScanSettings(plan.nearest)}` : ''}`)
-  const planned = plan.options.mode === 'vector' ? plan : { ...plan, keyword: await keywordStats(tx, plan) }
+  // The search's statement is kept prepared, but planned for its own values every time: the
+  // best plan for a search depends on them. The keyword statistics read a few rows by key
+  // whatever the query: their generic plan is kept (Postgres' automatic choice plans them
+  // anew each time), except as of a time, when they also count the chunks created since, and
+  // how to read those depends on the time.
+  const settings = plan.vector ? `; ${vectorScanSettings(plan.nearest)}` : ''
+  let planned = plan
+  if (plan.options.mode !== 'vector') {
+    const generic = plan.options.asOf === undefined
+    await tx.exec(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}${settings}`)
+    planned = { ...plan, keyword: await keywordStats(tx, plan) }
+    if (generic) await tx.exec('SET LOCAL plan_cache_mode = force_custom_plan')
+  } else {
+    await tx.exec(`SET LOCAL plan_cache_mode = force_custom_plan${settings}`)
+  }
   const { sql, params } = searchStatement(planned)
   const { rows } = await tx.query<HitRow>(sql, params, { prepare: true })
   if (statementsFollow) await tx.exec('SET LOCAL plan_cache_mode TO DEFAULT')
@@ -994,9 +1015,12 @@ async function lookUpActors(
   text: string,
   tenantId: string,
 ): Promise<{ words: string[]; others: boolean; named: string[] }> {
-  // In a transaction of its own, where the statement is kept prepared (src/core/prepared.ts).
-  const { rows } = await ctx.db.transaction((tx) =>
-    tx.query<{ names: string[] | null; others: boolean; named: string[] | null }>(
+  // In a transaction of its own, where the statement is kept prepared (src/core/prepared.ts)
+  // with its generic plan: index probes by key whatever the query, which Postgres' automatic
+  // choice would plan anew each time.
+  const { rows } = await ctx.db.transaction(async (tx) => {
+    await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan')
+    return tx.query<{ names: string[] | null; others: boolean; named: string[] | null }>(
       `WITH names AS (${ACTOR_WORDS}),
             -- The query's lexemes, once.
             q AS MATERIALIZED (SELECT tsvector_to_array(to_tsvector('english', $1)) AS lexemes)
@@ -1007,8 +1031,8 @@ async function lookUpActors(
                WHERE a.tenant_id = $2 AND a.lexeme = ANY(q.lexemes)) AS named`,
       [text, tenantId],
       { prepare: true },
-    ),
-  )
+    )
+  })
   return { words: rows[0]?.names ?? [], others: rows[0]?.others ?? false, named: rows[0]?.named ?? [] }
 }
 
@@ -1076,6 +1100,11 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
  */
 function candidatesFor(limit: number): number {
   return Math.min(MAX_CANDIDATES, Math.max(Z_WINDOW, limit * 3))
+}
+
+/** The events rescored for a top `limit`: three times the hits, at least `MIN_RESCORED`, at most `MAX_RESCORED`. */
+export function rescoredFor(limit: number): number {
+  return Math.min(MAX_RESCORED, Math.max(MIN_RESCORED, limit * 3))
 }
 
 /** The vector list's HNSW depth: three times the hits asked for, at least `MIN_NEAREST`, at most `candidatesFor`. */

@@ -11,7 +11,10 @@ import {
   readsEveryMatch,
   MAX_SEARCH_LIMIT,
   MIN_NEAREST,
+  MAX_RESCORED,
+  MIN_RESCORED,
   planSearch,
+  rescoredFor,
   runSearchWithPool,
   searchInTransaction,
   type SearchPlan,
@@ -464,7 +467,7 @@ describe('search', () => {
     expect(plain.hits.map((h) => h.explain.actorNamed)).toEqual(plain.hits.map((h) => h.actor.id === 'ann-smith'))
   })
 
-  it("plans its own statements for each search's values, and leaves the rest of the transaction to Postgres' default", async () => {
+  it("plans its own statements for each search's values, reads the keyword statistics and the names with one generic plan, and leaves the rest of the transaction to Postgres' default", async () => {
     const clock = testClock('2025-03-01T00:00:00Z')
     const embedder = createHashEmbedder({ dims: 32 })
     await using t = await openTestEngine({ now: clock.now, embedder, indexing: 'manual' })
@@ -485,6 +488,21 @@ describe('search', () => {
       `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE statement LIKE '%kw_event AS%'`,
     )
     expect(rows).toEqual([{ generic: 0, custom: 7 }])
+    // The keyword statistics and the names look up rows by key whatever the query: planned
+    // once, their generic plan every time (Postgres' own choice would plan them anew).
+    const plans = async (fragment: string) =>
+      (
+        await t.db.query<{ generic: number; custom: number }>(
+          `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE statement LIKE $1`,
+          [`%${fragment}%`],
+        )
+      ).rows
+    expect(await plans('FROM term_stats s')).toEqual([{ generic: 7, custom: 0 }])
+    expect(await plans('WITH names AS')).toEqual([{ generic: 1, custom: 0 }])
+    // As of a time they also count the chunks written since, by time: planned for that time.
+    const past = await planSearch(ctx, 'postgres backup', { limit: 10, asOf: clock.now() })
+    for (let i = 0; i < 6; i++) await db.transaction((tx) => searchInTransaction(tx, past))
+    expect(await plans('since_corpus')).toEqual([{ generic: 0, custom: 6 }])
   })
 
   it("finds a common term's newest chunks by reading every chunk of the memory that holds it when few enough do, as a walk by time finds them", async () => {
@@ -700,6 +718,8 @@ describe('withLimit', () => {
     expect(deeper.nearest).toBe(300)
     expect(withLimit(plan, 10)).toMatchObject({ candidates: 200, nearest: MIN_NEAREST })
     expect(withLimit(plan, 60)).toMatchObject({ candidates: 200, nearest: 180 })
+    // The events rescored: three times the hits, at least MIN_RESCORED, at most MAX_RESCORED.
+    expect([1, 10, 11, 23, 200].map(rescoredFor)).toEqual([MIN_RESCORED, 30, 33, 69, MAX_RESCORED])
     expect(deeper.vector).toBe(vector)
     expect(plan.options.limit).toBe(23)
     for (const bad of [0, MAX_SEARCH_LIMIT + 1, 2.5, Number.NaN]) {
