@@ -13,7 +13,7 @@
  */
 import type { SearchOptions } from '../src/core/search.ts'
 import { BENCH_SCOPE, makeQueries } from './lib/data.ts'
-import { latency } from './lib/metrics.ts'
+import { latency, percentile } from './lib/metrics.ts'
 import { buildBenchMemory } from './lib/node-suite.ts'
 
 const SIZE = Number(process.env.SIZE ?? 100_000)
@@ -49,7 +49,7 @@ for (let round = 0; round <= ROUNDS; round++) {
 await data.pg.close()
 
 const defaults = times.get('defaults')!
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50)
 const lines = [
   `\n${SIZE} events, ${CACHE_MB === undefined ? 'the default pool' : `a ${CACHE_MB} MiB pool`}, ${defaults.length} searches per variant\n`,
   '| variant | p50 ms | p95 ms | median ratio to the defaults |',

@@ -10,8 +10,10 @@ import type { Db, QueryOptions, QueryResult, Queryable } from './db.ts'
  * under a name of its own; later calls bind and execute it in one trip. The write path's
  * fixed inserts and key lookups (`recordTurn`, `record`, the document observer) may then get
  * a generic plan after five runs (`plan_cache_mode` auto); a search sets
- * `plan_cache_mode = force_custom_plan` for its own statements, so they are still planned for
- * their own values every time. At most `MAX_PREPARED` statements are kept per database.
+ * `plan_cache_mode = force_custom_plan` for its own statement, so it is still planned for
+ * its own values every time, and `force_generic_plan` for the key look-ups around it, which
+ * the automatic choice kept planning anew (`planStatements`). At most `MAX_PREPARED`
+ * statements are kept per database.
  *
  * Prepared statements outlive a rollback and belong to the connection; the engine owns it,
  * so nothing else may `DEALLOCATE` them. A database that is not a PGlite (a PGliteWorker, an
@@ -40,6 +42,15 @@ export function preparingQueries(db: Db, tx: Queryable): Queryable {
         : tx.query<T>(sql, params, options),
     exec: (sql) => tx.exec(sql),
   }
+}
+
+/**
+ * The statement that sets how the statements run after it in the transaction are planned:
+ * `custom` for each call's own values, `generic` once for all calls, `default` as Postgres
+ * chooses (a generic plan after five runs when it looks as cheap).
+ */
+export function planStatements(mode: 'custom' | 'generic' | 'default'): string {
+  return mode === 'default' ? 'SET LOCAL plan_cache_mode TO DEFAULT' : `SET LOCAL plan_cache_mode = force_${mode}_plan`
 }
 
 /**

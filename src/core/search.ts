@@ -10,6 +10,7 @@ import { namedPeriod } from './query-dates.ts'
 import { CHANNELS, type Channel, identifier } from './scope.ts'
 import { FUSIONS, resolveScoring, type Scoring, scoringInput, Z_WINDOW, zFused, zListStats, zOf } from './scoring.ts'
 import { iso, timeInput, toDate } from './time.ts'
+import { planStatements } from './prepared.ts'
 import { parseInput, z } from './validate.ts'
 import { KEYWORD_PENDING_BOUND } from './schema/0009-keyword-pending.ts'
 
@@ -32,8 +33,8 @@ export const MIN_NEAREST = 150
  * than this. Rescoring reads each one's documents and the conversations that touched them.
  */
 export const MIN_RESCORED = 30
-/** The most events a search rescores. */
-export const MAX_RESCORED = 600
+/** The most events a search rescores: three times the most hits it returns. */
+export const MAX_RESCORED = 3 * MAX_SEARCH_LIMIT
 /** The most query terms the keyword list looks up (the rarest are kept). */
 export const MAX_QUERY_TERMS = 24
 
@@ -990,18 +991,14 @@ export async function searchInTransaction(
   // anew each time), except as of a time, when they also count the chunks created since, and
   // how to read those depends on the time.
   const settings = plan.vector ? `; ${vectorScanSettings(plan.nearest)}` : ''
-  let planned = plan
-  if (plan.options.mode !== 'vector') {
-    const generic = plan.options.asOf === undefined
-    await tx.exec(`SET LOCAL plan_cache_mode = ${generic ? 'force_generic_plan' : 'force_custom_plan'}${settings}`)
-    planned = { ...plan, keyword: await keywordStats(tx, plan) }
-    if (generic) await tx.exec('SET LOCAL plan_cache_mode = force_custom_plan')
-  } else {
-    await tx.exec(`SET LOCAL plan_cache_mode = force_custom_plan${settings}`)
-  }
+  const keyword = plan.options.mode !== 'vector'
+  const generic = keyword && plan.options.asOf === undefined
+  await tx.exec(`${planStatements(generic ? 'generic' : 'custom')}${settings}`)
+  const planned = keyword ? { ...plan, keyword: await keywordStats(tx, plan) } : plan
+  if (generic) await tx.exec(planStatements('custom'))
   const { sql, params } = searchStatement(planned)
   const { rows } = await tx.query<HitRow>(sql, params, { prepare: true })
-  if (statementsFollow) await tx.exec('SET LOCAL plan_cache_mode TO DEFAULT')
+  if (statementsFollow) await tx.exec(planStatements('default'))
   return { hits: rows.map(toHit), poolSize: Number(rows[0]?.pool_size ?? 0) }
 }
 
@@ -1019,7 +1016,7 @@ async function lookUpActors(
   // with its generic plan: index probes by key whatever the query, which Postgres' automatic
   // choice would plan anew each time.
   const { rows } = await ctx.db.transaction(async (tx) => {
-    await tx.exec('SET LOCAL plan_cache_mode = force_generic_plan')
+    await tx.exec(planStatements('generic'))
     return tx.query<{ names: string[] | null; others: boolean; named: string[] | null }>(
       `WITH names AS (${ACTOR_WORDS}),
             -- The query's lexemes, once.
