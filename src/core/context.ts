@@ -109,18 +109,39 @@ export const DECISION_NAMESPACES = ['decisions'] as const
 /** Curated-memory categories read into the rules section. */
 export const RULE_CATEGORIES = ['instruction', 'constraint', 'convention'] as const
 
-const contextInput = z
+/** The smallest `maxTokens` `buildContext` takes. */
+export const MIN_CONTEXT_BUDGET = 64
+
+/** Who the bundle is for, named as `recordTurn` and `search` name it. */
+const contextScope = z
   .object({
-    query: z.string().trim().min(1).max(20_000),
-    conversationId: identifier.optional(),
-    tenantId: identifier.default('default'),
+    tenantId: identifier.optional(),
     userId: identifier.optional(),
     agentId: identifier.optional(),
     /** The project the call is made in: the user's memories of other projects stay out. */
     projectId: identifier.optional(),
+  })
+  .strict()
+
+const SCOPE_KEYS = ['tenantId', 'userId', 'agentId', 'projectId'] as const
+
+const contextInput = z
+  .object({
+    query: z.string().trim().min(1).max(20_000),
+    conversationId: identifier.optional(),
+    scope: contextScope.optional(),
+    /** @deprecated Use `scope.tenantId`. */
+    tenantId: identifier.optional(),
+    /** @deprecated Use `scope.userId`. */
+    userId: identifier.optional(),
+    /** @deprecated Use `scope.agentId`. */
+    agentId: identifier.optional(),
+    /** @deprecated Use `scope.projectId`. */
+    projectId: identifier.optional(),
     channel: z.enum(CHANNELS).default('private'),
     intent: z.string().max(200).optional(),
-    maxTokens: z.number().int().min(64).max(2_000_000).default(DEFAULT_CONTEXT_BUDGET),
+    /** The budget in tokens, 64 at least: below that no section could hold one item. */
+    maxTokens: z.number().int().min(MIN_CONTEXT_BUDGET).max(2_000_000).default(DEFAULT_CONTEXT_BUDGET),
     sections: z
       .object(Object.fromEntries(SECTION_NAMES.map((n) => [n, z.number().int().min(0).optional()])))
       .strict()
@@ -129,9 +150,26 @@ const contextInput = z
     retrieval: z.boolean().default(true),
   })
   .strict()
+  .superRefine((i, issues) => {
+    for (const key of SCOPE_KEYS) {
+      const flat = i[key]
+      const scoped = i.scope?.[key]
+      if (flat !== undefined && scoped !== undefined && flat !== scoped) {
+        issues.addIssue({ code: 'custom', path: [key], message: `differs from scope.${key}: give it once, in scope` })
+      }
+    }
+  })
+  .transform(({ scope, ...i }) => ({
+    ...i,
+    tenantId: scope?.tenantId ?? i.tenantId ?? 'default',
+    userId: scope?.userId ?? i.userId,
+    agentId: scope?.agentId ?? i.agentId,
+    projectId: scope?.projectId ?? i.projectId,
+  }))
 
 /**
- * What the next model call is about and for whom. `channel` is where the answer goes: only
+ * What the next model call is about and for whom (`scope`, as `recordTurn` and `search` take
+ * it; the flat `tenantId`, `userId`, `agentId` and `projectId` still work). `channel` is where the answer goes: only
  * sensitivities allowed there are loaded. `sections` replaces caps (in tokens) of named
  * sections; `retrieval: false` skips search for a fast bundle of rules, tasks, decisions and
  * the recent window.

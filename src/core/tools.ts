@@ -255,12 +255,8 @@ function eventContent(a: z.output<typeof recordEvent>): Record<string, unknown> 
   }
 }
 
-const turnProcedure = z
+const turnDocument = z
   .strictObject({
-    tool: toolId(64)
-      .refine((t) => !(BUILTIN_RELATIONS as readonly string[]).includes(t), 'names a link Engram writes itself')
-      .describe('The tool\'s name, e.g. read_file.'),
-    args: z.record(z.string(), z.unknown()).optional().describe('The arguments it was called with.'),
     path: z
       .string()
       .min(1)
@@ -268,34 +264,58 @@ const turnProcedure = z
       .optional()
       .describe('The file it read or wrote, as an absolute path (a path relative to the project root works when the memory has one).'),
     url: z.string().min(1).max(4096).optional().describe('The web page it read.'),
-    content: z
-      .string()
-      .optional()
-      .describe('With path or url, needed: the file\'s or page\'s content as it was after the call.'),
-    effect: z.enum(['read', 'write']).optional().describe('With path or url: whether the tool read or wrote it.'),
-    output: z.string().min(1).optional().describe('Without path or url: what the tool returned.'),
+    content: z.string().describe('The file\'s or page\'s content as it was after the call.'),
+    effect: z.enum(['read', 'write']).describe('Whether the tool read or wrote it.'),
+  })
+  .superRefine((d, issues) => {
+    if ((d.path === undefined) === (d.url === undefined)) {
+      issues.addIssue({ code: 'custom', path: ['path'], message: 'give path or url, one of them' })
+    }
+  })
+
+const turnProcedure = z
+  .strictObject({
+    tool: toolId(64)
+      .refine((t) => !(BUILTIN_RELATIONS as readonly string[]).includes(t), 'names a link Engram writes itself')
+      .describe('The tool\'s name, e.g. read_file.'),
+    args: z.record(z.string(), z.unknown()).optional().describe('The arguments it was called with.'),
+    document: turnDocument.optional().describe('The file or page the tool read or wrote, as it was after the call.'),
+    output: z.string().min(1).optional().describe('Without a document: what the tool returned.'),
   })
   .superRefine((p, issues) => {
-    if (p.path !== undefined && p.url !== undefined) {
-      issues.addIssue({ code: 'custom', path: ['url'], message: 'give path or url, not both' })
-    }
-    const document = p.path !== undefined || p.url !== undefined
-    if (document && p.effect === undefined) issues.addIssue({ code: 'custom', path: ['effect'], message: 'a path or url needs effect' })
-    if (document && p.content === undefined) issues.addIssue({ code: 'custom', path: ['content'], message: 'a path or url needs content' })
-    if (document && p.output !== undefined) {
-      issues.addIssue({ code: 'custom', path: ['output'], message: 'a path or url keeps its content in content; drop output' })
-    }
-    if (!document) {
-      for (const field of ['content', 'effect'] as const) {
-        if (p[field] !== undefined) issues.addIssue({ code: 'custom', path: [field], message: `${field} needs a path or url` })
-      }
+    if (p.document !== undefined && p.output !== undefined) {
+      issues.addIssue({ code: 'custom', path: ['output'], message: 'a document keeps its content in document.content; drop output' })
     }
   })
+
+/** The flat procedure fields record_turn took before `document`, still read. */
+const LEGACY_DOCUMENT_FIELDS = ['path', 'url', 'content', 'effect'] as const
+
+/**
+ * record_turn's arguments with the names `recordTurn` uses: `reply` becomes `agent`, and a
+ * procedure's flat `path`/`url`/`content`/`effect` become its `document`.
+ */
+function currentTurnNames(args: unknown): unknown {
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) return args
+  const { reply, procedures, ...rest } = args as Record<string, unknown>
+  const named: Record<string, unknown> = reply === undefined || 'agent' in rest ? rest : { ...rest, agent: reply }
+  if (reply !== undefined && 'agent' in rest) named.reply = reply
+  if (!Array.isArray(procedures)) return procedures === undefined ? named : { ...named, procedures }
+  named.procedures = procedures.map((p: unknown) => {
+    if (typeof p !== 'object' || p === null || Array.isArray(p) || 'document' in p) return p
+    const flat = p as Record<string, unknown>
+    if (!LEGACY_DOCUMENT_FIELDS.some((f) => f in flat)) return p
+    const document = Object.fromEntries(LEGACY_DOCUMENT_FIELDS.filter((f) => f in flat).map((f) => [f, flat[f]]))
+    const kept = Object.fromEntries(Object.entries(flat).filter(([k]) => !(LEGACY_DOCUMENT_FIELDS as readonly string[]).includes(k)))
+    return { ...kept, document }
+  })
+  return named
+}
 
 const recordTurn = z.strictObject({
   conversation_id: toolId().describe('The conversation (session) it belongs to.'),
   user: z.string().min(1).describe('The user\'s message, as they wrote it.'),
-  reply: z.string().min(1).describe('Your reply.'),
+  agent: z.string().min(1).describe('Your reply.'),
   procedures: z
     .array(turnProcedure)
     .max(MAX_PROCEDURES_PER_TURN)
@@ -622,7 +642,7 @@ export async function callTool(
       })
     }
     case 'record_turn': {
-      const a = parseInput(recordTurn, args, 'record_turn arguments')
+      const a = parseInput(recordTurn, currentTurnNames(args), 'record_turn arguments')
       const turn = (await optional(
         host,
         'recordTurn',
@@ -634,22 +654,12 @@ export async function callTool(
           ...(identity.runId === undefined ? {} : { runId: identity.runId }),
         },
         user: a.user,
-        agent: identity.agentId === undefined ? a.reply : { text: a.reply, actorId: identity.agentId },
+        agent: identity.agentId === undefined ? a.agent : { text: a.agent, actorId: identity.agentId },
         procedures: (a.procedures ?? []).map((p) => ({
           tool: p.tool,
           ...(p.args === undefined ? {} : { args: p.args }),
-          ...(p.path === undefined && p.url === undefined
-            ? p.output === undefined
-              ? {}
-              : { output: p.output }
-            : {
-                document: {
-                  ...(p.path === undefined ? {} : { path: p.path }),
-                  ...(p.url === undefined ? {} : { url: p.url }),
-                  ...(p.content === undefined ? {} : { content: p.content }),
-                  effect: p.effect,
-                },
-              }),
+          ...(p.output === undefined ? {} : { output: p.output }),
+          ...(p.document === undefined ? {} : { document: p.document }),
         })),
         ...(a.channel ? { channel: a.channel } : {}),
         ...(a.sensitivity ? { sensitivity: a.sensitivity } : {}),

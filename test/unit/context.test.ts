@@ -884,6 +884,19 @@ describe('buildContext: budget and determinism', () => {
     expect(section(byOutput, 'retrieved_evidence').items[0]?.text).toContain('FAIL segfault in dateparse module')
   })
 
+  it('takes who it is for as scope, as recordTurn and search do; the flat names still work', async () => {
+    await using memory = await openTestMemory({ now: testClock().now })
+    await memory.recordTurn({ conversationId: 'a', scope: { userId: 'ann' }, user: 'where are invoices parsed?', agent: 'In src/parse.ts.' })
+    const scoped = await memory.buildContext({ query: 'invoice parsing', conversationId: 'b', scope: { userId: 'ann' } })
+    const flat = await memory.buildContext({ query: 'invoice parsing', conversationId: 'b', userId: 'ann' })
+    expect(scoped.provenance.filters.userId).toBe('ann')
+    expect(withoutId(scoped)).toEqual(withoutId(flat))
+    await expect(
+      memory.buildContext({ query: 'invoice parsing', scope: { userId: 'ann' }, userId: 'bob' }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await expect(memory.buildContext({ query: 'invoice parsing', maxTokens: 63 })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
   it('an agent gets the bundle through the build_context tool', async () => {
     await using memory = await openTestMemory({ now: testClock().now })
     await memory.recordTurn({ conversationId: 'a', scope: { userId: 'ann' }, user: 'where are invoices parsed?', agent: 'In src/parse.ts.' })

@@ -490,11 +490,15 @@ describe('agent tools', () => {
       {
         conversation_id: 'c1',
         user: 'why does the parser fail on dates?',
-        reply: 'It reads dates as MM/DD; I switched it to ISO.',
+        agent: 'It reads dates as MM/DD; I switched it to ISO.',
         procedures: [
-          { tool: 'read_file', args: { path: 'src/parse.ts' }, path: '/repo/src/parse.ts', content: 'parse(mmdd)', effect: 'read' },
+          {
+            tool: 'read_file',
+            args: { path: 'src/parse.ts' },
+            document: { path: '/repo/src/parse.ts', content: 'parse(mmdd)', effect: 'read' },
+          },
           { tool: 'run_tests', args: { filter: 'parse' }, output: '3 passed' },
-          { tool: 'edit_file', path: '/repo/src/parse.ts', content: 'parse(iso)', effect: 'write' },
+          { tool: 'edit_file', document: { path: '/repo/src/parse.ts', content: 'parse(iso)', effect: 'write' } },
         ],
         tags: ['topic:dates'],
       },
@@ -519,6 +523,11 @@ describe('agent tools', () => {
     const output = first.procedures[1]?.tool_result_event_id as string
     expect((await memory.events.get(output)).content).toMatchObject({ tool: 'run_tests', excerptText: '3 passed', truncated: false })
 
+    // The names record_turn took before (reply, a procedure's flat path and content) still work,
+    // but not beside the new ones.
+    await expect(
+      memory.callTool('record_turn', { conversation_id: 'c1', user: 'u', agent: 'a', reply: 'a' }, alice),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     // The next turn reads the file again, as it is now: the first turn's read is two versions behind.
     const second = (await memory.callTool(
       'record_turn',
