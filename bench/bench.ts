@@ -1,17 +1,20 @@
 /**
- * `npm run bench -- [--size 10000|100000] [--out FILE] [--only name,name] [--cache-mb N] [--smoke]`
+ * `npm run bench -- [--size 10000|100000] [--out FILE] [--only name,name] [--first-minute] [--runs N] [--cache-mb N] [--smoke]`
  *
  * Measures Engram and its peers (Orama, brute-force cosine, naive PGlite inserts) in the same
  * process on the same deterministic data, in Node (the engine in-process) and in headless
  * Chromium (the worker, served from dist/demo — run `npm run build` first). Writes JSON to
  * FILE (default bench/results/latest.json) and a Markdown table to stdout. Exits non-zero
- * on any error. `--smoke` is a tiny, quick run that checks the harness works. `--cache-mb` opens
+ * on any error. `--smoke` is a tiny, quick run that checks the harness works. `--first-minute`
+ * measures only the first minute in the browser (ready, first write, first searches, the model
+ * ready), in fresh contexts and on a returning visit; `--runs` sets the browser's cold runs
+ * (default 3). `--cache-mb` opens
  * the Node suite's memory with that `cacheMB` (Postgres' page cache; default 128).
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { cpus, totalmem, type as osType, release } from 'node:os'
 import { dirname } from 'node:path'
-import { BROWSER_METRICS, chromiumVersion, runBrowserSuite } from './lib/browser-suite.ts'
+import { BROWSER_METRICS, chromiumVersion, FIRST_MINUTE_METRICS, runBrowserSuite } from './lib/browser-suite.ts'
 import { type BenchResult, markdownReport } from './lib/metrics.ts'
 import { NODE_METRICS, runNodeSuite, type SuiteOptions } from './lib/node-suite.ts'
 
@@ -21,6 +24,7 @@ interface Args {
   only: string[]
   smoke: boolean
   cacheMB?: number
+  runs?: number
 }
 
 function parseArgs(argv: string[]): Args {
@@ -39,9 +43,14 @@ function parseArgs(argv: string[]): Args {
       if (!Number.isInteger(args.size) || args.size < 8) throw new Error('--size must be an integer ≥ 8')
     } else if (flag === '--out') args.out = value()
     else if (flag === '--only') args.only = value().split(',').map((s) => s.trim()).filter(Boolean)
+    else if (flag === '--first-minute') args.only.push(...FIRST_MINUTE_METRICS)
     else if (flag === '--smoke') args.smoke = true
     else if (flag === '--cache-mb') args.cacheMB = Number(value())
-    else throw new Error(`unknown argument ${flag}; usage: npm run bench -- [--size n] [--out FILE] [--only a,b] [--cache-mb n] [--smoke]`)
+    else if (flag === '--runs') {
+      args.runs = Number(value())
+      if (!Number.isInteger(args.runs) || args.runs < 1) throw new Error('--runs must be an integer ≥ 1')
+    }
+    else throw new Error(`unknown argument ${flag}; usage: npm run bench -- [--size n] [--out FILE] [--only a,b] [--first-minute] [--runs n] [--cache-mb n] [--smoke]`)
   }
   if (args.smoke && !sizeGiven) args.size = 400
   const known = new Set([...NODE_METRICS, ...BROWSER_METRICS])
@@ -55,7 +64,10 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(3))
   const log = (line: string) => process.stderr.write(`${line}\n`)
   const wants = (name: string) => args.only.length === 0 || args.only.includes(name)
-  const cache = args.cacheMB === undefined ? {} : { cacheMB: args.cacheMB }
+  const cache = {
+    ...(args.cacheMB === undefined ? {} : { cacheMB: args.cacheMB }),
+    ...(args.runs === undefined ? {} : { coldRuns: args.runs }),
+  }
   const options: SuiteOptions & { coldRuns: number; webgpuSentences: number } = args.smoke
     ? { size: args.size, ops: 20, warmup: 3, embedPasses: 1, embedSentences: 64, bulkRuns: 1, naiveRows: 200, coldRuns: 1, webgpuSentences: 4, wants, log, ...cache }
     : { size: args.size, ops: 200, warmup: 20, embedPasses: 3, embedSentences: 200, bulkRuns: 3, naiveRows: 2000, coldRuns: 3, webgpuSentences: 16, wants, log, ...cache }

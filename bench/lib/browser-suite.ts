@@ -183,6 +183,66 @@ async function coldStart(page: Page, name: string, storage: 'opfs' | 'idb') {
   )
 }
 
+/** What one first-minute run measured, each in ms on the page. */
+interface FirstMinute {
+  /** `connectMemory` → `ready` resolved. */
+  ready: number
+  /** The first `recordTurn`, right after ready. */
+  firstWrite: number
+  /** The next few `recordTurn`s, each. */
+  nextWrites: number[]
+  /** The first keyword search, right after the first writes. */
+  firstKeyword: number
+  /** `connectMemory` → `embedderInfo()` says ready (or unavailable). */
+  modelReady: number
+  /** The first vector search once the model is ready. */
+  firstVector: number
+  created: boolean
+}
+
+/** Turns a first-minute run records: the first, then the next ones. */
+const FIRST_MINUTE_TURNS = 5
+
+/**
+ * What a user meets in the first minute, in order, timed on the page from the moment the page
+ * asks for the memory: ready, the first write, a keyword search, the model ready, and the
+ * first vector search. Everything runs as an app would, with the default settings.
+ */
+async function firstMinute(page: Page, name: string, turns: RecordTurnInput[]): Promise<FirstMinute> {
+  return page.evaluate(
+    async ({ name, json }) => {
+      const t0 = performance.now()
+      const memory = window.engram.connectMemory({ name, storage: 'opfs', workspace: { mode: 'local', root: '/bench/repo' } })
+      try {
+        const info = await memory.ready
+        const ready = performance.now() - t0
+        const turns = JSON.parse(json) as Parameters<typeof memory.recordTurn>[0][]
+        const writes: number[] = []
+        for (const turn of turns) {
+          const t = performance.now()
+          await memory.recordTurn(turn)
+          writes.push(performance.now() - t)
+        }
+        let t = performance.now()
+        await memory.search('which file did the parser change touch', { mode: 'keyword' })
+        const firstKeyword = performance.now() - t
+        for (let i = 0; i < 3000 && (await memory.embedderInfo()).state === 'loading'; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+        const modelReady = performance.now() - t0
+        if ((await memory.embedderInfo()).state !== 'ready') throw new Error('first minute: the model did not load')
+        t = performance.now()
+        await memory.search('where is the code that reads the input', { mode: 'vector' })
+        const firstVector = performance.now() - t
+        return { ready, firstWrite: writes[0]!, nextWrites: writes.slice(1), firstKeyword, modelReady, firstVector, created: info.created }
+      } finally {
+        await memory.close()
+      }
+    },
+    { name, json: JSON.stringify(turns) },
+  )
+}
+
 /** Turns the first visit of a returning-visit run records before it closes. */
 const RETURNING_FIRST_TURNS = 40
 
@@ -257,7 +317,23 @@ async function embedRate(page: Page, device: 'wasm' | 'webgpu', threads: number 
   )
 }
 
+/** The first minute in a fresh context, then on a returning visit (`--first-minute` runs only these). */
+export const FIRST_MINUTE_METRICS = [
+  'first_minute_ready_ms',
+  'first_minute_first_write_ms',
+  'first_minute_next_writes_ms',
+  'first_minute_keyword_search_ms',
+  'first_minute_model_ready_ms',
+  'first_minute_vector_search_ms',
+  'first_minute_returning_ready_ms',
+  'first_minute_returning_first_write_ms',
+  'first_minute_returning_keyword_search_ms',
+  'first_minute_returning_model_ready_ms',
+  'first_minute_returning_vector_search_ms',
+]
+
 export const BROWSER_METRICS = [
+  ...FIRST_MINUTE_METRICS,
   'record_turn_ms',
   'record_turn_no_index_ms',
   'record_turn_model_busy_ms',
@@ -287,6 +363,54 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
   const { origin, browser } = bench
   try {
     options.log(`Chromium ${browser.version()} on ${origin}`)
+
+    if (FIRST_MINUTE_METRICS.some(options.wants)) {
+      options.log('Chromium: the first minute (OPFS), in a fresh context and on a returning visit')
+      const runs: { fresh: FirstMinute; returning: FirstMinute }[] = []
+      for (let run = 0; run < options.coldRuns; run++) {
+        const turns = makeTurns(sessionShape(4 * 2 * FIRST_MINUTE_TURNS), 500 + run)
+        const context = await browser.newContext()
+        try {
+          const page = await openHarness(context, origin)
+          const fresh = await firstMinute(page, `bench-first-minute-${run}`, turns.slice(0, FIRST_MINUTE_TURNS))
+          if (!fresh.created) throw new Error('first minute: the new memory already existed')
+          // A returning visit: the same context (its storage and HTTP cache), the page reloaded.
+          await page.reload()
+          await page.waitForFunction(() => window.engramHarnessReady === true)
+          const returning = await firstMinute(page, `bench-first-minute-${run}`, turns.slice(FIRST_MINUTE_TURNS, 2 * FIRST_MINUTE_TURNS))
+          if (returning.created) throw new Error('first minute: the returning visit created the memory again')
+          runs.push({ fresh, returning })
+        } finally {
+          await context.close()
+        }
+      }
+      const each = (values: number[]) => `runs: ${values.map((v) => Math.round(v)).join(', ')} ms`
+      const what = (visit: 'fresh' | 'returning') =>
+        visit === 'fresh'
+          ? 'a new memory in a fresh browser context (empty storage and HTTP cache), OPFS, default settings'
+          : 'the same memory on a returning visit (the same context, the page reloaded), OPFS, default settings'
+      for (const visit of ['fresh', 'returning'] as const) {
+        const prefix = visit === 'fresh' ? 'first_minute' : 'first_minute_returning'
+        const pick = (key: 'ready' | 'firstWrite' | 'firstKeyword' | 'modelReady' | 'firstVector') => runs.map((r) => r[visit][key])
+        const figures = [
+          ['ready', pick('ready'), 'connectMemory → ready resolved'],
+          ['first_write', pick('firstWrite'), `the first recordTurn (3 procedures) right after ready`],
+          ['keyword_search', pick('firstKeyword'), `the first keyword search, after ${FIRST_MINUTE_TURNS} turns`],
+          ['model_ready', pick('modelReady'), 'connectMemory → embedderInfo() ready (polled every 20 ms), the writes and search meanwhile'],
+          ['vector_search', pick('firstVector'), "the first search({ mode: 'vector' }) once the model is ready"],
+        ] as const
+        for (const [key, values, how] of figures) {
+          const name = `${prefix}_${key}_ms`
+          if (options.wants(name)) out.metrics[name] = latency(values, `${how}; ${what(visit)}; ${each(values)}`)
+        }
+      }
+      if (options.wants('first_minute_next_writes_ms')) {
+        out.metrics.first_minute_next_writes_ms = latency(
+          runs.flatMap((r) => r.fresh.nextWrites),
+          `recordTurn (3 procedures) 2nd to ${FIRST_MINUTE_TURNS}th in a new memory, right after the first; ${what('fresh')}`,
+        )
+      }
+    }
 
     // The same turns on each storage, each in a fresh context (empty storage).
     // `model busy`: background indexing without waiting for a pause in the writes, so the
