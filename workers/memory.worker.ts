@@ -6,6 +6,9 @@ import { MemoryHost } from '../src/worker/host.ts'
 installErrorTransfer()
 
 const host = new MemoryHost()
+// Errors nothing awaits: PGlite's WebAssembly refused by the page's CSP shows only here.
+self.addEventListener('unhandledrejection', (event) => host.unhandled(event.reason))
+self.addEventListener('error', (event) => host.unhandled(event.error ?? event.message))
 
 /** What the page's client reaches through comlink. */
 const api = {

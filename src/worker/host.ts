@@ -14,6 +14,7 @@ import { Activity } from '../runtime/activity.ts'
 import { cacheSetting, type DurableDb, durableDb, openPGlite } from '../runtime/pglite.ts'
 import { checkThreads } from '../embed/environment.ts'
 import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
+import { importEmbedder } from './embed-module.ts'
 import { DEFAULT_WARM_UP_TURNS, parseWarmUp } from '../core/warm-up.ts'
 import { moveLegacyIdbToPages } from './idb-migrate.ts'
 import { idbPageFileSystem } from './idb-pages.ts'
@@ -309,7 +310,32 @@ export class MemoryHost {
     }
   }
 
-  async boot(options: BootOptions): Promise<BootInfo> {
+  /** Fails the boot in progress, set while one runs (see `unhandled`). */
+  #failBoot: ((error: MemoryError) => void) | undefined
+
+  /** Opens the memory, or joins the tab that owns it; rejects with the boot's error. */
+  boot(options: BootOptions): Promise<BootInfo> {
+    const failed = new Promise<never>((_, reject) => (this.#failBoot = reject))
+    return Promise.race([this.#boot(options), failed]).finally(() => (this.#failBoot = undefined))
+  }
+
+  /**
+   * An error that nothing awaits, from the worker's global handlers. A Content-Security-Policy
+   * without 'wasm-unsafe-eval' makes PGlite's WebAssembly fail only this way, and the boot
+   * would wait for its whole timeout: during a boot, such a failure ends it at once.
+   */
+  unhandled(reason: unknown): void {
+    if (!this.#failBoot || !isWebAssemblyFailure(reason)) return
+    this.#failBoot(
+      new MemoryError(
+        'WORKER_TERMINATED',
+        `The database's WebAssembly could not start: ${String(reason)}. A Content-Security-Policy must allow it with 'wasm-unsafe-eval' in script-src.`,
+        { cause: reason },
+      ),
+    )
+  }
+
+  async #boot(options: BootOptions): Promise<BootInfo> {
     if (this.#options) throw new MemoryError('CONFLICT', 'This worker already hosts a memory; create a new worker.')
     const started = performance.now()
     checkMemoryName(options.name)
@@ -585,7 +611,7 @@ export class MemoryHost {
         onProgress: (progress: ModelLoadProgress) => this.#emit({ type: 'model', progress }),
       }
       if (dedicated) return this.#tracked(await createWorkerEmbedder(settings))
-      const { createTransformersEmbedder } = await import('../embed/transformers-embedder.ts')
+      const { createTransformersEmbedder } = await importEmbedder()
       return this.#tracked(await createTransformersEmbedder(settings))
     })
     this.#embedder = loading
@@ -857,4 +883,13 @@ export class MemoryHost {
     // A model still loading may take long; it is released whenever it is done.
     void embedder?.then((e) => e.dispose()).catch(() => {})
   }
+}
+
+/** Whether an error is WebAssembly failing to compile, link or run (Emscripten's abort included). */
+function isWebAssemblyFailure(reason: unknown): boolean {
+  if (typeof WebAssembly === 'undefined') return false
+  if (reason instanceof WebAssembly.CompileError || reason instanceof WebAssembly.LinkError || reason instanceof WebAssembly.RuntimeError) {
+    return true
+  }
+  return /CompileError|WebAssembly/.test(String(reason))
 }
