@@ -3,7 +3,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine, type EngineOptions } from '../core/engine.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
-import { lockDataDir } from './lock.ts'
+import { lockDataDir, whileHeld } from './lock.ts'
 import { realPath } from './realpath.ts'
 import type { ScoringInput } from '../core/scoring.ts'
 
@@ -76,7 +76,8 @@ export type NodeMemory = Engine & {
  */
 export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeMemory> {
   // One open per data folder: a second would write over this one's writes (src/node/lock.ts).
-  const release = options.dataDir === undefined ? async () => {} : await lockDataDir(resolve(options.dataDir))
+  const lock = options.dataDir === undefined ? undefined : await lockDataDir(resolve(options.dataDir))
+  const release = () => lock?.release()
   let pg: PGlite
   try {
     pg = await openPGlite({
@@ -85,7 +86,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
     })
   } catch (error) {
-    await release()
+    release()
     throw error
   }
   const workspace =
@@ -94,7 +95,8 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   let engine: Engine
   try {
     engine = await createEngine({
-      db,
+      // An open whose lock another process took fails every call from then on (src/node/lock.ts).
+      db: lock ? whileHeld(db, lock) : db,
       ...(options.now ? { now: options.now } : {}),
       ...(options.embedder ? { embedder: options.embedder } : {}),
       ...(options.indexing ? { indexing: options.indexing } : {}),
@@ -109,7 +111,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     })
   } catch (error) {
     await pg.close()
-    await release()
+    release()
     throw error
   }
   let closing: Promise<void> | undefined
@@ -118,9 +120,10 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
       try {
         await engine.stopIndexing()
         await db.close()
-        if (!pg.closed) await pg.close()
+        // Closing writes a checkpoint: not over the pages of the process that took the lock.
+        if (!pg.closed && lock?.lost !== true) await pg.close()
       } finally {
-        await release()
+        release()
       }
     })())
   return Object.assign(engine, { close, [Symbol.asyncDispose]: close })

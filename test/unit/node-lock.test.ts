@@ -1,18 +1,19 @@
-import { mkdtemp, rm, stat, utimes } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { createInterface } from 'node:readline'
+import { afterEach, describe, expect, inject, it } from 'vitest'
 import { openMemory } from '../../src/node/index.ts'
-import { STALE_LOCK_MS } from '../../src/node/lock.ts'
+import { lockDataDir } from '../../src/node/lock.ts'
 import { codeOf } from '../support/errors.ts'
 import { templateBlob } from '../support/memory.ts'
 
 const dirs: string[] = []
 afterEach(async () => {
-  for (const dir of dirs.splice(0)) {
-    await rm(dir, { recursive: true, force: true })
-    await rm(`${dir}.lock`, { recursive: true, force: true })
-  }
+  for (const dir of dirs.splice(0)) await rm(join(dir, '..'), { recursive: true, force: true })
 })
 
 async function folder(): Promise<string> {
@@ -20,6 +21,19 @@ async function folder(): Promise<string> {
   dirs.push(dir)
   return dir
 }
+
+/** A lock file as another process would leave it. */
+const lockOf = (pid: number, more: { start?: string; host?: string; boot?: string } = {}) =>
+  JSON.stringify({ pid, ...more, token: Math.random().toString(36).slice(2) })
+
+/** The id of a process that has exited. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' })
+  await new Promise((resolve) => child.on('exit', resolve))
+  return child.pid as number
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describe('a data folder is opened once at a time', () => {
   it('a second open of the same folder is refused until the first is closed, and then sees its writes', async () => {
@@ -30,7 +44,7 @@ describe('a data folder is opened once at a time', () => {
     expect(await codeOf(open())).toBe('LOCKED_BY_OTHER_PROCESS')
     // The same folder named another way is the same lock.
     expect(await codeOf(openMemory({ dataDir: `${dataDir}/../memory`, cacheMB: 16 }))).toBe('LOCKED_BY_OTHER_PROCESS')
-    expect((await stat(`${dataDir}.lock`)).isDirectory()).toBe(true)
+    expect((await stat(`${dataDir}.lock`)).isFile()).toBe(true)
     await first.close()
     await first.close() // closing twice is harmless
     await expect(stat(`${dataDir}.lock`)).rejects.toMatchObject({ code: 'ENOENT' })
@@ -40,18 +54,108 @@ describe('a data folder is opened once at a time', () => {
     await second.close()
   })
 
-  it('the lock of a process that died is taken over once it is stale', async () => {
+  it('the lock of a process that died, or of a process id now reused, is taken over at once', async () => {
     const dataDir = await folder()
     const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 16 })
     await first.close()
-    // What a process killed while holding the memory leaves: the lock folder, no longer renewed.
-    const { mkdir } = await import('node:fs/promises')
-    await mkdir(`${dataDir}.lock`)
+    const lock = `${dataDir}.lock`
+    // The lock on its own: the database behind it is opened once, below.
+    const takeOver = async () => {
+      const taken = await lockDataDir(dataDir)
+      taken.check()
+      taken.release()
+    }
+
+    // A live process (this test's own runner) holds it: refused.
+    await writeFile(lock, lockOf(process.ppid))
     expect(await codeOf(openMemory({ dataDir, cacheMB: 16 }))).toBe('LOCKED_BY_OTHER_PROCESS')
-    const past = new Date(Date.now() - STALE_LOCK_MS - 5_000)
-    await utimes(`${dataDir}.lock`, past, past)
+    await writeFile(lock, lockOf(await deadPid()))
     const taken = await openMemory({ dataDir, cacheMB: 16 })
     expect(await taken.ping()).toMatchObject({ schemaVersion: expect.any(Number) })
     await taken.close()
+    // What a crash while writing the lock, or another program, might leave: no holder named.
+    await writeFile(lock, 'not a lock')
+    await takeOver()
+    // The folder an older version locked with names no holder either.
+    await mkdir(lock)
+    await takeOver()
+    if (existsSync('/proc/self/stat')) {
+      // A live process id whose start time differs: the holder died and its id was reused.
+      await writeFile(lock, lockOf(process.ppid, { start: '1' }))
+      await takeOver()
+      // A live process id of an earlier boot: every process of that boot is gone.
+      await writeFile(lock, lockOf(process.ppid, { boot: randomUUID() }))
+      await takeOver()
+    }
+    expect(existsSync(lock)).toBe(false)
+    // Another host's process ids mean nothing here: its lock stays until deleted.
+    await writeFile(lock, lockOf(await deadPid(), { host: `other-${randomUUID()}` }))
+    expect(await codeOf(openMemory({ dataDir, cacheMB: 16 }))).toBe('LOCKED_BY_OTHER_PROCESS')
   })
+
+  it('an open whose lock was taken fails every later call and leaves the taker’s lock on close', async () => {
+    const dataDir = await folder()
+    const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 16 })
+    await first.remember({ content: 'Written while the lock was held', category: 'fact' })
+    const mine = await readFile(`${dataDir}.lock`, 'utf8')
+    // What a taker leaves: its own lock file in place of this open's.
+    const theirs = lockOf(process.ppid)
+    await writeFile(`${dataDir}.lock`, theirs)
+    expect(await codeOf(first.remember({ content: 'Written after the lock was taken', category: 'fact' }))).toBe(
+      'LOCKED_BY_OTHER_PROCESS',
+    )
+    // Even with this open's lock back, it has stopped for good.
+    await writeFile(`${dataDir}.lock`, mine)
+    expect(await codeOf(first.memories.list())).toBe('LOCKED_BY_OTHER_PROCESS')
+    await writeFile(`${dataDir}.lock`, theirs)
+    await first.close()
+    expect(await readFile(`${dataDir}.lock`, 'utf8')).toBe(theirs)
+  })
+
+  it(
+    'a holder writing back to back keeps its lock past any stale period, and one killed is taken over at once',
+    async () => {
+      const dataDir = await folder()
+      const holder = spawn(process.execPath, ['bench/run.mjs', 'test/support/lock-holder.ts'], {
+        env: { ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_TEMPLATE: inject('templateDataDir') },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
+      const exited = new Promise((resolve) => holder.on('exit', resolve))
+      let acknowledged = 0
+      const opened = new Promise<void>((resolve, reject) => {
+        createInterface({ input: holder.stdout }).on('line', (line) => {
+          if (line === 'open') resolve()
+          const wrote = /^wrote (\d+)$/.exec(line)
+          if (wrote) acknowledged = Number(wrote[1])
+        })
+        void exited.then(() => reject(new Error('the holder exited before opening')))
+      })
+      try {
+        await opened
+        // Past the 10 s after which a lock renewed by a timer (which never runs here) looked stale.
+        const refusals: string[] = []
+        for (let second = 0; second < 12; second++) {
+          await sleep(1_000)
+          refusals.push(await codeOf(openMemory({ dataDir, cacheMB: 16 })))
+        }
+        expect(refusals).toEqual(Array(12).fill('LOCKED_BY_OTHER_PROCESS'))
+        expect(acknowledged).toBeGreaterThan(0)
+      } finally {
+        holder.kill('SIGKILL')
+      }
+      const killed = performance.now()
+      await exited
+      const seen = acknowledged
+      // The lock on its own: opening the database after it takes what the machine takes.
+      const lock = await lockDataDir(dataDir)
+      const tookMs = performance.now() - killed
+      lock.release()
+      expect(tookMs).toBeLessThan(2_000)
+      const taken = await openMemory({ dataDir, cacheMB: 16 })
+      // Every write the holder saw acknowledged is there.
+      expect((await taken.stats()).counts.memories).toBeGreaterThanOrEqual(seen)
+      await taken.close()
+    },
+    60_000,
+  )
 })
