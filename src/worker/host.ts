@@ -104,6 +104,8 @@ export type HostEvent =
   | { type: 'index'; status: IndexStatus }
   | { type: 'error'; error: EngineErrorEvent }
   | { type: 'telemetry'; event: TelemetryEvent }
+  /** This tab's role changed (a follower took over): for this page only. */
+  | { type: 'role'; role: Role }
 
 export type HostListener = (event: HostEvent) => void
 
@@ -660,6 +662,7 @@ export class MemoryHost {
       this.#opening = undefined
     }
     this.#post({ type: 'leader-up', from: this.#id })
+    this.#deliver({ type: 'role', role: 'leader' })
     // Calls this worker forwarded to the previous owner now run here, but for those it had
     // started: they may have been applied.
     const pending = [...this.#forwarded.values()]
@@ -709,6 +712,7 @@ export class MemoryHost {
       : new MemoryError('STORAGE_UNAVAILABLE', `This tab could not take the memory over: ${error instanceof Error ? error.message : String(error)}`, { cause: error })
     this.#failed = failed
     this.#role = 'private'
+    this.#deliver({ type: 'role', role: 'private' })
     for (const call of this.#forwarded.values()) call.reject(failed)
     this.#forwarded.clear()
   }

@@ -69,6 +69,9 @@ test('writes from two following tabs while the owner tab closes: each acknowledg
     // The new owner answers: each follower went on writing after the takeover.
     expect(ackedAfterClose).toBe(5)
   }
+  // The follower that took over says so in `ready`; the other still follows.
+  const roles = await Promise.all(followers.map((page) => page.evaluate(async () => (await (window as unknown as { memory: Memory }).memory.ready).role)))
+  expect(roles.sort()).toEqual(['follower', 'leader'])
   const acked = outcomes.flatMap((o) => o.acked)
   const unknown = outcomes.flatMap((o) => o.unknown)
   // At most the one call in flight on the owner per tab.
