@@ -10,6 +10,7 @@ import type {
 import type { Engine, EngineSettings } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
+import { checkOptionNames, type ListsEveryKey } from '../core/input-walk.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { TelemetryEvent } from '../core/telemetry.ts'
 import type { ModelLoadProgress } from '../embed/transformers-embedder.ts'
@@ -71,6 +72,27 @@ export interface CreateMemoryOptions extends EngineSettings {
    */
   embedder?: EmbedderBootOptions
 }
+
+/** Every option `createMemory` takes: any other is refused, so a misspelt one never goes unnoticed. */
+const CREATE_MEMORY_OPTIONS = [
+  'name',
+  'storage',
+  'persist',
+  'templateUrl',
+  'workspace',
+  'worker',
+  'cacheMB',
+  'warmUp',
+  'bootTimeoutMs',
+  'embedder',
+  'indexing',
+  'indexingPause',
+  'statistics',
+  'dedupThreshold',
+  'scoring',
+  'vault',
+] as const satisfies readonly (keyof CreateMemoryOptions)[]
+const _everyCreateOption: ListsEveryKey<CreateMemoryOptions, typeof CREATE_MEMORY_OPTIONS> = true
 
 /** The engine's API as the page sees it: the same names, every call async. */
 export type ClientOf<T> = {
@@ -148,6 +170,7 @@ function defaultWorker(): Worker {
  */
 export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   installErrorTransfer()
+  checkOptionNames(options, CREATE_MEMORY_OPTIONS, 'createMemory')
   const name = checkMemoryName(options.name ?? 'default')
   const storage = checkStorage(options.storage ?? 'auto')
   const bootTimeoutMs = checkBootTimeout(options.bootTimeoutMs)

@@ -1,4 +1,5 @@
 import { MemoryError } from './errors.ts'
+import { checkArgumentDepth } from './input-walk.ts'
 
 interface PgError {
   code: string
@@ -65,10 +66,12 @@ export function mapFunctions<T extends Api>(
 
 /**
  * Wraps every function of an API object (and of its nested namespaces) so that whatever
- * escapes it is a MemoryError. Returns a new plain object of the same shape.
+ * escapes it is a MemoryError, and arguments too deep to walk are refused before it runs.
+ * Returns a new plain object of the same shape.
  */
 export function withMemoryErrors<T extends Api>(api: T): T {
-  return mapFunctions(api, (call) => async (...args: unknown[]) => {
+  return mapFunctions(api, (call, key) => async (...args: unknown[]) => {
+    checkArgumentDepth(key, args)
     try {
       return await call(...args)
     } catch (error) {

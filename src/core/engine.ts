@@ -402,16 +402,30 @@ export async function createEngine(options: EngineOptions) {
   // rows they changed to the statistics themselves.
   const archives = withMemoryErrors(nudging(createArchives(ctx, fileFormat, ctx.hits), ['create', 'restore'], wrote(0)))
 
+  // The listeners are called back synchronously; the rest of the indexer's calls are async.
+  const { onIndexProgress, onError, ...indexing } = indexer.api
+
   const engine = {
-    /** Proves the database is up: versions of the schema, Postgres and pgvector. */
-    async ping(): Promise<PingResult> {
-      const { rows } = await ctx.db.query<{ pg: string; vec: string }>(
-        `SELECT current_setting('server_version') AS pg,
-                (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec`,
-      )
-      const row = rows[0]
-      return { schemaVersion, postgres: row?.pg ?? '', vector: row?.vec ?? '' }
-    },
+    ...withMemoryErrors({
+      /** Proves the database is up: versions of the schema, Postgres and pgvector. */
+      async ping(): Promise<PingResult> {
+        const { rows } = await ctx.db.query<{ pg: string; vec: string }>(
+          `SELECT current_setting('server_version') AS pg,
+                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec`,
+        )
+        const row = rows[0]
+        return { schemaVersion, postgres: row?.pg ?? '', vector: row?.vec ?? '' }
+      },
+      ...indexing,
+      /**
+       * Refreshes the query planner's statistics now (one `ANALYZE`) and waits for it. The
+       * engine does this by itself after enough writes; call it after a bulk load when the
+       * next reads must be fast at once.
+       */
+      refreshStatistics(): Promise<void> {
+        return statistics.refresh()
+      },
+    }),
     ...log,
     remember,
     recall,
@@ -420,15 +434,8 @@ export async function createEngine(options: EngineOptions) {
     archives,
     graph: { ...withMemoryErrors(entityGraphApi(ctx)), ...conversationGraph },
     telemetry: telemetryApi(ctx.telemetry),
-    ...indexer.api,
-    /**
-     * Refreshes the query planner's statistics now (one `ANALYZE`) and waits for it. The
-     * engine does this by itself after enough writes; call it after a bulk load when the
-     * next reads must be fast at once.
-     */
-    refreshStatistics(): Promise<void> {
-      return statistics.refresh()
-    },
+    onIndexProgress,
+    onError,
     /**
      * Stops background work (indexing, statistics) and waits for what is in flight, and writes
      * the retrieval hits noted since the last write of them; call before closing the database.

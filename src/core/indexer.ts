@@ -3,6 +3,7 @@ import type { Embedder } from './embedder.ts'
 import { toMemoryError as fromDatabaseError } from './db-errors.ts'
 import type { EngineContext } from './engine.ts'
 import { type ErrorCode, MemoryError } from './errors.ts'
+import { checkListener } from './input-walk.ts'
 import {
   ALL_CHUNKS_SQL,
   buildVectorIndexes,
@@ -671,7 +672,8 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
        * @example
        * const stop = memory.onIndexProgress(({ pending, done }) => bar.update(done, pending + done))
        */
-      onIndexProgress(listener: IndexProgressListener): () => void {
+      onIndexProgress: (listener: IndexProgressListener): (() => void) => {
+        checkListener(listener, 'onIndexProgress')
         progressListeners.add(listener)
         return () => {
           progressListeners.delete(listener)
@@ -686,7 +688,8 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
        * @example
        * memory.onError((e) => console.warn(e.code, e.message))
        */
-      onError(listener: EngineErrorListener): () => void {
+      onError: (listener: EngineErrorListener): (() => void) => {
+        checkListener(listener, 'onError')
         errorListeners.add(listener)
         return () => {
           errorListeners.delete(listener)

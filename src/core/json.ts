@@ -1,17 +1,9 @@
 import { MAX_JSON_DEPTH } from './limits.ts'
-import { NUL_PROBLEM, z } from './validate.ts'
+import { textProblem } from './input-walk.ts'
+import { z } from './validate.ts'
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
 export type JsonObject = { [key: string]: JsonValue }
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
-/** Why a string cannot be stored in Postgres text, or undefined when it can. */
-export function textProblem(text: string): string | undefined {
-  if (text.includes('\u0000')) return NUL_PROBLEM
-  if (LONE_SURROGATE.test(text)) return 'contains an unpaired UTF-16 surrogate (not valid Unicode)'
-  return undefined
-}
 
 /**
  * Why a value is not plain JSON (functions, BigInt, NaN, class instances, cycles, too deep),

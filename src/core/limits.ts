@@ -37,6 +37,13 @@ export const MAX_ID_LENGTH = 256
 /** Nesting depth of JSON content and tool arguments. */
 export const MAX_JSON_DEPTH = 64
 
+/**
+ * Nesting depth of any argument to the API, in arrays and plain objects: room for JSON content
+ * at its deepest (and a filter at its deepest) inside the call's own objects. Deeper input is
+ * refused before it is validated, so no depth can overflow the call stack.
+ */
+export const MAX_INPUT_DEPTH = 2 * MAX_JSON_DEPTH
+
 /** UTF-8 length of a string without allocating its encoding. */
 export function utf8Length(text: string): number {
   let n = 0

@@ -385,12 +385,30 @@ export function conversationText(messages: string | ChatMessage[]): string {
  * await mem.add('I prefer dark mode', { userId: 'alice' })
  * const { results } = await mem.search('display settings', { userId: 'alice' })
  */
+/** A memory with what the facade calls (a browser client's methods are proxies, functions too). */
+function isMemoryEngine(value: unknown): value is MemoryEngine {
+  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false
+  const { remember, memories } = value as { remember?: unknown; memories?: { search?: unknown } | null }
+  if (typeof remember !== 'function' || memories === null || memories === undefined) return false
+  return (typeof memories === 'object' || typeof memories === 'function') && typeof memories.search === 'function'
+}
+
 export class Memory {
   readonly #engine: MemoryEngine
   readonly #options: MemoryOptions
   readonly #tenant: { tenantId?: string }
 
   constructor(engine: MemoryEngine, options: MemoryOptions = {}) {
+    // Refused here, not at the first call, where it would fail on a missing method.
+    if (!isMemoryEngine(engine)) {
+      throw new MemoryError(
+        'INVALID_INPUT',
+        'new Memory(memory) takes an Engram memory: the one createMemory() (browser) or openMemory() (Node) returns.',
+      )
+    }
+    if (options === null || typeof options !== 'object') {
+      throw new MemoryError('INVALID_INPUT', 'new Memory(memory, options) takes an options object, or none.')
+    }
     if (options.graph === true && engine.graph === undefined) {
       throw new MemoryError('INVALID_INPUT', 'Graph memory needs an engine with an entity graph (engine.graph).')
     }

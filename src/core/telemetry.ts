@@ -1,3 +1,5 @@
+import { checkListener } from './input-walk.ts'
+
 /**
  * What the engine did, as it happens: every read, write, overwrite, delete and query of a
  * memory, kv entry, node or edge, and each event written, document observed, search and
@@ -101,6 +103,7 @@ export function timed<T extends Record<string, unknown>>(module: T, timings: Tim
 export function telemetryApi(telemetry: Telemetry) {
   return {
     subscribe(listener: TelemetryListener): () => void {
+      checkListener(listener, 'telemetry.subscribe')
       telemetry.listeners.add(listener)
       return () => {
         telemetry.listeners.delete(listener)

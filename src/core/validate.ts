@@ -1,5 +1,6 @@
 import { type ZodType, z } from 'zod'
 import { MemoryError } from './errors.ts'
+import { inputProblem } from './input-walk.ts'
 
 /**
  * Validates input at the API edge, once. Failures become INVALID_INPUT (or the given code)
@@ -11,13 +12,14 @@ export function parseInput<T>(
   what: string,
   code: 'INVALID_INPUT' | 'INVALID_FILTER' = 'INVALID_INPUT',
 ): T {
-  // Postgres text cannot hold NUL: refused here for every string of every input, ids and
-  // queries included, before any of it reaches a statement.
-  const nul = nulAt(value, new Set())
-  if (nul) {
-    const path = nul.join('.')
-    throw new MemoryError(code, `Invalid ${what}${path ? ` at "${path}"` : ''}: ${NUL_PROBLEM}`, {
-      details: { issues: [{ path, message: NUL_PROBLEM }] },
+  // Postgres text cannot hold NUL or half a surrogate pair, and no depth may reach the
+  // schema's recursion: refused here for every string of every input, ids and queries
+  // included, before any of it reaches a statement.
+  const problem = inputProblem(value)
+  if (problem) {
+    const path = problem.path.join('.')
+    throw new MemoryError(code, `Invalid ${what}${path ? ` at "${path}"` : ''}: ${problem.message}`, {
+      details: { issues: [{ path, message: problem.message }] },
     })
   }
   const result = schema.safeParse(value)
@@ -32,32 +34,3 @@ export function parseInput<T>(
 }
 
 export { z }
-
-/** Why Postgres text cannot hold a string with NUL in it (also json.ts's `textProblem`). */
-export const NUL_PROBLEM = 'contains a NUL character, which cannot be stored'
-
-/**
- * The path below `value` to the first string holding NUL in plain objects, arrays and keys
- * (built only once one is found), or null.
- */
-function nulAt(value: unknown, seen: Set<object>): (string | number)[] | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? [] : null
-  if (typeof value !== 'object' || value === null || seen.has(value)) return null
-  if (Array.isArray(value)) {
-    seen.add(value)
-    for (let i = 0; i < value.length; i++) {
-      const found = nulAt(value[i], seen)
-      if (found) return [i, ...found]
-    }
-    return null
-  }
-  const proto = Object.getPrototypeOf(value) as unknown
-  if (proto !== Object.prototype && proto !== null) return null
-  seen.add(value)
-  for (const [key, item] of Object.entries(value)) {
-    if (key.includes('\u0000')) return [key]
-    const found = nulAt(item, seen)
-    if (found) return [key, ...found]
-  }
-  return null
-}

@@ -2,6 +2,7 @@ import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import type { Embedder } from '../core/embedder.ts'
 import { createEngine, type Engine, type EngineOptions } from '../core/engine.ts'
+import { checkOptionNames, type ListsEveryKey } from '../core/input-walk.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
 import { realPath } from './realpath.ts'
@@ -61,6 +62,25 @@ export interface OpenMemoryOptions {
   resolveSymlinks?: boolean
 }
 
+/** Every option `openMemory` takes: any other is refused, so a misspelt one never goes unnoticed. */
+const OPEN_MEMORY_OPTIONS = [
+  'dataDir',
+  'loadDataDir',
+  'cacheMB',
+  'now',
+  'embedder',
+  'indexing',
+  'statistics',
+  'indexingPause',
+  'dedupThreshold',
+  'scoring',
+  'tokenCounter',
+  'vault',
+  'workspace',
+  'resolveSymlinks',
+] as const satisfies readonly (keyof OpenMemoryOptions)[]
+const _everyOpenOption: ListsEveryKey<OpenMemoryOptions, typeof OPEN_MEMORY_OPTIONS> = true
+
 export type NodeMemory = Engine & {
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
@@ -75,6 +95,7 @@ export type NodeMemory = Engine & {
  * await memory.close()
  */
 export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeMemory> {
+  checkOptionNames(options, OPEN_MEMORY_OPTIONS, 'openMemory')
   // One open per data folder: a second would write over this one's writes (src/node/lock.ts).
   const lock = options.dataDir === undefined ? undefined : await lockDataDir(resolve(options.dataDir))
   const release = () => lock?.release()

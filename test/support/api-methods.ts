@@ -51,3 +51,17 @@ export function garbageArguments(): unknown[][] {
     ['x', 'y', 'z', undefined],
   ]
 }
+
+/**
+ * Arguments nested far deeper than any input may be: an object 5,000 deep and an array
+ * 100,000 deep, in each place an argument may take one. Self-contained, as `garbageArguments`.
+ */
+export function deepArguments(): unknown[][] {
+  const nest = (depth: number, wrap: (inner: unknown) => unknown): unknown => {
+    let value: unknown = 'x'
+    for (let i = 0; i < depth; i++) value = wrap(value)
+    return value
+  }
+  const deep = [nest(5_000, (inner) => ({ a: inner })), nest(100_000, (inner) => [inner])]
+  return deep.flatMap((d) => [[d], ['x', d], ['save_memory', d], ['c0', {}, d], ['x', 'y', 'z', d]])
+}

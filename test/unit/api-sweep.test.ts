@@ -3,7 +3,7 @@ import { MemoryError } from '../../src/core/errors.ts'
 import { Memory } from '../../src/core/mem0.ts'
 import { openSnapshot } from '../../src/core/snapshot.ts'
 import type { NodeMemory } from '../../src/node/index.ts'
-import { apiMethods, garbageArguments } from '../support/api-methods.ts'
+import { apiMethods, deepArguments, garbageArguments } from '../support/api-methods.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 let memory: NodeMemory
@@ -23,19 +23,29 @@ function describeArgs(args: unknown[]): string {
       try {
         return JSON.stringify(a) ?? String(a)
       } catch {
-        return 'circular'
+        return 'circular or too deep to print'
       }
     })
     .join(', ')
 }
 
 /**
- * Calls `call` with every argument set of GARBAGE; what it throws that is not a refusal (a
+ * Calls `call` with every argument set of GARBAGE (or of `argumentSets`); what it throws that is not a refusal (a
  * MemoryError other than INTERNAL) goes into `wrong`. True when every call was refused.
  */
 async function sweep(name: string, call: (...args: unknown[]) => unknown, wrong: string[]): Promise<boolean> {
+  return sweepWith(GARBAGE, name, call, wrong)
+}
+
+/** `sweep` over the given argument sets. */
+async function sweepWith(
+  argumentSets: unknown[][],
+  name: string,
+  call: (...args: unknown[]) => unknown,
+  wrong: string[],
+): Promise<boolean> {
   let refusedAll = true
-  for (const args of GARBAGE) {
+  for (const args of argumentSets) {
     try {
       await call(...args)
       refusedAll = false
@@ -92,5 +102,45 @@ describe('the whole API against garbage', () => {
       await sweep(path.join('.'), (...args) => fn.apply(self, args), wrong)
     }
     expect(wrong).toEqual([])
+  })
+
+  it('refuses arguments nested 5,000 and 100,000 deep with INVALID_INPUT in every method, and the facade and a snapshot never fail inside on them', async () => {
+    const deep = deepArguments()
+    const methodsOf = (api: object, prefix: string) =>
+      apiMethods(api).map((path): [string, (...args: unknown[]) => unknown] => {
+        const self = path.slice(0, -1).reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, api as never)
+        const fn = self[path.at(-1) as string] as (...args: unknown[]) => unknown
+        return [prefix + path.join('.'), (...args) => fn.apply(self, args)]
+      })
+    const before = (await memory.stats()).counts
+    const wrong: string[] = []
+    // The memory itself: every method refuses every deep argument, whatever its place.
+    for (const [name, call] of methodsOf(memory, '')) {
+      for (const [i, args] of deep.entries()) {
+        try {
+          await call(...args)
+          wrong.push(`${name} #${i} was accepted`)
+        } catch (error) {
+          if (!MemoryError.is(error) || error.code !== 'INVALID_INPUT') wrong.push(`${name} #${i} threw ${String(error).slice(0, 200)}`)
+        }
+      }
+    }
+    // The facade and a snapshot may ignore an argument they do not take, but never fail inside.
+    const facade = new Memory(memory)
+    const others: [string, (...args: unknown[]) => unknown][] = [
+      ...methodsOf(await openSnapshot(await memory.exportFile()), 'snapshot.'),
+      ...Object.getOwnPropertyNames(Memory.prototype)
+        .filter((n) => n !== 'constructor' && n !== 'reset')
+        .map((n): [string, (...args: unknown[]) => unknown] => {
+          const fn = (facade as unknown as Record<string, (...args: unknown[]) => unknown>)[n] as (...args: unknown[]) => unknown
+          return [`mem0.${n}`, (...args) => fn.apply(facade, args)]
+        }),
+      ['openSnapshot', (...args) => openSnapshot(...(args as Parameters<typeof openSnapshot>))],
+    ]
+    for (const [name, call] of others) {
+      await sweepWith(deep, name, call, wrong)
+    }
+    expect(wrong).toEqual([])
+    expect((await memory.stats()).counts).toEqual(before)
   })
 })
