@@ -150,7 +150,7 @@ export async function searchOrama(db: ReturnType<typeof create>, query: string):
  * machine still falls on all three, and each pays for the garbage its own searches leave.
  * Taken query by query, the engine's searches paid for Orama's major collections: at 100,000
  * events and 448 MiB, median ratio 1.046 per query with an Orama search after each against
- * none (`CACHE_MB=448 node bench/run.mjs bench/peer-garbage.ts`; docs/benchmarks-history.md,
+ * none (`CACHE_MB=448 node bench/run.mjs bench/peer-garbage.ts`; bench/HISTORY.md,
  * "Each system's searches in blocks").
  */
 async function searchSuite(data: Dataset, options: SuiteOptions, out: SuiteOutput): Promise<void> {

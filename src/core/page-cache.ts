@@ -11,7 +11,7 @@ import { MemoryError } from './errors.ts'
 /**
  * The buffer pool (MiB) a memory opens with unless it grew. Postgres clears the whole pool
  * when it starts, so a larger one costs every open: about 0.24 s more at 128 MiB than at 64 in
- * Node (docs/benchmarks-history.md, "The page cache"), while a 10,000-event memory searches as fast
+ * Node (bench/HISTORY.md, "The page cache"), while a 10,000-event memory searches as fast
  * with 64. New memories get it from their template (`buildTemplate`); one made before, or by
  * initdb in Node, opens with Postgres' 128 until its first statistics refresh (`growCache`).
  */

@@ -24,7 +24,7 @@ export const MAX_CANDIDATES = 2000
 /**
  * The fewest chunks the vector list takes from the HNSW scan (`nearestFor`): fewer than the
  * keyword list's 200. The scan's time grows with its depth, and LoCoMo recall@10 is the same
- * at 150 as at 200 (docs/benchmarks-history.md, "The vector list's depth").
+ * at 150 as at 200 (bench/HISTORY.md, "The vector list's depth").
  */
 export const MIN_NEAREST = 150
 /**
@@ -809,7 +809,7 @@ export function keywordBranches(terms: readonly Omit<KeywordTerm, 'weight'>[], c
  * times `tenantChunks` (4,472 chunks of 100,000 for 200 candidates). Under it, the branch is
  * kept from the walk: the planner takes a term's share of a walk from its statistics and
  * chose the walk for terms in 2% of the chunks, which read 9,000 rows where the bitmap read
- * 2,200 (docs/benchmarks-history.md, "Common terms' newest chunks").
+ * 2,200 (bench/HISTORY.md, "Common terms' newest chunks").
  */
 export function readsEveryMatch(most: number, candidates: number, tenantChunks: number): boolean {
   return most <= Math.max(candidates, Math.sqrt(candidates * tenantChunks))

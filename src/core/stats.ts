@@ -12,7 +12,7 @@ export interface Stats {
   schemaVersion: number
   /**
    * Postgres' page cache (buffer pool) this open runs with, in MiB: `cacheMB` when given,
-   * else what the memory has grown to (docs/benchmarks-history.md, "The page cache").
+   * else what the memory has grown to (bench/HISTORY.md, "The page cache").
    */
   cacheMB: number
   /** Chunks without a vector of the current model, still waiting for the indexer. */

@@ -70,7 +70,7 @@ async function webGpuAdapter(): Promise<Pick<EmbedEnvironment, 'webgpu' | 'softw
  * The device to ask Transformers.js for: the native CPU runtime in Node, WebGPU in a
  * browser that granted a hardware adapter, WASM otherwise — also when the only adapter is a
  * software fallback, on which the model embedded 3.3 sentences/s against WASM's 84/s in the
- * same run (`npm run bench`, docs/benchmarks-history.md).
+ * same run (`npm run bench`, bench/HISTORY.md).
  *
  * @example
  * chooseDevice({ runtime: 'worker', webgpu: false, crossOriginIsolated: false }) // 'wasm'

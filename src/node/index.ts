@@ -20,7 +20,7 @@ export interface OpenMemoryOptions {
    * next open's cache to half the database's size in 64 MiB steps, from 64 up to 512, never
    * lowering one it set. A memory made from the bundled template, as in the browser, starts
    * at 64. Postgres clears the whole cache at every start, so a larger one opens more slowly
-   * (docs/benchmarks-history.md, "The page cache").
+   * (bench/HISTORY.md, "The page cache").
    */
   cacheMB?: number
   now?: () => Date

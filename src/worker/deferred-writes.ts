@@ -82,7 +82,7 @@ type Chunk = FileWrite['chunks'][number]
  * per run of chunks that touch or overlap, in order of offset. A file kept back over many
  * flushes holds a chunk per flush, mostly the pages each added after the last; in OPFS 300
  * write calls of 16 KiB took 6–10 times as long as one call writing the same bytes
- * (docs/benchmarks-history.md, "Held-back writes in one piece").
+ * (bench/HISTORY.md, "Held-back writes in one piece").
  */
 export function joinChunks(chunks: readonly Chunk[]): Chunk[] {
   if (chunks.length < 2) return [...chunks]

@@ -565,7 +565,7 @@ export class MemoryHost {
       throw storageError(error, `Could not open memory "${options.name}" in ${this.#storage}`)
     }
     // The model starts loading once the memory is open: loading it beside the boot (one thread,
-    // the worker's) held up the first answer of an IndexedDB memory (see docs/benchmarks-history.md).
+    // the worker's) held up the first answer of an IndexedDB memory (see bench/HISTORY.md).
     let opened!: () => void
     const embedder = this.#startEmbedder(new Promise<void>((resolve) => (opened = resolve)))
     const db = durableDb(this.#pg)

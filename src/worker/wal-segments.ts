@@ -62,7 +62,7 @@ function closeQuietly(segment: OpenSegment): void {
  * About every 15 turns Postgres moves to the next segment: a new file (1 MiB here, renamed
  * into place), or after a checkpoint an old one it renamed for reuse. Opening that file in
  * OPFS — creating it, opening its handle, setting its length — made the turn that switched
- * take about 2 ms more on top of what Postgres spends on the switch itself (docs/benchmarks-history.md,
+ * take about 2 ms more on top of what Postgres spends on the switch itself (bench/HISTORY.md,
  * "A new log segment"). So once a flush has written a segment, the next one is opened ahead,
  * in the background while the memory goes on:
  * - a segment the folder does not hold is made as zeros at the segment's length, which

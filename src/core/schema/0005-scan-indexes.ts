@@ -3,7 +3,7 @@
  *
  * The context bundle's fast sections (open tasks, decisions, handoff notes) read a few kinds
  * of event out of every event; without an index each read scanned the whole log (the fast
- * path took 185 ms at 100,000 events, 6–8 ms with these; docs/benchmarks-history.md). Partial indexes
+ * path took 185 ms at 100,000 events, 6–8 ms with these; bench/HISTORY.md). Partial indexes
  * hold only those rows, so the write path pays nothing for the events that are none of them.
  */
 export const scanIndexes = `
