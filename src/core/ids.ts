@@ -31,3 +31,11 @@ export function kindOfId(id: string): IdKind | undefined {
   for (const [kind, p] of Object.entries(ID_PREFIXES)) if (p === prefix) return kind as IdKind
   return undefined
 }
+
+const SUFFIX = /^[0-7][0-9a-hjkmnp-tv-z]{25}$/
+
+/** Whether `id` is one `newId(kind)` makes: the kind's prefix, `_`, and a UUIDv7 in base32. */
+export function isIdOf(kind: IdKind, id: string): boolean {
+  const prefix = `${ID_PREFIXES[kind]}_`
+  return id.startsWith(prefix) && SUFFIX.test(id.slice(prefix.length))
+}

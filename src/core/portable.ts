@@ -2,6 +2,8 @@ import type { EngineContext } from './engine.ts'
 import type { Queryable } from './db.ts'
 import { MemoryError } from './errors.ts'
 import { memoryHash, sha256Hex } from './hash.ts'
+import { judgeImportedRows, MAX_IMPORTED_COUNTER, redactImportedRows, refuseOversizedLine } from './import-rules.ts'
+import type { RedactionCount } from './redact.ts'
 import {
   buildVectorIndexes,
   bulkWorthIt,
@@ -98,6 +100,8 @@ export interface ImportReport {
   inserted: Record<string, number>
   skipped: Record<string, number>
   vectorsRestored: number
+  /** Secrets the file held in its text, replaced on the way in as a write replaces them, by type. */
+  redactions: RedactionCount[]
 }
 
 interface ColumnInfo {
@@ -344,8 +348,10 @@ async function parseFile(text: string): Promise<ParsedFile> {
     )
   }
   const byTable = new Map<string, { lines: string[]; rows: Record<string, unknown>[] }>()
+  const rowsSeen = new Map<string, number>()
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i] as string
+    refuseOversizedLine(line, rowsSeen)
     let parsed: { t?: unknown; r?: unknown }
     try {
       parsed = JSON.parse(line) as { t?: unknown; r?: unknown }
@@ -359,6 +365,7 @@ async function parseFile(text: string): Promise<ParsedFile> {
     group.lines.push(line)
     group.rows.push(parsed.r as Record<string, unknown>)
     byTable.set(parsed.t, group)
+    rowsSeen.set(parsed.t, group.rows.length)
   }
   const rows = new Map<string, Record<string, unknown>[]>()
   const vectors: ParsedFile['vectors'] = []
@@ -484,14 +491,27 @@ export function createFileFormat(
     ): Promise<ImportReport> {
       const { mode } = options
       const { manifest, rows, vectors } = await parseFile(await unseal(file, options.passphrase))
-      if (options.from !== 'archive') await judgeRows(rows)
       if (manifest.schemaVersion > schemaVersion) {
         throw new MemoryError(
           'IMPORT_UNSUPPORTED_VERSION',
           `This file holds schema version ${manifest.schemaVersion}; this Engram has ${schemaVersion}. Update Engram to import it.`,
         )
       }
-      const report: ImportReport = { mode, schemaVersion: manifest.schemaVersion, inserted: {}, skipped: {}, vectorsRestored: 0 }
+      let redactions: RedactionCount[] = []
+      if (options.from !== 'archive') {
+        // Every row is judged by the write path's rules before anything is written.
+        judgeImportedRows(rows, (await readCatalog(tx)).keys)
+        redactions = await redactImportedRows(rows)
+        await judgeRows(rows)
+      }
+      const report: ImportReport = {
+        mode,
+        schemaVersion: manifest.schemaVersion,
+        inserted: {},
+        skipped: {},
+        vectorsRestored: 0,
+        redactions,
+      }
       try {
         const only = options.rebuild === 'file' ? (rows.get('events') ?? []).map((r) => String(r.id)) : undefined
         await loadRows(tx, { manifest, rows, vectors }, mode, report, (t) => rebuildDerived(t, only))
@@ -600,13 +620,6 @@ async function judgeRows(rows: Map<string, Record<string, unknown>[]>): Promise<
     if (typeof row.content === 'string') row.hash = await memoryHash(row.content)
   }
 }
-
-/**
- * The most a turn number or a relation's id may be in a file. The memory counts on from the
- * largest it holds: a file naming 2³¹ − 1 would leave no room, and every later turn of that
- * conversation (or every new relation) would fail.
- */
-const MAX_IMPORTED_COUNTER = 1_000_000_000
 
 function checkCounters(table: string, rows: readonly Record<string, unknown>[]): void {
   const column = table === 'events' ? 'turn_index' : table === 'relations' ? 'id' : undefined

@@ -13,17 +13,20 @@ const INDEX = 'chunks_embedding_hnsw_384'
 const TEXT = `(SELECT 'n' || g || ' ' || string_agg('w' || ((g * 7919 + i * g * 104729 + i * 31) % 397), ' ') FROM generate_series(1, 8) i)`
 
 /** `n` message events with one chunk each, written in two statements (the write path is not under test). */
+/** The id of the `g`th event `seedChunks` writes: one the write path could have made. */
+const seededEventId = (g: number) => `evt_${String(g).padStart(26, '0')}`
+
 async function seedChunks(db: Queryable, n: number, from = 0) {
   await db.query(
     `INSERT INTO events (id, kind, conversation_id, actor_type, actor_id, content, created_at)
-     SELECT 'ev' || g, 'message', 'c' || (g % 7), 'human', 'u1', jsonb_build_object('text', ${TEXT}),
+     SELECT 'evt_' || lpad(g::text, 26, '0'), 'message', 'c' || (g % 7), 'human', 'u1', jsonb_build_object('text', ${TEXT}),
             timestamptz '2026-01-01' + g * interval '1 minute'
      FROM generate_series($1::int, $2::int) g`,
     [from, from + n - 1],
   )
   await db.query(
     `INSERT INTO chunks (id, source_id, ord, text, token_est, tenant_id, conversation_id, kind, channel, sensitivity, created_at)
-     SELECT 'ch' || g, 'ev' || g, 0, ${TEXT}, 5, 'default', 'c' || (g % 7), 'message', 'private', 'none',
+     SELECT 'ch' || g, 'evt_' || lpad(g::text, 26, '0'), 0, ${TEXT}, 5, 'default', 'c' || (g % 7), 'message', 'private', 'none',
             timestamptz '2026-01-01' + g * interval '1 minute'
      FROM generate_series($1::int, $2::int) g`,
     [from, from + n - 1],
@@ -68,7 +71,7 @@ async function vectorPlan(db: Queryable): Promise<string> {
 }
 
 /** The rebuilt index serves search: a chunk's own text is its nearest neighbour (vector rank 1, distance 0). */
-async function expectOwnNeighbour(engine: Engine, db: Queryable, eventId = 'ev517') {
+async function expectOwnNeighbour(engine: Engine, db: Queryable, eventId = seededEventId(517)) {
   const { rows } = await db.query<{ text: string }>(`SELECT text FROM chunks WHERE source_id = $1`, [eventId])
   const hits = await engine.search(rows[0]?.text ?? '', { mode: 'vector', limit: 10 })
   const own = hits.find((h) => h.eventId === eventId)
@@ -96,7 +99,7 @@ async function seedMemories(db: Queryable, user: string, texts: string[]) {
   const vectors = await createHashEmbedder().embed(texts)
   await db.query(
     `INSERT INTO memories (id, user_id, scope, category, source, confidence, content, hash, vector, embed_model, created_at, updated_at)
-     SELECT 'mem_' || $3 || '_' || k, $3, 'user', 'fact', 'explicit', 1, t, md5(t), v::vector, 'hash/384', now(), now()
+     SELECT 'mem_0' || left(md5($3 || '_' || k), 25), $3, 'user', 'fact', 'explicit', 1, t, md5(t), v::vector, 'hash/384', now(), now()
      FROM unnest($1::text[], $2::text[]) WITH ORDINALITY x(t, v, k)`,
     [texts, vectors.map((v) => `[${[...v].join(',')}]`), user],
   )
@@ -347,8 +350,8 @@ describe('deleted vectors', () => {
     expect(built).not.toBeNull()
 
     // Fewer than VECTOR_DEBT_MIN: counted, and the refresh leaves the index alone.
-    await t.engine.forget({ eventId: 'ev7' })
-    await t.engine.forget({ eventId: 'ev0' })
+    await t.engine.forget({ eventId: seededEventId(7) })
+    await t.engine.forget({ eventId: seededEventId(0) })
     expect(await debt(t.db)).toBe(1)
     await t.engine.refreshStatistics()
     expect(await indexOid(t.db)).toBe(built)
@@ -371,7 +374,7 @@ describe('deleted vectors', () => {
     expect(rebuilt).not.toBeNull()
     expect(rebuilt).not.toBe(built)
     expect(await debt(t.db)).toBe(0)
-    await expectOwnNeighbour(t.engine, t.db, 'ev412')
+    await expectOwnNeighbour(t.engine, t.db, seededEventId(412))
     // A bulk build (here a replace import of more than BULK_VECTOR_ROWS vectors, whose
     // deletions are counted first) resets the count as well.
     await t.engine.forget({ conversationId: 'c3' })
