@@ -118,6 +118,8 @@ export interface EngineContext {
    */
   earliestCall: () => number | null
   embedder: Embedder | null
+  /** True while a model given as a promise has not settled: a vector search then fails as MODEL_LOADING. */
+  embedderLoading: boolean
   dedupThreshold: number
   telemetry: Telemetry
   workspace: Workspace
@@ -227,6 +229,7 @@ export async function createEngine(options: EngineOptions) {
     },
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
+    embedderLoading: options.embedder instanceof Promise,
     dedupThreshold: options.dedupThreshold ?? DEFAULT_DEDUP_THRESHOLD,
     telemetry: createTelemetry(now),
     workspace: resolvedWorkspace(normalizeWorkspace(options.workspace), options.resolvePath),

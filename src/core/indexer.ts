@@ -239,11 +239,13 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     try {
       embedder = await given
     } catch (cause) {
+      ctx.embedderLoading = false
       embedderState = 'unavailable'
       fail(toMemoryError(cause, 'MODEL_UNAVAILABLE', 'The embedding model could not be loaded'))
       return
     }
     ctx.embedder = embedder
+    ctx.embedderLoading = false
     embedderState = 'ready'
     // A model that was still loading gets the vector indexes a ready one gets as the engine
     // opens; a failure leaves exact scans, and is reported.

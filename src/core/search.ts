@@ -1065,7 +1065,13 @@ export async function planSearch(ctx: EngineContext, query: unknown, options: un
   if (o.filters !== undefined) parseInput(filterExpressionSchema, o.filters, 'search filter', 'INVALID_FILTER')
   const scoring = resolveScoring(ctx.scoring, o.weights)
   if (o.mode === 'vector' && !ctx.embedder) {
-    throw new MemoryError('MODEL_UNAVAILABLE', 'Vector search needs an embedder; this memory has none')
+    if (ctx.embedderLoading) {
+      throw new MemoryError(
+        'MODEL_LOADING',
+        'Vector search needs the embedding model, which is still loading: retry once it is ready, or search in hybrid mode meanwhile',
+      )
+    }
+    throw new MemoryError('MODEL_UNAVAILABLE', 'Vector search needs an embedder; this memory has none, or its model failed to load')
   }
   await ctx.beforeRead()
   const embedder = o.mode === 'keyword' ? null : ctx.embedder

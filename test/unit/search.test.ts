@@ -651,6 +651,21 @@ describe('search', () => {
     await expect(memory.search('x', { weights: { dateMatch: -1 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
+  it('says a vector search waits for a model still loading (MODEL_LOADING), and one that failed to load is unavailable', async () => {
+    let fail!: (cause: Error) => void
+    const loading = new Promise<Embedder>((_, reject) => (fail = reject))
+    await using memory = await openTestMemory({ embedder: loading })
+    await expect(memory.search('x', { mode: 'vector' })).rejects.toMatchObject({
+      code: 'MODEL_LOADING',
+      message: expect.stringContaining('still loading'),
+    })
+    // Hybrid search answers on keywords meanwhile.
+    expect(await memory.search('x')).toEqual([])
+    fail(new Error('no model files'))
+    await expect(memory.embed(['x'])).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
+    await expect(memory.search('x', { mode: 'vector' })).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
+  })
+
   it('refuses vector mode without an embedder and bad options', async () => {
     await using memory = await openTestMemory()
     await expect(memory.search('x', { mode: 'vector' })).rejects.toMatchObject({ code: 'MODEL_UNAVAILABLE' })
