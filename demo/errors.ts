@@ -7,6 +7,7 @@ const ADVICE: Partial<Record<ErrorCode, string>> = {
   CONFLICT: 'Reload the page.',
   IMPORT_CORRUPT: 'The file is damaged or not an Engram export. Export again and retry.',
   IMPORT_UNSUPPORTED_VERSION: 'The file was written by a newer Engram. Update the demo and retry.',
+  SCHEMA_TOO_NEW: 'This memory was last opened by a newer Engram. Update the demo, or clear the memory.',
   WRONG_PASSPHRASE: 'Check the passphrase and try again.',
   VAULT_LOCKED: 'This page opened the memory without its passphrase. Reload the page and unlock it.',
   STORAGE_UNAVAILABLE: 'This browser will not let the page store data (private mode?). Use a normal window.',

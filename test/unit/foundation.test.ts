@@ -26,6 +26,21 @@ describe('foundation', () => {
     await db.close()
   })
 
+  it('refuses a database a newer Engram migrated, or one whose history it does not know, and changes nothing', async () => {
+    const db = await openTestDb()
+    await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [SCHEMA_VERSION + 1, 'from-the-future'])
+    await expect(migrate(db)).rejects.toMatchObject({
+      code: 'SCHEMA_TOO_NEW',
+      details: { databaseVersion: SCHEMA_VERSION + 1, codeVersion: SCHEMA_VERSION },
+    })
+    await db.query('DELETE FROM schema_migrations WHERE version = $1', [SCHEMA_VERSION + 1])
+    await db.query(`UPDATE schema_migrations SET name = 'renamed' WHERE version = 3`)
+    await expect(migrate(db)).rejects.toMatchObject({ code: 'SCHEMA_TOO_NEW', details: { migration: { version: 3, name: 'renamed' } } })
+    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM schema_migrations')
+    expect(rows[0]?.n).toBe(SCHEMA_VERSION)
+    await db.close()
+  })
+
   it('cosine distance works in the template', async () => {
     const db = await openTestDb()
     const { rows } = await db.query<{ d: number }>(`SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector AS d`)

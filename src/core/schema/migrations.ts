@@ -1,4 +1,5 @@
 import type { Db } from '../db.ts'
+import { MemoryError } from '../errors.ts'
 import { base } from './0001-base.ts'
 import { memories } from './0002-memories.ts'
 import { privacy } from './0003-privacy.ts'
@@ -55,6 +56,8 @@ export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
 /**
  * Brings the database to SCHEMA_VERSION. Each migration runs in its own transaction with
  * its bookkeeping row, so a crash leaves the database at a whole version. Idempotent.
+ * A database with migrations this code does not know (written by a newer Engram) is
+ * refused with SCHEMA_TOO_NEW before anything is changed: this code would misread it.
  */
 export async function migrate(db: Db): Promise<number> {
   await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -62,8 +65,11 @@ export async function migrate(db: Db): Promise<number> {
     name       text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
   )`)
-  const { rows } = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_migrations')
-  const current = rows[0]?.v ?? 0
+  const { rows: applied } = await db.query<{ version: number; name: string }>(
+    'SELECT version, name FROM schema_migrations ORDER BY version',
+  )
+  checkKnownHistory(applied)
+  const current = applied[applied.length - 1]?.version ?? 0
   for (const m of MIGRATIONS) {
     if (m.version <= current) continue
     await db.transaction(async (tx) => {
@@ -72,4 +78,24 @@ export async function migrate(db: Db): Promise<number> {
     })
   }
   return SCHEMA_VERSION
+}
+
+/** Refuses a migration history this code did not write: a newer version, or another name. */
+function checkKnownHistory(applied: readonly { version: number; name: string }[]): void {
+  const newest = applied[applied.length - 1]?.version ?? 0
+  const foreign = applied.find((a) => MIGRATIONS.find((m) => m.version === a.version)?.name !== a.name)
+  if (newest <= SCHEMA_VERSION && !foreign) return
+  const details = { databaseVersion: newest, codeVersion: SCHEMA_VERSION }
+  if (newest > SCHEMA_VERSION) {
+    throw new MemoryError(
+      'SCHEMA_TOO_NEW',
+      `This memory's schema is at version ${newest}, newer than this Engram's ${SCHEMA_VERSION}: open it with a newer Engram.`,
+      { details },
+    )
+  }
+  throw new MemoryError(
+    'SCHEMA_TOO_NEW',
+    `This memory's migration ${foreign?.version} is "${foreign?.name}", which this Engram does not know: open it with the Engram that wrote it.`,
+    { details: { ...details, migration: foreign } },
+  )
 }
