@@ -109,7 +109,10 @@ type EngineSubscriptions = 'onIndexProgress' | 'onError' | 'telemetry'
 export type Memory = Omit<ClientOf<Engine>, EngineSubscriptions | 'stats'> & {
   /** The engine's `stats()`, plus where the memory lives and the origin's storage usage and quota. */
   stats(): Promise<Awaited<ReturnType<Engine['stats']>> & { storage: StorageInfo }>
-  /** Resolves when the worker has opened the database; rejects with the boot error. */
+  /**
+   * Resolves when the worker has opened the database; rejects with the boot error. Its `role`
+   * follows the tab's role: a follower that takes over becomes `leader`.
+   */
   readonly ready: Promise<BootInfo>
   /**
    * Model loading progress (files read, bytes) and its outcome. Returns the unsubscribe
@@ -232,6 +235,8 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
     else if (event.type === 'index') deliver(listeners.index, event.status)
     else if (event.type === 'error') deliver(listeners.error, event.error)
     else if (event.type === 'telemetry') deliver(listeners.telemetry, event.event)
+    // `ready`'s BootInfo keeps the tab's current role: a follower that took over says so.
+    else if (event.type === 'role') void ready.then((info) => (info.role = event.role)).catch(() => {})
   }
   void remote.listen(proxy(onEvent)).catch(() => {})
   const subscribe =
