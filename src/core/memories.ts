@@ -890,6 +890,7 @@ export function memoriesApi(ctx: EngineContext) {
   /**
    * Saves a curated memory. The same text in the same scope is `unchanged`; a near duplicate
    * (cosine ≥ the engine's dedup threshold) becomes a new memory that supersedes the old one.
+   * Without a `userId` it belongs to no user: reads that name no user find it, a user's do not.
    *
    * @example
    * await memory.remember({ content: 'User prefers tabs', category: 'preference', source: 'explicit' })

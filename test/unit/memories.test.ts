@@ -863,3 +863,26 @@ describe('memories as of a time', () => {
     expect(await ids({ category: 'instruction' })).toEqual([1, 1, 1])
   })
 })
+
+describe('a memory saved without a user', () => {
+  it('belongs to no user: reads that name no user find it, a named user never does, and a global one every reader sees', async () => {
+    await using memory = await openTestMemory()
+    const nobody = await memory.remember({ content: 'Run the linter before every commit', category: 'instruction' })
+    const everyone = await memory.remember({ content: 'Answer in British English', category: 'instruction', scope: 'global' })
+    expect(await memory.memories.get(nobody.id)).toMatchObject({ scope: 'user', userId: null })
+    const found = async (userId: string | undefined) => {
+      const who = userId === undefined ? {} : { userId }
+      const context = await memory.buildContext({ conversationId: 'c1', query: 'linter commit English', scope: who })
+      return {
+        recall: (await memory.recall('linter commit English', who)).map((h) => h.id).sort(),
+        search: (await memory.memories.search('linter commit English', who)).map((h) => h.id).sort(),
+        context: context.sections.flatMap((s) => s.items.map((i) => i.source.memoryId)).filter(Boolean).sort(),
+        tool: ((await memory.callTool('recall_memories', { query: 'linter commit' }, who)) as { memories: { id: string }[] }).memories.map((m) => m.id),
+      }
+    }
+    const both = [nobody.id, everyone.id].sort()
+    expect(await found(undefined)).toEqual({ recall: both, search: both, context: both, tool: [nobody.id] })
+    // memories.search filters by the owner it is given, as memories.list does: global ones are not ann's.
+    expect(await found('ann')).toEqual({ recall: [everyone.id], search: [], context: [everyone.id], tool: [] })
+  })
+})
