@@ -104,6 +104,14 @@ const scoped = {
   run_id: identifier.nullable(),
 }
 
+/** What content each kind of event holds once written (as `record` requires it). */
+const KIND_NEEDS: Partial<Record<string, (c: Record<string, unknown>) => string | undefined>> = {
+  message: (c) => (typeof c.text === 'string' ? undefined : 'a message needs content.text (a string)'),
+  tool_call: (c) => (typeof c.tool === 'string' && c.tool ? undefined : 'a tool_call needs content.tool (a string)'),
+  decision: (c) =>
+    typeof c.decision === 'string' || typeof c.text === 'string' ? undefined : 'a decision needs content.decision or content.text (a string)',
+}
+
 /** Each exported table's rules, by column. */
 export const ROW_RULES: Record<string, ZodType> = {
   events: row({
@@ -121,6 +129,9 @@ export const ROW_RULES: Record<string, ZodType> = {
     refs: z.array(identifier).max(MAX_REFS),
     meta: jsonObject,
     created_at: time,
+  }, (r) => {
+    const needs = typeof r.kind === 'string' ? KIND_NEEDS[r.kind] : undefined
+    return needs && r.content !== null && typeof r.content === 'object' ? needs(r.content as Record<string, unknown>) : undefined
   }),
   artifacts: row({
     id: id('artifact'),
@@ -335,6 +346,24 @@ export function judgeImportedRows(rows: Map<string, Record<string, unknown>[]>, 
   const events = new Set((rows.get('events') ?? []).map((r) => r.id))
   ;(rows.get('artifacts') ?? []).forEach((r, i) => {
     if (!events.has(r.event_id)) throw brokenRule('artifacts', i, r, 'event_id', 'names an event the file does not hold')
+  })
+}
+
+/** A chunk's vector as a file carries it: base64 of little-endian float32s. */
+const vectorRule = row({
+  source_id: id('event'),
+  ord: count,
+  model: text,
+  v: z.string().regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, 'must be base64'),
+})
+
+/** Checks the chunk vectors a file carries, as rows of the table `@vectors`. */
+export function judgeImportedVectors(vectors: readonly unknown[]): void {
+  vectors.forEach((v, i) => {
+    const result = vectorRule.safeParse(v)
+    if (result.success) return
+    const issue = result.error.issues[0]
+    throw brokenRule('@vectors', i, undefined, issue?.path.map(String).join('.') ?? '', issue?.message ?? 'is malformed')
   })
 }
 

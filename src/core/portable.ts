@@ -2,7 +2,7 @@ import type { EngineContext } from './engine.ts'
 import type { Queryable } from './db.ts'
 import { MemoryError } from './errors.ts'
 import { memoryHash, sha256Hex } from './hash.ts'
-import { judgeImportedRows, MAX_IMPORTED_COUNTER, redactImportedRows, refuseOversizedLine } from './import-rules.ts'
+import { judgeImportedRows, judgeImportedVectors, MAX_IMPORTED_COUNTER, redactImportedRows, refuseOversizedLine } from './import-rules.ts'
 import type { RedactionCount } from './redact.ts'
 import {
   buildVectorIndexes,
@@ -501,6 +501,7 @@ export function createFileFormat(
       if (options.from !== 'archive') {
         // Every row is judged by the write path's rules before anything is written.
         judgeImportedRows(rows, (await readCatalog(tx)).keys)
+        judgeImportedVectors(vectors)
         redactions = await redactImportedRows(rows)
         await judgeRows(rows)
       }

@@ -87,6 +87,7 @@ describe('an imported row obeys the rules a written row obeys', () => {
   it('refuses each hostile file whole with IMPORT_CORRUPT naming the table, row and rule, and changes nothing', async () => {
     await using source = await openTestEngine()
     await populate(source.engine)
+    await source.db.query(`UPDATE chunks SET embedding = array_fill(0.25::real, ARRAY[4])::vector, embed_model = 'test/4'`)
     const { write } = await openFile(await source.engine.exportFile())
     const deep = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`
 
@@ -118,6 +119,9 @@ describe('an imported row obeys the rules a written row obeys', () => {
         r.valid_from = '2026-03-02T00:00:00+00:00'
         r.valid_to = '2026-03-01T00:00:00+00:00'
       })), 'edges', /valid_to/],
+      ['a message without text', await write(first('events', (r) => void (r.content = { body: 'hi' }), message)), 'events', /needs content.text/],
+      ['a vector whose model is 42', await write(first('@vectors', (r) => void (r.model = 42))), '@vectors', /string/],
+      ['a vector that is not base64', await write(first('@vectors', (r) => void (r.v = '%%%'))), '@vectors', /base64/],
       ['a tag 1,000 characters long', await write(first('events', (r) => void (r.tags = ['t'.repeat(1000)]), message)), 'events', /200|too big/i],
     ]
 
