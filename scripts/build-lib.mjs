@@ -3,7 +3,9 @@
 // development; the published JavaScript must point at the compiled `.js` instead, which a
 // consumer's bundler (Vite, webpack 5, esbuild) then bundles as a module worker.
 import { execFileSync } from 'node:child_process'
-import { readFile, rm, writeFile } from 'node:fs/promises'
+import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { build } from 'rolldown'
 
 await rm('dist/lib', { recursive: true, force: true })
 execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' })
@@ -19,11 +21,50 @@ if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../
 }
 await writeFile(client, rewritten)
 
-// The memory worker starts the embedding worker the same way.
-const host = 'dist/lib/src/worker/embed-remote.js'
-const hostSource = await readFile(host, 'utf8')
-if (!hostSource.includes("'../../workers/embed.worker.ts'")) throw new Error(`build-lib: embedding worker URL not found in ${host}`)
-await writeFile(host, hostSource.replace("'../../workers/embed.worker.ts'", "'../../workers/embed.worker.js'"))
+// The embedding worker is published as one file holding Transformers.js (its web build) and
+// onnxruntime-web's JavaScript, so a browser app needs neither package installed, and neither
+// brings its Node runtime. The memory worker loads that file by URL, as a worker or into its
+// own thread (src/worker/embed-module.published.ts), so an app's build holds it once.
+const embedWorker = 'dist/lib/workers/embed.worker.js'
+const bundle = await build({
+  input: 'workers/embed.worker.ts',
+  platform: 'browser',
+  // onnxruntime-web's build that imports its WASM runtime from `wasmPaths`, not an inlined copy.
+  resolve: { conditionNames: ['onnxruntime-web-use-extern-wasm', 'browser', 'import', 'module', 'default'] },
+  output: { file: embedWorker, format: 'esm', minify: true, codeSplitting: false },
+  logLevel: 'warn',
+})
+await rm(`${embedWorker}.map`, { force: true })
+const bundled = bundle.output.flatMap((chunk) => (chunk.type === 'chunk' ? chunk.moduleIds : []))
+if (bundled.some((id) => /[\\/]onnxruntime-node[\\/]|[\\/]sharp[\\/]/.test(id))) {
+  throw new Error('build-lib: a Node runtime found its way into the embedding worker')
+}
+await writeFile(`${embedWorker}.LICENSES.txt`, await licenses(bundled))
+
+// onnxruntime-web's WASM runtime, of the very version bundled above; `engram/vite` serves it.
+const ortModule = bundled.find((id) => /[\\/]onnxruntime-web[\\/]dist[\\/]/.test(id))
+if (!ortModule) throw new Error('build-lib: onnxruntime-web is not in the embedding worker')
+await mkdir('dist/lib/ort', { recursive: true })
+for (const f of ['ort-wasm-simd-threaded.asyncify.mjs', 'ort-wasm-simd-threaded.asyncify.wasm']) {
+  await copyFile(join(dirname(ortModule), f), join('dist/lib/ort', f))
+}
+await writeFile('dist/lib/ort/LICENSES.txt', await licenses([ortModule]))
+
+// The published module that starts the embedding worker (see its source for why).
+const embedModule = 'dist/lib/src/worker/embed-module'
+// tsc wraps the import of a computed URL in a helper that hides the bundlers' ignore comments.
+const load = '/* @vite-ignore */ /* webpackIgnore: true */ EMBED_WORKER.href'
+const published = (await readFile(`${embedModule}.published.js`, 'utf8'))
+  .replace(/^var __rewriteRelativeImportExtension[\s\S]*?\n};\n/, '')
+  .replace(`__rewriteRelativeImportExtension(${load})`, load)
+  .replace('embed-module.published.js.map', 'embed-module.js.map')
+if (!published.includes("'../../workers/embed.worker.js'") || published.includes('__rewriteRelativeImportExtension')) {
+  throw new Error(`build-lib: ${embedModule}.published.js is not as expected`)
+}
+await writeFile(`${embedModule}.js`, published)
+await rename(`${embedModule}.published.js.map`, `${embedModule}.js.map`)
+await rm(`${embedModule}.published.js`)
+await rm(`${embedModule}.published.d.ts`)
 
 // The embedder finds the bundled model folder the same way, relative to its own module.
 const embedder = 'dist/lib/src/embed/transformers-embedder.js'
@@ -33,3 +74,24 @@ if (!embedderSource.includes("'../../models/'")) {
 }
 await writeFile(embedder, embedderSource.replace("'../../models/'", "'../../../../models/'"))
 console.log('build-lib: dist/lib written')
+
+/** The license of each package bundled into a file, from the modules that went in. */
+async function licenses(moduleIds) {
+  const roots = new Set()
+  for (const id of moduleIds) {
+    const at = id.lastIndexOf('node_modules')
+    if (at < 0) continue
+    const [scope, name] = id.slice(at + 'node_modules/'.length).split(/[\\/]/)
+    roots.add(id.slice(0, at) + join('node_modules', scope.startsWith('@') ? join(scope, name) : scope))
+  }
+  const parts = []
+  for (const root of [...roots].sort()) {
+    const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
+    const file = ['LICENSE', 'LICENSE.md', 'LICENSE.txt', 'license'].map((f) => join(root, f))
+    const author = typeof manifest.author === 'string' ? manifest.author : manifest.author?.name
+    let text = `License: ${manifest.license}${author ? `, ${author}` : ''}`
+    for (const f of file) text = await readFile(f, 'utf8').catch(() => text)
+    parts.push(`${manifest.name} ${manifest.version}\n\n${text.trim()}\n`)
+  }
+  return `The packages this folder's files are built from, with their licenses.\n\n${parts.join('\n---\n\n')}`
+}

@@ -8,6 +8,7 @@ import {
   type TransformersEmbedder,
   type TransformersEmbedderOptions,
 } from '../src/embed/transformers-embedder.ts'
+import { EMBED_WORKER_NAME } from '../src/embed/embedder.ts'
 
 installErrorTransfer()
 
@@ -46,4 +47,7 @@ const api = {
 
 export type EmbedWorkerApi = typeof api
 
-expose(api)
+// The published build bundles this script whole; the memory worker imports the same file to
+// run the model in its own thread, and must not start serving this API there.
+export { createTransformersEmbedder }
+if ((self as unknown as DedicatedWorkerGlobalScope).name === EMBED_WORKER_NAME) expose(api)

@@ -3,6 +3,9 @@ import { MemoryError } from '../core/errors.ts'
 // The interface lives in the engine, which depends on nothing else; implementations live here.
 export type { EmbedOptions, Embedder } from '../core/embedder.ts'
 
+/** The name the embedding worker runs under: its script serves its API only under this name. */
+export const EMBED_WORKER_NAME = 'engram-embed'
+
 /** Dot product; equals cosine similarity for the L2-normalised vectors embedders return. */
 export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
   if (a.length !== b.length) throw new RangeError(`vector lengths differ: ${a.length} vs ${b.length}`)

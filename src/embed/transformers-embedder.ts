@@ -129,7 +129,13 @@ export async function createTransformersEmbedder(
   try {
     transformers = await import('@huggingface/transformers')
   } catch (cause) {
-    throw unavailable(source, device, cause, 'the @huggingface/transformers package could not be loaded')
+    // An optional peer dependency of Engram's: a browser app gets it inside the embedding worker.
+    throw new MemoryError(
+      'MODEL_UNAVAILABLE',
+      `Cannot load the embedding model: the @huggingface/transformers package could not be loaded (${errorMessage(cause)}). ` +
+        'Install it beside Engram: npm install @huggingface/transformers',
+      { cause, details: { model: source.name, where: source.where, device } },
+    )
   }
   const { env } = transformers
   env.allowRemoteModels = source.remote

@@ -28,10 +28,14 @@ function packageRoot(): string {
   }
 }
 
-/** onnxruntime-web's dist folder: the one Transformers.js resolves, else one beside Engram. */
+/**
+ * onnxruntime-web's runtime files: those the library build ships (`dist/lib/ort`, of the version
+ * bundled into its embedding worker), else, running from sources, the ones Transformers.js resolves.
+ */
 function ortDist(root: string): string {
   const fromEngram = createRequire(join(root, 'package.json'))
   const tries = [
+    () => join(fileURLToPath(new URL('../../ort/', import.meta.url)), ORT_FILES[0] as string),
     () => createRequire(fromEngram.resolve('@huggingface/transformers')).resolve('onnxruntime-web'),
     () => fromEngram.resolve('onnxruntime-web'),
   ]
@@ -43,7 +47,7 @@ function ortDist(root: string): string {
       // Not there: the next place.
     }
   }
-  throw new Error('engram/vite: onnxruntime-web was not found beside @huggingface/transformers')
+  throw new Error('engram/vite: onnxruntime-web\'s runtime files were not found (dist/lib/ort, or beside @huggingface/transformers)')
 }
 
 /** Each file the worker fetches, by its path under the worker's folder, and where it is on disk. */

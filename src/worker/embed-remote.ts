@@ -4,15 +4,11 @@ import { MemoryError } from '../core/errors.ts'
 import { throwIfAborted } from '../embed/embedder.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../embed/transformers-embedder.ts'
 import type { EmbedWorkerApi, EmbedWorkerOptions } from '../../workers/embed.worker.ts'
+import { startEmbedWorker } from './embed-module.ts'
 
 /** Whether this scope can start a worker of its own (dedicated workers nest in most browsers). */
 export function canNestWorkers(): boolean {
   return typeof Worker === 'function'
-}
-
-/** The embedding worker, next to the memory worker's script (bundlers follow this URL). */
-function startEmbedWorker(): Worker {
-  return new Worker(new URL('../../workers/embed.worker.ts', import.meta.url), { type: 'module', name: 'engram-embed' })
 }
 
 /**

@@ -1,0 +1,128 @@
+// Installs the packed library into a new browser app, as a user would, and checks what they
+// get: the install needs no network beyond the registry and brings no Node runtime (no
+// onnxruntime-node, no sharp), the published types check with `moduleResolution` "bundler" and
+// "node", and `vite build` with `engramAssets()` emits the embedding worker's code once. The
+// built app then loads the model in Chromium, in a worker of its own and in the memory worker.
+// Run after `npm run build`.
+/* global document, setTimeout -- the page's own, in page.evaluate */
+import { execFileSync } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const repo = join(import.meta.dirname, '..')
+const manifest = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'))
+const dir = await mkdtemp(join(tmpdir(), 'engram-consumer-'))
+// The app's npm runs as a user's would: none of this npm's own settings leak into it.
+const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)))
+const sh = (command, args, cwd = dir) => execFileSync(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+
+const APP = {
+  'package.json': JSON.stringify({ name: 'engram-consumer', private: true, type: 'module' }),
+  'index.html': '<!doctype html><meta charset="utf-8"><title>app</title><pre id="out"></pre><script type="module" src="/src/main.ts"></script>',
+  'vite.config.ts': "import { defineConfig } from 'vite'\nimport { engramAssets } from 'engram/vite'\n\nexport default defineConfig({ plugins: [engramAssets()], build: { target: 'es2022' } })\n",
+  'src/main.ts': `import { createMemory, MemoryError, type Memory } from 'engram'
+import type { WorkerApi } from 'engram/worker'
+
+export type Api = WorkerApi
+const out = document.getElementById('out') as HTMLElement
+const dedicatedWorker = new URLSearchParams(location.search).get('dedicated') !== 'false'
+try {
+  const memory: Memory = await createMemory({ storage: 'memory', embedder: { kind: 'bundled', device: 'wasm', dedicatedWorker } })
+  ;(globalThis as { memory?: Memory }).memory = memory
+  out.textContent = 'ready'
+} catch (error) {
+  out.textContent = error instanceof MemoryError ? error.code : String(error)
+}
+`,
+}
+const tsconfig = (moduleResolution) =>
+  JSON.stringify({
+    compilerOptions: {
+      target: 'es2022',
+      module: 'esnext',
+      moduleResolution,
+      lib: ['esnext', 'dom', 'dom.iterable'],
+      strict: true,
+      esModuleInterop: true,
+      noEmit: true,
+      // The published declarations are checked too, not only the app's use of them.
+      skipLibCheck: false,
+      types: [],
+    },
+    include: ['src'],
+  })
+
+/** Bytes under a folder, links not followed. */
+function sizeOf(path) {
+  const stat = statSync(path, { throwIfNoEntry: false })
+  if (!stat || stat.isSymbolicLink()) return 0
+  if (!stat.isDirectory()) return stat.size
+  return readdirSync(path).reduce((sum, name) => sum + sizeOf(join(path, name)), 0)
+}
+
+function check(ok, what) {
+  if (!ok) throw new Error(`check-consumer: ${what}`)
+  console.log(`check-consumer: ${what}`)
+}
+
+try {
+  const tarball = join(dir, sh('npm', ['pack', '--silent', '--pack-destination', dir], repo).trim().split('\n').at(-1))
+  for (const [file, text] of Object.entries(APP)) {
+    await mkdir(join(dir, file, '..'), { recursive: true })
+    await writeFile(join(dir, file), text)
+  }
+  await writeFile(join(dir, 'tsconfig.bundler.json'), tsconfig('bundler'))
+  await writeFile(join(dir, 'tsconfig.node.json'), tsconfig('node'))
+  const { vite, typescript } = manifest.devDependencies
+  sh('npm', ['install', '--no-audit', '--no-fund', tarball, `vite@${vite}`, `typescript@${typescript}`])
+  const modules = join(dir, 'node_modules')
+  for (const name of ['onnxruntime-node', 'onnxruntime-web', 'sharp', '@huggingface/transformers']) {
+    check(!existsSync(join(modules, name)), `the install brings no ${name}`)
+  }
+  console.log(`check-consumer: node_modules holds ${(sizeOf(modules) / 2 ** 20).toFixed(0)} MiB`)
+  for (const resolution of ['bundler', 'node']) {
+    sh(join(modules, '.bin', 'tsc'), ['-p', `tsconfig.${resolution}.json`])
+    check(true, `the app type-checks with moduleResolution "${resolution}"`)
+  }
+  sh(join(modules, '.bin', 'vite'), ['build', '--logLevel', 'error'])
+  const assets = join(dir, 'dist', 'assets')
+  const scripts = readdirSync(assets).filter((f) => f.endsWith('.js'))
+  const withModel = scripts.filter((f) => readFileSync(join(assets, f), 'utf8').includes('feature-extraction'))
+  check(withModel.length === 1 && withModel[0]?.startsWith('embed.worker'), `Transformers.js is in one emitted script (${withModel.join(', ')})`)
+  check(existsSync(join(assets, 'ort', 'ort-wasm-simd-threaded.asyncify.wasm')), "onnxruntime-web's runtime is beside the worker")
+  await loadModel(dir)
+} finally {
+  await rm(dir, { recursive: true, force: true })
+}
+
+/** The built app in Chromium: the model gets ready both in its own worker and in the memory worker. */
+async function loadModel(root) {
+  const { chromium } = await import('@playwright/test')
+  const { preview } = await import('vite')
+  const server = await preview({ root, logLevel: 'error', preview: { host: '127.0.0.1', port: 0 } })
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] })
+  try {
+    for (const dedicated of [true, false]) {
+      const page = await browser.newPage()
+      await page.goto(`${server.resolvedUrls.local[0]}?dedicated=${dedicated}`)
+      await page.waitForFunction(() => document.getElementById('out')?.textContent, null, { timeout: 60_000 })
+      const info = await page.evaluate(async () => {
+        const { memory } = globalThis
+        if (!memory) return { state: document.getElementById('out')?.textContent }
+        for (const until = Date.now() + 240_000; Date.now() < until; ) {
+          const info = await memory.embedderInfo()
+          if (info.state !== 'loading') return info
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        return { state: 'still loading after 240 s' }
+      })
+      check(info.state === 'ready' && info.dedicatedWorker === dedicated, `the model loads ${dedicated ? 'in its own worker' : 'in the memory worker'} (${JSON.stringify(info)})`)
+      await page.close()
+    }
+  } finally {
+    await browser.close()
+    await server.close()
+  }
+}
