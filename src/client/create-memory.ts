@@ -10,7 +10,7 @@ import type {
 import type { Engine, EngineSettings } from '../core/engine.ts'
 import type { Workspace } from '../core/paths.ts'
 import { MemoryError } from '../core/errors.ts'
-import { checkOptionNames, type ListsEveryKey } from '../core/input-walk.ts'
+import { checkArgumentDepth, checkOptionNames, type ListsEveryKey } from '../core/input-walk.ts'
 import type { EngineErrorEvent, IndexStatus } from '../core/indexer.ts'
 import type { TelemetryEvent } from '../core/telemetry.ts'
 import type { ModelLoadProgress } from '../embed/transformers-embedder.ts'
@@ -293,6 +293,8 @@ export function connectMemory(options: CreateMemoryOptions = {}): Memory {
   )
 
   const invoke = async (path: string[], args: unknown[]): Promise<unknown> => {
+    // Cloning arguments nested too deep overflows the stack: refused here, as the engine would.
+    checkArgumentDepth(path.join('.'), args)
     await ready
     try {
       return await track(remote.call(path, args))

@@ -1,6 +1,7 @@
 import { MemoryError } from './errors.ts'
 import { MAX_EVENT_CONTENT_BYTES, MAX_PROCEDURES_PER_TURN, utf8Length } from './limits.ts'
 import { procedureInput, type RecordTurnInput, speechInput, type TurnRecord, turnInput } from './turns.ts'
+import { NUL_PROBLEM } from './input-walk.ts'
 import { parseInput, z } from './validate.ts'
 
 /** What a turn recorder writes through: an engine, a page's `Memory`, or anything with `recordTurn`. */
@@ -160,7 +161,11 @@ export function turnRecorder(sink: TurnSink, options: TurnRecorderOptions): Turn
     },
     reply(delta) {
       const turn = needTurn('reply()')
-      const text = parseInput(z.string(), delta, 'reply delta')
+      // A delta may end inside a surrogate pair that the next one completes: only NUL is
+      // refused here, and the whole reply is checked when the turn is recorded.
+      if (typeof delta !== 'string') throw new MemoryError('INVALID_INPUT', 'Invalid reply delta: a string is required')
+      if (delta.includes('\u0000')) throw new MemoryError('INVALID_INPUT', `Invalid reply delta: ${NUL_PROBLEM}`)
+      const text = delta
       // Refused before it is added: the reply so far stays as it was.
       if (utf8Length(turn.reply) + utf8Length(text) > MAX_EVENT_CONTENT_BYTES) {
         throw new MemoryError('INVALID_INPUT', `The reply would pass ${MAX_EVENT_CONTENT_BYTES} bytes (MAX_EVENT_CONTENT_BYTES)`, {

@@ -94,3 +94,18 @@ describe('unknown options', () => {
     )
   })
 })
+
+describe('the browser client', () => {
+  it('refuses arguments too deep to clone for the worker with INVALID_INPUT, not a stack overflow', async () => {
+    // A worker that never answers: the refusal comes before anything is sent.
+    const { port1, port2 } = new MessageChannel()
+    const worker = Object.assign(port1, { terminate: () => port1.close() }) as unknown as Worker
+    const client = connectMemory({ worker, bootTimeoutMs: Infinity })
+    let deep: unknown = 'x'
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    await expect(client.search('x', deep as never)).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('deeper') })
+    await expect(client.memories.update('m', deep as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    port1.close()
+    port2.close()
+  })
+})
