@@ -453,12 +453,7 @@ function parseArgs(argv) {
 async function main() {
   const { force, quiet, outDir } = parseArgs(process.argv.slice(2))
   const started = performance.now()
-  let result
-  try {
-    result = await buildModel({ force, ...(outDir === undefined ? {} : { outDir }) })
-  } catch (error) {
-    throw error
-  }
+  const result = await buildModel({ force, ...(outDir === undefined ? {} : { outDir }) })
   const ms = Math.round(performance.now() - started)
   if (!quiet) {
     console.log(
