@@ -1,4 +1,4 @@
-import { createMemory, deleteMemory, type Memory, type VaultInput } from '../src/index.ts'
+import { createMemory, deleteMemory, type EmbedderInfo, type Memory, type VaultInput } from '../src/index.ts'
 import { indexingView } from './api.ts'
 import { setupChat } from './chat.ts'
 import { explainError, showError } from './errors.ts'
@@ -80,6 +80,7 @@ async function start(): Promise<void> {
   status.textContent = `Memory ready in ${where} (${boot.created ? 'new' : 'reopened'}, ${Math.round(boot.bootMs)} ms${lock}).`
   document.body.dataset.ready = 'true'
 
+  watchModel(memory, () => watchIndexing())
   const chat = setupChat(store)
   const panels: Record<string, { render: () => Promise<void> }> = {
     'panel-context': contextPanel(store, q('#panel-context')),
@@ -164,22 +165,24 @@ async function start(): Promise<void> {
     watching = true
     const tick = async () => {
       const view = indexingView((await memory.stats()) as unknown as Record<string, unknown>)
-      const model = q<HTMLDivElement>('#model-progress')
       const index = q<HTMLDivElement>('#index-progress')
       const badge = q<HTMLSpanElement>('#search-mode')
-      model.hidden = view.modelProgress === null || view.modelProgress >= 1
-      if (view.modelProgress !== null) q<HTMLProgressElement>('#model-bar').value = view.modelProgress
       const total = (view.embedded ?? 0) + view.pending
-      const keywordOnly = view.vectors !== true
+      // Meaning counts from the moment the model is ready; until then every search is by keyword.
+      const keywordOnly = modelState !== 'ready' || view.vectors === false
       index.hidden = keywordOnly || view.pending === 0
       if (total > 0) q<HTMLProgressElement>('#index-bar').value = (view.embedded ?? 0) / total
       q<HTMLSpanElement>('#index-text').textContent = `${view.pending.toLocaleString()} chunks to embed`
       badge.hidden = false
-      badge.textContent = keywordOnly ? 'keyword search only' : view.pending > 0 ? 'meaning + keyword search (indexing)' : 'meaning + keyword search'
+      badge.textContent = keywordOnly
+        ? modelState === 'loading'
+          ? 'keyword search (model loading)'
+          : 'keyword search only'
+        : view.pending > 0 ? 'meaning + keyword search (indexing)' : 'meaning + keyword search'
       badge.title = keywordOnly
         ? 'No embedding model is running in this memory: search matches words, not meaning.'
         : 'Search matches meaning (embeddings) and words.'
-      return view.pending > 0 && !keywordOnly || (view.modelProgress !== null && view.modelProgress < 1)
+      return view.pending > 0 && !keywordOnly
     }
     const loop = () => {
       tick()
@@ -196,4 +199,52 @@ async function start(): Promise<void> {
 }
 
 let watching = false
+/** Where the embedding model stands, as `watchModel` last saw it. */
+let modelState: EmbedderInfo['state'] = 'loading'
+
+/**
+ * Shows the model's stages as they happen: its files downloading (a bar of the bytes read),
+ * then starting, then gone once it is ready. `changed` runs once it is ready or unavailable,
+ * so the badge says at once that searches now match meaning.
+ */
+function watchModel(memory: Memory, changed: () => void): void {
+  const box = q<HTMLDivElement>('#model-progress')
+  const bar = q<HTMLProgressElement>('#model-bar')
+  const text = q<HTMLSpanElement>('#model-text')
+  const files = new Map<string, { loaded: number; total: number }>()
+  const mb = (bytes: number) => (bytes / 1e6).toFixed(1)
+  const stop = memory.onProgress((p) => {
+    if (modelState !== 'loading') return
+    box.hidden = false
+    if (p.stage === 'progress' && p.total > 0) files.set(p.file, { loaded: p.loaded, total: p.total })
+    if (p.stage === 'done') files.set(p.file, { loaded: p.total, total: p.total })
+    let loaded = 0
+    let total = 0
+    for (const f of files.values()) {
+      loaded += f.loaded
+      total += f.total
+    }
+    if (p.stage === 'ready' || (total > 0 && loaded >= total && p.stage === 'done' && p.file.endsWith('.onnx'))) {
+      // The files are in; the runtime now compiles and the model's session is made.
+      bar.removeAttribute('value')
+      text.textContent = 'starting…'
+    } else if (total > 0) {
+      bar.value = loaded / total
+      text.textContent = `${mb(loaded)} / ${mb(total)} MB`
+    }
+  })
+  const poll = async () => {
+    const info = await memory.embedderInfo()
+    if (info.state === 'loading') {
+      box.hidden = false
+      setTimeout(() => void poll().catch(() => {}), 250)
+      return
+    }
+    modelState = info.state
+    stop()
+    box.hidden = true
+    changed()
+  }
+  poll().catch(() => {})
+}
 start().catch((error: unknown) => showError(error, 'start the demo'))
