@@ -183,6 +183,43 @@ async function coldStart(page: Page, name: string, storage: 'opfs' | 'idb') {
   )
 }
 
+/**
+ * Several tabs: the owner tab closes, and a following tab's next write waits for it to take
+ * the database over. Timed in Node from the owner's close to that write's acknowledgement.
+ */
+async function takeover(context: BrowserContext, origin: string, name: string): Promise<number> {
+  const owner = await openHarness(context, origin)
+  const follower = await openHarness(context, origin)
+  const options = { name, storage: 'opfs', embedder: { kind: 'none' }, warmUp: 0 } as const
+  for (const page of [owner, follower]) {
+    await page.evaluate(async (options) => {
+      Object.assign(window, { benchMemory: await window.engram.createMemory(options) })
+    }, options)
+  }
+  const write = (page: Page) =>
+    page.evaluate(async () => {
+      type Writer = { record(event: unknown): Promise<unknown> }
+      const memory = (window as unknown as { benchMemory: Writer }).benchMemory
+      const event = { kind: 'message', scope: { conversationId: 'c' }, actor: { type: 'human', id: 'u' }, content: { text: 'takeover' } }
+      for (;;) {
+        try {
+          return await memory.record(event)
+        } catch (error) {
+          // A write the closing owner took and never answered: the follower sends it again.
+          if ((error as { code?: string }).code !== 'WORKER_TERMINATED') throw error
+        }
+      }
+    })
+  await write(follower)
+  const started = performance.now()
+  await owner.close()
+  await write(follower)
+  const ms = performance.now() - started
+  await follower.evaluate(() => (window as unknown as { benchMemory: { close(): Promise<void> } }).benchMemory.close())
+  await follower.close()
+  return ms
+}
+
 /** What one first-minute run measured, each in ms on the page. */
 interface FirstMinute {
   /** `connectMemory` → `ready` resolved. */
@@ -347,6 +384,7 @@ export const BROWSER_METRICS = [
   'embed_wasm_per_s',
   'embed_wasm_one_thread_per_s',
   'embed_webgpu_per_s',
+  'takeover_ms',
 ]
 
 export async function chromiumVersion(): Promise<string> {
@@ -410,6 +448,23 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
           `recordTurn (3 procedures) 2nd to ${FIRST_MINUTE_TURNS}th in a new memory, right after the first; ${what('fresh')}`,
         )
       }
+    }
+
+    if (options.wants('takeover_ms')) {
+      options.log('Chromium: the owner tab closes, a following tab takes over')
+      const runs: number[] = []
+      for (let run = 0; run < Math.max(options.coldRuns, 5); run++) {
+        const context = await browser.newContext()
+        try {
+          runs.push(await takeover(context, origin, `bench-takeover-${run}`))
+        } finally {
+          await context.close()
+        }
+      }
+      out.metrics.takeover_ms = latency(
+        runs,
+        `two tabs on one memory (OPFS, no model); the owner tab closes, then the follower writes: from the close to that write acknowledged; runs: ${runs.map((v) => Math.round(v)).join(', ')} ms`,
+      )
     }
 
     // The same turns on each storage, each in a fresh context (empty storage).
