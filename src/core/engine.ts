@@ -57,7 +57,8 @@ export interface EngineOptions {
   /**
    * How background work yields to writes: each indexing batch, and the planner-statistics
    * refresh, waits until writes have paused for `quietMs` (1,000), at most `maxWaitMs`
-   * (10,000). `{ quietMs: 0 }` starts them at once. `waitForIndex()`, `indexNow()` and
+   * (10,000). An indexing run that has waited `maxWaitMs` once goes on without pauses until
+   * nothing is left. `{ quietMs: 0 }` starts them at once. `waitForIndex()`, `indexNow()` and
    * `refreshStatistics()` never wait, and a search due for a refresh runs it first. See
    * `DEFAULT_INDEXING_PAUSE`.
    */

@@ -1,5 +1,6 @@
 import type { Db, QueryOptions } from './db.ts'
 import type { Embedder } from './embedder.ts'
+import { foregroundFirst, type LanedEmbedder } from './embed-lanes.ts'
 import { toMemoryError as fromDatabaseError } from './db-errors.ts'
 import type { EngineContext } from './engine.ts'
 import { type ErrorCode, MemoryError } from './errors.ts'
@@ -20,18 +21,18 @@ import { SEALED_SQL } from './vault.ts'
 export const INDEX_BATCH_SIZE = 32
 
 /**
- * Background indexing yields to writes: before each batch, and before each model call within
- * it, it waits until no write has come for `quietMs`, but never more than `maxWaitMs` in all,
- * so a steady stream of writes still gets its vectors. The model takes the CPU while it embeds (on a 2-core machine both
- * cores), which would otherwise slow the writes that keep arriving. `waitForIndex` and
- * `indexNow` never wait for a pause. `quietMs: 0` indexes at once.
+ * Background indexing yields to writes: before each batch it waits until no write has come
+ * for `quietMs`, but never more than `maxWaitMs`. The model takes the CPU while it embeds,
+ * which would otherwise slow the writes that keep arriving. Once a run has waited `maxWaitMs`,
+ * it stops waiting until nothing is left, so a steady stream of writes still gets its vectors.
+ * `waitForIndex` and `indexNow` never wait for a pause. `quietMs: 0` indexes at once.
  */
 export const DEFAULT_INDEXING_PAUSE: Readonly<IndexingPause> = Object.freeze({ quietMs: 1_000, maxWaitMs: 10_000 })
 
 export interface IndexingPause {
   /** How long writes must pause before a background batch starts (ms). */
   quietMs: number
-  /** The longest a batch waits for that pause (ms). */
+  /** The longest a batch waits for that pause (ms); after that wait, the run goes on without pauses. */
   maxWaitMs: number
 }
 
@@ -229,6 +230,10 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
   let urgent = 0
   /** Ends the pause a batch is waiting in, if any. */
   let wake: (() => void) | undefined
+  /** The run in progress has waited `maxWaitMs` once: it waits for no pause again. */
+  let pressed = false
+  /** The embedder, with the callers' embeds ahead of the background batches (`foregroundFirst`). */
+  let laned: LanedEmbedder | undefined
   /** The run in progress; every run ends resolved, with the error it stopped on, if any. */
   let current: Promise<MemoryError | undefined> | undefined
 
@@ -244,7 +249,8 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
       fail(toMemoryError(cause, 'MODEL_UNAVAILABLE', 'The embedding model could not be loaded'))
       return
     }
-    ctx.embedder = embedder
+    laned = foregroundFirst(embedder)
+    ctx.embedder = laned
     ctx.embedderLoading = false
     embedderState = 'ready'
     // A model that was still loading gets the vector indexes a ready one gets as the engine
@@ -322,23 +328,15 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
    * Embeds and stores one batch; returns how many rows it took (0: nothing left) and how many
    * of them it stored (a memory edited meanwhile keeps its edit's vector).
    */
-  async function indexBatch(embedder: Embedder): Promise<{ taken: number; stored: number }> {
+  async function indexBatch(embedder: LanedEmbedder): Promise<{ taken: number; stored: number }> {
     const model = embedder.id
     const none = { taken: 0, stored: 0 }
     // Memories first: they are few, and recall and dedup lean on their vectors.
     const { rows } = await db.query<PendingRow>(PENDING_BATCH_SQL, [model, batchSize])
     if (rows.length === 0) return none
-    // One model call at a time, each after a pause in the writes (`quiet`): a call takes the
-    // CPU for as long as it runs.
-    const step = Math.max(1, Math.floor(embedder.batchSize ?? rows.length))
-    const vectors: Float32Array[] = []
-    for (let i = 0; i < rows.length; i += step) {
-      if (i > 0) {
-        await quiet()
-        if (stopped) return none
-      }
-      vectors.push(...(await embedder.embed(rows.slice(i, i + step).map((r) => r.text))))
-    }
+    // In small model calls, each after the callers' embeds in flight: remember and search
+    // wait for one small call at most, never for the whole batch.
+    const vectors = await embedder.background(rows.map((r) => r.text))
     if (vectors.length !== rows.length || vectors.some((v) => v.length !== embedder.dims)) {
       throw new MemoryError(
         'MODEL_UNAVAILABLE',
@@ -411,14 +409,22 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
     }
   }
 
-  /** Waits until writes have paused for `quietMs`, `maxWaitMs` at most; at once when someone waits for the index. */
+  /**
+   * Waits until writes have paused for `quietMs`, `maxWaitMs` at most; at once when someone
+   * waits for the index, or when this run has already waited `maxWaitMs` (`pressed`): writes
+   * that never pause would otherwise hold each batch for `maxWaitMs`, and the backlog would grow.
+   */
   async function quiet(): Promise<void> {
     const began = performance.now()
     for (;;) {
       // Manual mode runs only for a caller waiting on the index (urgent).
-      if (urgent > 0 || stopped) return
-      const left = untilPause(pause, lastWrite, began)
-      if (left <= 0) return
+      if (urgent > 0 || stopped || pressed) return
+      const now = performance.now()
+      const left = untilPause(pause, lastWrite, began, now)
+      if (left <= 0) {
+        if (now - began >= pause.maxWaitMs && now - lastWrite < pause.quietMs) pressed = true
+        return
+      }
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left)
         wake = () => {
@@ -432,9 +438,10 @@ export function createIndexer(ctx: EngineContext, options: IndexerOptions = {}) 
 
   /** Batches until nothing is left and no write came in meanwhile. */
   async function run(): Promise<MemoryError | undefined> {
-    const embedder = ctx.embedder
+    const embedder = laned
     if (!embedder) return undefined
     let dropped: string[] | undefined
+    pressed = false
     try {
       await quiet()
       if (stopped) return undefined

@@ -153,6 +153,63 @@ describe('background indexing', () => {
     await expect(openTestMemory({ indexingPause: { maxWaitMs: 0.5 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
+  it('under writes that never pause, a run waits maxWaitMs once, then indexes the backlog without waiting again', async () => {
+    const inner = createHashEmbedder()
+    // One text per model call: a wait before each call holds every text for maxWaitMs.
+    const embedder: Embedder = { id: inner.id, dims: inner.dims, batchSize: 1, embed: (texts) => inner.embed(texts) }
+    await using t = await openTestEngine({ embedder, indexingPause: { quietMs: 60_000, maxWaitMs: 500 } })
+    for (let i = 0; i < 20; i++) await t.engine.record(message(`seeded note ${i} about the invoice export`))
+    // A write every few milliseconds, never a pause of quietMs, until nothing waits but the
+    // write just made.
+    let writes = 0
+    let pending = Infinity
+    while (pending > 1 && writes < 150) {
+      await t.engine.record(message(`streamed note ${writes++} about the invoice export`))
+      pending = (await t.engine.indexing()).pending
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    expect(pending).toBeLessThanOrEqual(1)
+    // Waiting 500 ms before each text, it fell behind: after 150 writes, more waited than at first.
+    expect(writes).toBeLessThan(150)
+    await t.engine.stopIndexing()
+  })
+
+  it("a caller's embed waits for one small background call at most, not for the whole batch", async () => {
+    const inner = createHashEmbedder()
+    const calls: { texts: string[]; background: boolean }[] = []
+    let queue: Promise<unknown> = Promise.resolve()
+    const secondCall = deferred<void>()
+    // Like the bundled model: one call at a time, in order, 5 ms a text.
+    const serial: Embedder = {
+      id: inner.id,
+      dims: inner.dims,
+      batchSize: 32,
+      embed(texts) {
+        const run = queue.then(async () => {
+          const background = !texts.includes('the query')
+          calls.push({ texts, background })
+          if (calls.filter((c) => c.background).length === 2) secondCall.resolve()
+          await new Promise((resolve) => setTimeout(resolve, 5 * texts.length))
+          return inner.embed(texts)
+        })
+        queue = run.catch(() => undefined)
+        return run
+      },
+    }
+    await using t = await openTestEngine({ embedder: serial, indexing: 'manual' })
+    for (let i = 0; i < 96; i++) await t.engine.record(message(`note number ${i} about the release`))
+    const indexing = t.engine.indexNow()
+    await secondCall.promise
+    const before = calls.length
+    await t.engine.embed(['the query'])
+    await indexing
+    // Issued while the second background call ran: behind it alone, and the call was small.
+    const query = calls.findIndex((c) => !c.background)
+    expect(query).toBe(before)
+    expect(calls[before - 1]!.texts.length).toBeLessThanOrEqual(8)
+    expect(calls.filter((c) => c.background).flatMap((c) => c.texts)).toHaveLength(96)
+  })
+
   it('stores exactly the vector the embedder returned, sent in binary', async () => {
     const embedder = createHashEmbedder()
     await using t = await openTestEngine({ embedder })
