@@ -193,6 +193,8 @@ test('export, clear and import bring back the same conversations, files and memo
 })
 
 test('a passphrase encrypts sensitive messages at rest; the demo asks for it on opening, and without it they stay unreadable', async ({ page }) => {
+  // Three openings of the demo, each a boot of the memory: more than the default budget.
+  test.setTimeout(180_000)
   const outside = watchRequests(page)
   page.on('pageerror', (error) => {
     throw error
