@@ -158,6 +158,8 @@ test('on the page itself (no worker), cross-origin isolated, the model runs on t
 })
 
 test('the model runs in a worker of its own, so a write does not wait for an embedding in progress', async ({ page }) => {
+  // Two memories, each loading the model: more than the default budget.
+  test.setTimeout(150_000)
   await openHarness(page)
   // A long batch is embedded and a turn is written just after it was asked for. With the model
   // in its own worker the write is acknowledged first; in the memory worker
