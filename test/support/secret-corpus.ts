@@ -4,6 +4,7 @@
  * run tries new values, and a failure names the seed that reproduces it. No value is real;
  * prefixes are assembled from fragments so that this file does not itself look like a leak.
  */
+import { generator } from './secrets.ts'
 
 const LOWER = 'abcdefghijklmnopqrstuvwxyz'
 const UPPER = LOWER.toUpperCase()
@@ -20,18 +21,6 @@ const URL_PASSWORD = ALNUM + '!*~-_.'
 export const LEADING_PUNCTUATION = ['@', '$', '%', '&', '(', ')', '[', ']', '{', '}', ';', ',', '<', '/', "'", '"']
 /** Characters a value may hold that once cut it short or hid it. */
 export const INNER_PUNCTUATION = ['(', ')', '[', ']', '{', '}', ';', ',', '<', '>', "'", '"', '%s']
-
-/** A small deterministic generator (mulberry32). */
-function generator(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** A seed for one run. */
 export function randomSeed(): number {

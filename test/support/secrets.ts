@@ -12,7 +12,7 @@ const B64 = ALNUM + '+/'
 const URLSAFE = ALNUM + '-_'
 
 /** A small deterministic generator (mulberry32). */
-function generator(seed: number) {
+export function generator(seed: number) {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
