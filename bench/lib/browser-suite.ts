@@ -11,7 +11,7 @@ import { type PreviewServer, preview } from 'vite'
 import type { RecordTurnInput } from '../../src/core/turns.ts'
 import { embeddingSentences, makeTurns, sessionShape } from './data.ts'
 import { meanTokens } from './tokens.ts'
-import { latency, median } from './metrics.ts'
+import { FIRST_MINUTE_METRICS, latency, median } from './metrics.ts'
 import type { SuiteOptions, SuiteOutput } from './node-suite.ts'
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -355,19 +355,7 @@ async function embedRate(page: Page, device: 'wasm' | 'webgpu', threads: number 
 }
 
 /** The first minute in a fresh context, then on a returning visit (`--first-minute` runs only these). */
-export const FIRST_MINUTE_METRICS = [
-  'first_minute_ready_ms',
-  'first_minute_first_write_ms',
-  'first_minute_next_writes_ms',
-  'first_minute_keyword_search_ms',
-  'first_minute_model_ready_ms',
-  'first_minute_vector_search_ms',
-  'first_minute_returning_ready_ms',
-  'first_minute_returning_first_write_ms',
-  'first_minute_returning_keyword_search_ms',
-  'first_minute_returning_model_ready_ms',
-  'first_minute_returning_vector_search_ms',
-]
+export { FIRST_MINUTE_METRICS }
 
 export const BROWSER_METRICS = [
   ...FIRST_MINUTE_METRICS,

@@ -4,15 +4,8 @@
  * run tries new values, and a failure names the seed that reproduces it. No value is real;
  * prefixes are assembled from fragments so that this file does not itself look like a leak.
  */
-import { generator } from './secrets.ts'
+import { ALNUM, B64, DIGITS, generator, HEX, LOWER, UPPER, URLSAFE } from './secrets.ts'
 
-const LOWER = 'abcdefghijklmnopqrstuvwxyz'
-const UPPER = LOWER.toUpperCase()
-const DIGITS = '0123456789'
-const ALNUM = LOWER + UPPER + DIGITS
-const HEX = '0123456789abcdef'
-const B64 = ALNUM + '+/'
-const URLSAFE = ALNUM + '-_'
 const PASSWORD = ALNUM + '!#*^~+-_.='
 /** What a password in a URL may hold unescaped. */
 const URL_PASSWORD = ALNUM + '!*~-_.'

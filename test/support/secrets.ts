@@ -3,13 +3,14 @@
  * is assembled from fragments so that this file does not itself look like a leaked key.
  */
 
-const LOWER = 'abcdefghijklmnopqrstuvwxyz'
-const UPPER = LOWER.toUpperCase()
-const DIGITS = '0123456789'
-const ALNUM = LOWER + UPPER + DIGITS
-const HEX = '0123456789abcdef'
-const B64 = ALNUM + '+/'
-const URLSAFE = ALNUM + '-_'
+/** The alphabets credentials are drawn from. */
+export const LOWER = 'abcdefghijklmnopqrstuvwxyz'
+export const UPPER = LOWER.toUpperCase()
+export const DIGITS = '0123456789'
+export const ALNUM = LOWER + UPPER + DIGITS
+export const HEX = '0123456789abcdef'
+export const B64 = ALNUM + '+/'
+export const URLSAFE = ALNUM + '-_'
 
 /** A small deterministic generator (mulberry32). */
 export function generator(seed: number) {
