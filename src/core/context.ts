@@ -1,5 +1,5 @@
 import type { Queryable } from './db.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { edgeVisibleAt } from './graph.ts'
 import { supersededIds } from './events.ts'
 import { newId } from './ids.ts'

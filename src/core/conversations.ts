@@ -1,5 +1,5 @@
 import { type DocumentInfo, type DocumentVersion, toDocument, toVersion, VERSION_COLUMNS } from './documents.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { EVENT_COLUMNS, type EventRow, type MemoryEvent, toEvent } from './events.ts'
 import { EDGE_COLUMNS, type Edge, type EdgeRow, edgeVisibleAt, toEdge } from './graph.ts'
 import { allowedSensitivities, readChannel } from './privacy.ts'

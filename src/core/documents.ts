@@ -1,5 +1,5 @@
 import type { Queryable } from './db.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { MemoryError } from './errors.ts'
 import { requireConversation } from './events.ts'
 import { sha256Hex } from './hash.ts'

@@ -1,4 +1,5 @@
-import { createArchives, createHitLog, type HitLog, restoreArchives } from './archive.ts'
+import { createArchives, restoreArchives } from './archive.ts'
+import { createHitLog } from './hits.ts'
 import { createChanges } from './changes.ts'
 import { createConversationGraph } from './conversations.ts'
 import type { Db, Queryable } from './db.ts'
@@ -19,16 +20,17 @@ import { rebuildMissingChunks } from './derived.ts'
 import { createFileFormat, createPortable } from './portable.ts'
 import { migrate } from './schema/migrations.ts'
 import { createStats } from './stats.ts'
-import { createTelemetry, type Telemetry, telemetryApi, timed } from './telemetry.ts'
+import { createTelemetry, telemetryApi, timed } from './telemetry.ts'
 import { callTool, type ToolIdentity } from './tools.ts'
 import { createTurns } from './turns.ts'
 import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
 import { createSearch, ensureVectorIndex } from './search.ts'
 import { createContext } from './context.ts'
-import { DEFAULT_SCORING, resolveScoring, type Scoring, type ScoringInput } from './scoring.ts'
-import { noVault, openingResults, openVault, sealStored, type Vault, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
+import { DEFAULT_SCORING, resolveScoring, type ScoringInput } from './scoring.ts'
+import { noVault, openingResults, openVault, sealStored, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
 import { parseInput } from './validate.ts'
 import { MemoryError } from './errors.ts'
+import type { EngineContext } from './engine-context.ts'
 import { z } from 'zod'
 
 /** The default `dedupThreshold` (see `EngineOptions.dedupThreshold`). */
@@ -108,38 +110,6 @@ export type EngineSettings = Pick<
   'indexing' | 'indexingPause' | 'statistics' | 'dedupThreshold' | 'scoring' | 'vault'
 >
 
-export interface EngineContext {
-  db: Db
-  now: () => Date
-  /** Moves `now` past `at` (see `diffSince`); `now` never runs back. */
-  cutAt: (at: Date) => void
-  /**
-   * When the earliest engine call still running began (by `now`), or null: what it writes is
-   * dated then or later, and is not yet committed.
-   */
-  earliestCall: () => number | null
-  embedder: Embedder | null
-  /** True while a model given as a promise has not settled: a vector search then fails as MODEL_LOADING. */
-  embedderLoading: boolean
-  dedupThreshold: number
-  telemetry: Telemetry
-  workspace: Workspace
-  resolvePath: PathResolver | undefined
-  /** The vectors of recent queries and memories, so a text asked about again is not embedded again. */
-  vectors: VectorCache
-  scoring: Scoring
-  tokenCounter: ((text: string) => number) | null
-  /** Tells the background indexer that rows may need vectors: a flag and a timer, no query. */
-  wrote: () => void
-  /** Tells the planner-statistics keeper how many rows a write changed (no query). */
-  changed: (rows: number) => void
-  /** Awaited by planned reads (search, context): refreshes stale planner statistics first. */
-  beforeRead: () => Promise<void>
-  /** When retrievals last returned each conversation (for `archives.create`); kept in memory. */
-  hits: HitLog
-  /** Seals `high` content at rest, and opens it for reads (src/core/vault.ts). */
-  vault: Vault
-}
 
 export interface PingResult {
   schemaVersion: number

@@ -1,6 +1,6 @@
 import type { Queryable } from './db.ts'
 import { identifier } from './scope.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
 import { jsonRecord } from './json.ts'

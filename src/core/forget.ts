@@ -1,6 +1,6 @@
 import { restoreArchives } from './archive.ts'
 import { countChanged, type Queryable } from './db.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { MemoryError } from './errors.ts'
 import { newId } from './ids.ts'
 import { storableText } from './json.ts'

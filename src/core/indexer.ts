@@ -2,7 +2,7 @@ import type { Db, QueryOptions } from './db.ts'
 import type { Embedder } from './embedder.ts'
 import { foregroundFirst, type LanedEmbedder } from './embed-lanes.ts'
 import { toMemoryError as fromDatabaseError } from './db-errors.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { type ErrorCode, MemoryError } from './errors.ts'
 import { checkListener } from './input-walk.ts'
 import {

@@ -1,4 +1,4 @@
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { identifier } from './scope.ts'
 import { newId } from './ids.ts'
 import { redactUnknown } from './redact.ts'

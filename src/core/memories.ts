@@ -1,6 +1,6 @@
 import type { Db, Queryable } from './db.ts'
 import { embedderFailed, toVectorParam } from './embedder.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { type JsonObject, missingReferences, writeEdges } from './entity-graph.ts'
 import { MemoryError } from './errors.ts'
 import { compileFilter, type FilterColumn } from './filters.ts'

@@ -1,4 +1,4 @@
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import type { Queryable } from './db.ts'
 import { MemoryError } from './errors.ts'
 import { memoryHash, sha256Hex } from './hash.ts'

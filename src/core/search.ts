@@ -1,6 +1,6 @@
 import type { Db, Queryable } from './db.ts'
 import { type Embedder, embedderFailed, type VectorCache } from './embedder.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { MemoryError } from './errors.ts'
 import { EVENT_KINDS, type ActorType, type EventKind } from './events.ts'
 import { compileFilter, type FilterColumn, filterExpressionSchema } from './filters.ts'

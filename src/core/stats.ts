@@ -1,5 +1,5 @@
 import type { VaultStatus } from './vault.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import type { IndexStatus } from './indexer.ts'
 
 export interface Stats {

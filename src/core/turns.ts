@@ -1,5 +1,5 @@
 import { documentSight, type Observation, observeInTx, type PreparedSight, prepareSight } from './documents.ts'
-import type { EngineContext } from './engine.ts'
+import type { EngineContext } from './engine-context.ts'
 import { refuseSealedLookalike, type Vault, vaultMadeSince } from './vault.ts'
 import {
   type EventDraft,

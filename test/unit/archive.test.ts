@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createHitLog } from '../../src/core/archive.ts'
+import { createHitLog } from '../../src/core/hits.ts'
 import type { MemoryError } from '../../src/core/errors.ts'
 import type { Engine } from '../../src/core/engine.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/errors.ts'
 import type { Db } from '../../src/core/db.ts'
 import { type Embedder, VectorCache } from '../../src/core/embedder.ts'
-import type { EngineContext } from '../../src/core/engine.ts'
+import type { EngineContext } from '../../src/core/engine-context.ts'
 import { withPreparedStatements } from '../../src/core/prepared.ts'
 import { DEFAULT_SCORING, resolveScoring, Z_WINDOW } from '../../src/core/scoring.ts'
 import {
