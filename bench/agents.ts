@@ -7,7 +7,7 @@
  * all agents together, and p50 / p95 of each call as an agent waits for it. The engine runs
  * one statement at a time (PGlite; the browser worker serves its tabs the same way), so an
  * agent's call queues behind the others' and its latency grows with the agents, while the
- * rounds per second should hold. The statistics upkeep (see src/core/statistics.ts) runs as in
+ * rounds per second should hold. The statistics upkeep (see src/core/maintenance/planner-statistics.ts) runs as in
  * any memory, when the writes pause or before a read once a tenth of the memory has changed.
  *
  *   node bench/run.mjs bench/agents.ts            # ROUNDS (default 240 per level)

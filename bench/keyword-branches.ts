@@ -2,7 +2,7 @@
  * The keyword list's candidate branches over the bench's memory of SIZE events (default
  * 100,000), each found both ways: as the planner chooses for `ORDER BY created_at DESC LIMIT`
  * (for a common term, a walk of the tenant's chunks by time until enough match) and reading
- * every chunk the branch matches, then sorting (`readsEveryMatch`, src/core/search.ts). For
+ * every chunk the branch matches, then sorting (`readsEveryMatch`, src/core/retrieval/search.ts). For
  * each branch of the bench's 50 queries: the chunks it matches, its bound (`most`), which way
  * search takes it, and the median of ROUNDS timings of each way (default 15, alternating, after
  * 3 untimed). For the branch of pairs of common terms, also one OR of every pair against one
@@ -15,8 +15,8 @@
 import { BENCH_SCOPE, makeQueries } from './lib/data.ts'
 import { buildBenchMemory } from './lib/node-suite.ts'
 import { percentile } from './lib/metrics.ts'
-import { type KeywordBranch, keywordBranches, MAX_PAIRED_TERMS, newestMatches, readsEveryMatch } from '../src/core/search.ts'
-import { allowedSensitivities } from '../src/core/privacy.ts'
+import { type KeywordBranch, keywordBranches, MAX_PAIRED_TERMS, newestMatches, readsEveryMatch } from '../src/core/retrieval/search.ts'
+import { allowedSensitivities } from '../src/core/privacy/channels.ts'
 
 const SIZE = Number(process.env.SIZE ?? 100_000)
 const ROUNDS = Number(process.env.ROUNDS ?? 15)

@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { createMcpServer, serveMcpOverHttp } from '../src/mcp/index.ts'
+import { createMcpServer, serveMcpOverHttp } from '../src/adapters/mcp/index.ts'
 import { createTransformersEmbedder, openMemory } from '../src/node/index.ts'
 import { percentile } from './lib/metrics.ts'
 
@@ -54,7 +54,7 @@ await overHttp.connect(new StreamableHTTPClientTransport(new URL(http.url)))
 const stdio = new Client({ name: 'bench', version: '1' })
 const transport = new StdioClientTransport({
   command: process.execPath,
-  args: ['dist/lib/src/mcp/bin.js', '--data-dir', copyDir, '--user', USER.userId],
+  args: ['dist/lib/src/node/mcp-bin.js', '--data-dir', copyDir, '--user', USER.userId],
   stderr: 'pipe',
 })
 await stdio.connect(transport)

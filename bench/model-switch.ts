@@ -7,7 +7,7 @@
 // PROGRESS=1 a progress listener is attached to each run, as a page showing a progress bar has.
 //
 //   SIZE=10000 [PROGRESS=1] node bench/run.mjs bench/model-switch.ts
-import type { Embedder } from '../src/core/embedder.ts'
+import type { Embedder } from '../src/core/kernel/embedder.ts'
 import { createEngine } from '../src/core/engine.ts'
 import { createHashEmbedder } from '../src/embed/hash-embedder.ts'
 import { durableDb, openPGlite } from '../src/runtime/pglite.ts'

@@ -11,7 +11,7 @@
  */
 import { PGlite } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
-import type { Db } from '../src/core/db.ts'
+import type { Db } from '../src/core/kernel/db.ts'
 import { createEngine } from '../src/core/engine.ts'
 import { makeTurns, sessionShape } from './lib/data.ts'
 import { percentile } from './lib/metrics.ts'

@@ -1,6 +1,6 @@
 // Redaction throughput on text that agents store: build logs, source files, JSON.
 //   node bench/run.mjs bench/redact.ts
-import { redact } from '../src/core/redact.ts'
+import { redact } from '../src/core/privacy/redact.ts'
 import { nearMissCorpus, needles, randomSeed, secretCorpus as fullCorpus } from '../test/support/secret-corpus.ts'
 import { nearMisses, secretCorpus } from '../test/support/secrets.ts'
 

@@ -11,7 +11,7 @@
  *   CACHE_MB=448 node bench/run.mjs bench/search-parts.ts
  *   SIZE=10000 node bench/run.mjs bench/search-parts.ts
  */
-import type { SearchOptions } from '../src/core/search.ts'
+import type { SearchOptions } from '../src/core/retrieval/search.ts'
 import { BENCH_SCOPE, makeQueries } from './lib/data.ts'
 import { latency, percentile } from './lib/metrics.ts'
 import { buildBenchMemory } from './lib/node-suite.ts'

@@ -17,7 +17,7 @@
  */
 import { isDeepStrictEqual } from 'node:util'
 import { createEngine } from '../src/core/engine.ts'
-import { openSnapshot } from '../src/core/snapshot.ts'
+import { openSnapshot } from '../src/core/portable/snapshot.ts'
 import { durableDb, openPGlite } from '../src/runtime/pglite.ts'
 import { percentile } from './lib/metrics.ts'
 

@@ -1,5 +1,5 @@
 /**
- * What sealing `high` content at rest costs (src/core/vault.ts). Two memories in this process,
+ * What sealing `high` content at rest costs (src/core/privacy/vault.ts). Two memories in this process,
  * each in memory, one without a vault and one with a passphrase vault, record the same turns
  * (3 procedures, unique texts) alternately: `none` and `high` in each. Then each lists a
  * conversation's events and builds a context without retrieval, alternately; in the vault's

@@ -3,7 +3,7 @@
 // the same fill with the index dropped and built once afterwards (maintenance_work_mem 512MB).
 //
 //   N=10000 node bench/run.mjs bench/vector-bulk.ts
-import type { Db } from '../src/core/db.ts'
+import type { Db } from '../src/core/kernel/db.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../src/embed/vectors.ts'
 import { openPGlite } from '../src/runtime/pglite.ts'
 import { seededRandom } from './lib/data.ts'

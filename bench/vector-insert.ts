@@ -3,7 +3,7 @@
 //
 //   node bench/run.mjs bench/vector-insert.ts
 import { openPGlite } from '../src/runtime/pglite.ts'
-import type { Db } from '../src/core/db.ts'
+import type { Db } from '../src/core/kernel/db.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../src/embed/vectors.ts'
 
 const ROWS = 2000

@@ -1,4 +1,4 @@
-import type { RecordTurnInput } from '../src/core/turns.ts'
+import type { RecordTurnInput } from '../src/core/turns/turns.ts'
 import { type ContextBundle, type ContextItem, optionalApi, record, searchHits, tryOptional } from './api.ts'
 import { describeSeen, type PastTurn, pastTurn } from './evidence.ts'
 import { docPath } from './project.ts'

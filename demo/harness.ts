@@ -1,8 +1,8 @@
 import * as engram from '../src/index.ts'
-import * as engramMem0 from '../src/mem0/index.ts'
+import * as engramMem0 from '../src/adapters/mem0/index.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
 import workerUrl from '../workers/memory.worker.ts?worker&url'
-import { IdbPageBackend } from '../src/worker/idb-pages.ts'
+import { IdbPageBackend } from '../src/browser/storage/idb-pages.ts'
 
 declare global {
   interface Window {

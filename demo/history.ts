@@ -1,4 +1,4 @@
-import type { RecordTurnInput } from '../src/core/turns.ts'
+import type { RecordTurnInput } from '../src/core/turns/turns.ts'
 import { docPath } from './project.ts'
 import { AGENT_ID, type Store, USER_ID } from './store.ts'
 

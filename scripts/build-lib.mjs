@@ -10,13 +10,13 @@ import { build } from 'rolldown'
 await rm('dist/lib', { recursive: true, force: true })
 execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' })
 
-const client = 'dist/lib/src/client/create-memory.js'
+const client = 'dist/lib/src/browser/client/create-memory.js'
 const source = await readFile(client, 'utf8')
-// The compiled client sits one folder deeper (dist/lib/src/client) than its source.
+// The compiled client sits two folders deeper (dist/lib/src/browser/client) than its source.
 const rewritten = source
-  .replace("'../../workers/memory.worker.ts'", "'../../workers/memory.worker.js'")
-  .replace("'../../assets/pgdata-template.tar.gz'", "'../../../../assets/pgdata-template.tar.gz'")
-if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../assets/')) {
+  .replace("'../../../workers/memory.worker.ts'", "'../../../workers/memory.worker.js'")
+  .replace("'../../../assets/pgdata-template.tar.gz'", "'../../../../../assets/pgdata-template.tar.gz'")
+if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../../assets/')) {
   throw new Error(`build-lib: worker or template URL not found in ${client}`)
 }
 await writeFile(client, rewritten)
@@ -24,7 +24,7 @@ await writeFile(client, rewritten)
 // The embedding worker is published as one file holding Transformers.js (its web build) and
 // onnxruntime-web's JavaScript, so a browser app needs neither package installed, and neither
 // brings its Node runtime. The memory worker loads that file by URL, as a worker or into its
-// own thread (src/worker/embed-module.published.ts), so an app's build holds it once.
+// own thread (src/browser/host/embed-module.published.ts), so an app's build holds it once.
 const embedWorker = 'dist/lib/workers/embed.worker.js'
 const bundle = await build({
   input: 'workers/embed.worker.ts',
@@ -51,7 +51,7 @@ for (const f of ['ort-wasm-simd-threaded.asyncify.mjs', 'ort-wasm-simd-threaded.
 await writeFile('dist/lib/ort/LICENSES.txt', await licenses([ortModule]))
 
 // The published module that starts the embedding worker (see its source for why).
-const embedModule = 'dist/lib/src/worker/embed-module'
+const embedModule = 'dist/lib/src/browser/host/embed-module'
 // tsc wraps the import of a computed URL in a helper that hides the bundlers' ignore comments.
 const load = '/* @vite-ignore */ /* webpackIgnore: true */ EMBED_WORKER.href'
 const published = (await readFile(`${embedModule}.published.js`, 'utf8'))

@@ -8,9 +8,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 const out = 'assets/pgdata-template.tar.gz'
 const stampFile = 'assets/pgdata-template.stamp'
 const recipe = new URL('../dist/lib/src/runtime/template.js', import.meta.url)
-const migrations = await import('../dist/lib/src/core/schema/migrations.js')
+const migrations = await import('../dist/lib/src/core/db/schema/migrations.js')
 const runtime = await import('../dist/lib/src/runtime/pglite.js')
-const pageCache = await import('../dist/lib/src/core/page-cache.js')
+const pageCache = await import('../dist/lib/src/core/db/page-cache.js')
 const pgliteVersion = JSON.parse(await readFile('node_modules/@electric-sql/pglite/package.json', 'utf8')).version
 const stamp = createHash('sha256')
   .update(JSON.stringify({ pgliteVersion, migrations: migrations.MIGRATIONS, initdb: runtime.INITDB_PARAMS, wal: runtime.WAL_SETTINGS, cacheMB: pageCache.DEFAULT_CACHE_MB }))

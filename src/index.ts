@@ -10,12 +10,12 @@ export {
   type Memory,
   type ModelLoadProgress,
   type StorageKind,
-} from './client/create-memory.ts'
-export { ERROR_CODES, type ErrorCode, MemoryError } from './core/errors.ts'
-export { deleteMemory, listMemories, type MemoryRecord } from './client/registry.ts'
-export type { BootInfo, Role, StorageInfo } from './worker/host.ts'
-export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from './core/search.ts'
-export type { Fusion, Scoring, ScoringInput } from './core/scoring.ts'
+} from './browser/client/create-memory.ts'
+export { ERROR_CODES, type ErrorCode, MemoryError } from './core/kernel/errors.ts'
+export { deleteMemory, listMemories, type MemoryRecord } from './browser/storage/registry.ts'
+export type { BootInfo, Role, StorageInfo } from './browser/host/host.ts'
+export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from './core/retrieval/search.ts'
+export type { Fusion, Scoring, ScoringInput } from './core/kernel/scoring.ts'
 export type {
   BuildContextInput,
   ContextBundle,
@@ -23,22 +23,22 @@ export type {
   ContextOmission,
   ContextSection,
   SectionName,
-} from './core/context.ts'
+} from './core/retrieval/context.ts'
 // Pure helpers that need no worker: agent tool schemas, the guidelines prompt, the secret
 // detector and the channel rules (e.g. to redact in the page before text leaves it).
-export { anthropicTools, MEMORY_GUIDELINES, openAITools } from './core/tools.ts'
-export { type RedactionFinding, type RedactionResult, redact } from './core/redact.ts'
-export { allowedSensitivities, CHANNEL_SENSITIVITIES } from './core/privacy.ts'
+export { anthropicTools, MEMORY_GUIDELINES, openAITools } from './core/tools/agent-tools.ts'
+export { type RedactionFinding, type RedactionResult, redact } from './core/privacy/redact.ts'
+export { allowedSensitivities, CHANNEL_SENSITIVITIES } from './core/privacy/channels.ts'
 // Whether a string is sealed text as stored (what a memory opened without its vault key reads).
-export { isSealed, type VaultInput, type VaultStatus } from './core/vault.ts'
-export type { Channel, Sensitivity } from './core/scope.ts'
-export type { TelemetryEvent } from './core/telemetry.ts'
+export { isSealed, type VaultInput, type VaultStatus } from './core/privacy/vault.ts'
+export type { Channel, Sensitivity } from './core/kernel/scope.ts'
+export type { TelemetryEvent } from './core/kernel/telemetry.ts'
 // Assembles a streamed turn and records it whole (over the worker's recordTurn).
-export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from './core/turn-recorder.ts'
+export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from './core/turns/turn-recorder.ts'
 // Reads an export file in the page, without the worker or a database.
-export { openSnapshot, type Snapshot, type SnapshotOptions } from './core/snapshot.ts'
-export type { ExportManifest } from './core/portable.ts'
-export type { Neighbor, NodeRecord, RelationRecord } from './core/entity-graph.ts'
-export type { KvEntry } from './core/kv.ts'
-export type { MemoryEvent } from './core/events.ts'
-export type { Workspace } from './core/paths.ts'
+export { openSnapshot, type Snapshot, type SnapshotOptions } from './core/portable/snapshot.ts'
+export type { ExportManifest } from './core/portable/portable.ts'
+export type { Neighbor, NodeRecord, RelationRecord } from './core/graph/entities.ts'
+export type { KvEntry } from './core/kv/kv.ts'
+export type { MemoryEvent } from './core/log/events.ts'
+export type { Workspace } from './core/documents/paths.ts'

@@ -1,7 +1,7 @@
 /// <reference lib="webworker" />
 import { expose, type ProxyMarked } from 'comlink'
-import { installErrorTransfer } from '../src/client/error-transfer.ts'
-import { MemoryError } from '../src/core/errors.ts'
+import { installErrorTransfer } from '../src/protocol/wire-errors.ts'
+import { MemoryError } from '../src/core/kernel/errors.ts'
 import {
   createTransformersEmbedder,
   type ModelLoadProgress,

@@ -1,7 +1,7 @@
 /// <reference lib="webworker" />
 import { expose } from 'comlink'
-import { installErrorTransfer } from '../src/client/error-transfer.ts'
-import { MemoryHost } from '../src/worker/host.ts'
+import { installErrorTransfer } from '../src/protocol/wire-errors.ts'
+import { MemoryHost } from '../src/browser/host/host.ts'
 
 installErrorTransfer()
 
@@ -28,6 +28,6 @@ export type {
   EmbedderInfo,
   HostEvent,
   StorageInfo,
-} from '../src/worker/host.ts'
+} from '../src/browser/host/host.ts'
 
 expose(api)

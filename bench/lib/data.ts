@@ -5,7 +5,7 @@
  * Text is drawn from a ~3,000-word vocabulary (real technical words first, then made-up
  * words) with a Zipf-like skew, so keyword search sees common and rare terms as in real logs.
  */
-import type { RecordTurnInput } from '../../src/core/turns.ts'
+import type { RecordTurnInput } from '../../src/core/turns/turns.ts'
 
 /** mulberry32: a small, fast, seeded PRNG in [0, 1). */
 export function seededRandom(seed: number): () => number {

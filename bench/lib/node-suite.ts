@@ -4,7 +4,7 @@
  */
 import type { PGlite } from '@electric-sql/pglite'
 import { create, insertMultiple, load, search, save } from '@orama/orama'
-import type { Db } from '../../src/core/db.ts'
+import type { Db } from '../../src/core/kernel/db.ts'
 import { createEngine, type Engine, type EngineOptions } from '../../src/core/engine.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { createTransformersEmbedder } from '../../src/embed/transformers-embedder.ts'

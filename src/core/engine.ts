@@ -1,36 +1,37 @@
-import { createArchives, restoreArchives } from './archive.ts'
-import { createHitLog } from './hits.ts'
-import { createChanges } from './changes.ts'
-import { createConversationGraph } from './conversations.ts'
-import type { Db, Queryable } from './db.ts'
-import { type Api, mapFunctions, withMemoryErrors } from './db-errors.ts'
-import { withPreparedStatements } from './prepared.ts'
-import { createDocuments } from './documents.ts'
-import { type Embedder, VectorCache } from './embedder.ts'
-import { entityGraphApi } from './entity-graph.ts'
-import { createEvents } from './events.ts'
-import { createForget } from './forget.ts'
-import { createGraph } from './graph.ts'
-import { createIndexer, type IndexingPause, parseIndexingPause } from './indexer.ts'
-import { createStatistics, MIN_REFRESH_ROWS } from './statistics.ts'
-import { kvApi } from './kv.ts'
-import { memoriesApi } from './memories.ts'
-import { normalizePosixPath, normalizeWorkspace, type PathResolver, type Workspace } from './paths.ts'
-import { rebuildMissingChunks } from './derived.ts'
-import { createFileFormat, createPortable } from './portable.ts'
-import { migrate } from './schema/migrations.ts'
-import { createStats } from './stats.ts'
-import { createTelemetry, telemetryApi, timed } from './telemetry.ts'
-import { callTool, type ToolIdentity } from './tools.ts'
-import { createTurns } from './turns.ts'
-import { parseWarmUp, rehearsalTurn } from './warm-up.ts'
-import { createSearch, ensureVectorIndex } from './search.ts'
-import { createContext } from './context.ts'
-import { DEFAULT_SCORING, resolveScoring, type ScoringInput } from './scoring.ts'
-import { noVault, openingResults, openVault, sealStored, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './vault.ts'
-import { parseInput } from './validate.ts'
-import { MemoryError } from './errors.ts'
-import type { EngineContext } from './engine-context.ts'
+import { createArchives, restoreArchives } from './maintenance/archive.ts'
+import { createHitLog } from './maintenance/hits.ts'
+import { createChanges } from './retrieval/changes.ts'
+import { createConversationGraph } from './retrieval/conversations.ts'
+import type { Db, Queryable } from './kernel/db.ts'
+import { type Api, mapFunctions, withMemoryErrors } from './db/errors.ts'
+import { withPreparedStatements } from './db/prepared.ts'
+import { createDocuments } from './documents/documents.ts'
+import { type Embedder, VectorCache } from './kernel/embedder.ts'
+import { entityGraphApi } from './graph/entities.ts'
+import { createEvents } from './log/events.ts'
+import { createForget } from './maintenance/forget.ts'
+import { createGraph } from './graph/edges.ts'
+import { createIndexer, type IndexingPause, parseIndexingPause } from './maintenance/indexer.ts'
+import { createStatistics, MIN_REFRESH_ROWS } from './maintenance/planner-statistics.ts'
+import { kvApi } from './kv/kv.ts'
+import { memoriesApi } from './memories/memories.ts'
+import { normalizePosixPath, normalizeWorkspace, type PathResolver, type Workspace } from './documents/paths.ts'
+import { rebuildMissingChunks } from './log/chunks.ts'
+import { createFileFormat, createPortable } from './portable/portable.ts'
+import { migrate } from './db/schema/migrations.ts'
+import { createStats } from './maintenance/stats.ts'
+import { createTelemetry, telemetryApi, timed } from './kernel/telemetry.ts'
+import { callTool, type ToolIdentity } from './tools/agent-tools.ts'
+import { createTurns } from './turns/turns.ts'
+import { parseWarmUp, rehearsalTurn } from './maintenance/warm-up.ts'
+import { createSearch } from './retrieval/search.ts'
+import { ensureVectorIndex } from './db/vectors.ts'
+import { createContext } from './retrieval/context.ts'
+import { DEFAULT_SCORING, resolveScoring, type ScoringInput } from './kernel/scoring.ts'
+import { noVault, openingResults, openVault, sealStored, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './privacy/vault.ts'
+import { parseInput } from './kernel/validate.ts'
+import { MemoryError } from './kernel/errors.ts'
+import type { EngineContext } from './kernel/engine-context.ts'
 import { z } from 'zod'
 
 /** The default `dedupThreshold` (see `EngineOptions.dedupThreshold`). */
@@ -87,7 +88,7 @@ export interface EngineOptions {
    * reached by two paths is one document. The local root is resolved the same way.
    */
   resolvePath?: PathResolver
-  /** Retrieval and ranking weights over `DEFAULT_SCORING` (see src/core/scoring.ts). */
+  /** Retrieval and ranking weights over `DEFAULT_SCORING` (see src/core/kernel/scoring.ts). */
   scoring?: ScoringInput
   /**
    * Counts tokens for context budgets, e.g. the embedding model's tokenizer. Without one,
@@ -95,7 +96,7 @@ export interface EngineOptions {
    */
   tokenCounter?: (text: string) => number
   /**
-   * Encrypts `high` sensitivity at rest (src/core/vault.ts, docs/privacy.md): `{ passphrase }`
+   * Encrypts `high` sensitivity at rest (src/core/privacy/vault.ts, docs/privacy.md): `{ passphrase }`
    * (at least 8 characters) or `{ key }` (an AES-GCM `CryptoKey`, e.g. a non-extractable one
    * the app keeps in IndexedDB). The first open with a vault seals the `high` rows already
    * stored. A memory with a vault opened without it is locked: sealed text reads as stored,

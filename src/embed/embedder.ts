@@ -1,7 +1,7 @@
-import { MemoryError } from '../core/errors.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
 
 // The interface lives in the engine, which depends on nothing else; implementations live here.
-export type { EmbedOptions, Embedder } from '../core/embedder.ts'
+export type { EmbedOptions, Embedder } from '../core/kernel/embedder.ts'
 
 /** The name the embedding worker runs under: its script serves its API only under this name. */
 export const EMBED_WORKER_NAME = 'engram-embed'

@@ -1,4 +1,4 @@
-import { MemoryError } from '../core/errors.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
 
 /** Where the embedder runs, detected once at startup and passed down. */
 export interface EmbedEnvironment {

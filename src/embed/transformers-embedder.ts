@@ -1,6 +1,6 @@
 import type * as TransformersJs from '@huggingface/transformers'
 import type { FeatureExtractionPipeline, ProgressInfo } from '@huggingface/transformers'
-import { MemoryError } from '../core/errors.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
 import type { Embedder, EmbedOptions } from './embedder.ts'
 import { throwIfAborted } from './embedder.ts'
 import {

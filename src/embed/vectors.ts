@@ -1,5 +1,5 @@
-import { MemoryError } from '../core/errors.ts'
-import type { QueryOptions, Queryable } from '../core/db.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
+import type { QueryOptions, Queryable } from '../core/kernel/db.ts'
 
 /**
  * pgvector's binary wire format (`vector_recv`): int16 dimensions, int16 unused (0), then

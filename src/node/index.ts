@@ -1,12 +1,12 @@
 import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
-import type { Embedder } from '../core/embedder.ts'
+import type { Embedder } from '../core/kernel/embedder.ts'
 import { createEngine, type Engine, type EngineOptions } from '../core/engine.ts'
-import { checkOptionNames, type ListsEveryKey } from '../core/input-walk.ts'
+import { checkOptionNames, type ListsEveryKey } from '../core/kernel/input-walk.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
 import { realPath } from './realpath.ts'
-import type { ScoringInput } from '../core/scoring.ts'
+import type { ScoringInput } from '../core/kernel/scoring.ts'
 
 export interface OpenMemoryOptions {
   /** A folder for the database files; omitted → in memory, gone on close. */
@@ -150,7 +150,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
 }
 
-export type { Embedder } from '../core/embedder.ts'
+export type { Embedder } from '../core/kernel/embedder.ts'
 // The bundled model (or another local one) for openMemory's `embedder`, on Node's CPU runtime.
 export {
   BUNDLED_MODEL,
@@ -159,13 +159,13 @@ export {
   type TransformersEmbedder,
   type TransformersEmbedderOptions,
 } from '../embed/transformers-embedder.ts'
-export type { ErrorCode } from '../core/errors.ts'
-export { MemoryError } from '../core/errors.ts'
+export type { ErrorCode } from '../core/kernel/errors.ts'
+export { MemoryError } from '../core/kernel/errors.ts'
 // The engine over any database with `query`, `exec` and `transaction` (a PGlite of the app's own).
 export { createEngine, DEFAULT_DEDUP_THRESHOLD, type Engine, type EngineOptions } from '../core/engine.ts'
-export type { Db, Queryable, QueryOptions, QueryResult } from '../core/db.ts'
-export type { RecordInput, RecordResult, MemoryEvent, EventKind, Artifact } from '../core/events.ts'
-export type { RecordTurnInput, TurnRecord, ProcedureRecord } from '../core/turns.ts'
+export type { Db, Queryable, QueryOptions, QueryResult } from '../core/kernel/db.ts'
+export type { RecordInput, RecordResult, MemoryEvent, EventKind, Artifact } from '../core/log/events.ts'
+export type { RecordTurnInput, TurnRecord, ProcedureRecord } from '../core/turns/turns.ts'
 export type {
   ObserveDocumentInput,
   Observation,
@@ -177,11 +177,11 @@ export type {
   Provenance,
   DocumentInteraction,
   InteractionOptions,
-} from '../core/documents.ts'
-export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery } from '../core/graph.ts'
-export type { ConversationGraph } from '../core/conversations.ts'
-export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/forget.ts'
-export type { Changes } from '../core/changes.ts'
+} from '../core/documents/documents.ts'
+export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery } from '../core/graph/edges.ts'
+export type { ConversationGraph } from '../core/retrieval/conversations.ts'
+export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/maintenance/forget.ts'
+export type { Changes } from '../core/retrieval/changes.ts'
 export type {
   ForgetAllInput,
   MemoryByIdOptions,
@@ -204,7 +204,7 @@ export type {
   RecallOptions,
   RememberInput,
   RememberResult,
-} from '../core/memories.ts'
+} from '../core/memories/memories.ts'
 export type {
   EdgeInput,
   EdgeOptions,
@@ -219,17 +219,17 @@ export type {
   NodesOptions,
   RelationRecord,
   RemoveOptions,
-} from '../core/entity-graph.ts'
-export type { KvEntry, KvGetOptions, KvListOptions, KvWriteOptions } from '../core/kv.ts'
-export type { Stats } from '../core/stats.ts'
+} from '../core/graph/entities.ts'
+export type { KvEntry, KvGetOptions, KvListOptions, KvWriteOptions } from '../core/kv/kv.ts'
+export type { Stats } from '../core/maintenance/stats.ts'
 export type {
   EngineErrorEvent,
   IndexStatus,
   IndexProgressListener,
   EngineErrorListener,
   WaitForIndexOptions,
-} from '../core/indexer.ts'
-export type { Workspace } from '../core/paths.ts'
+} from '../core/maintenance/indexer.ts'
+export type { Workspace } from '../core/documents/paths.ts'
 export {
   MAX_ARTIFACT_BYTES,
   MAX_DOCUMENT_BYTES,
@@ -237,12 +237,12 @@ export {
   MAX_EVENT_CONTENT_BYTES,
   MAX_PROCEDURES_PER_TURN,
   MAX_TOOL_EXCERPT_BYTES,
-} from '../core/limits.ts'
-export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/tokens.ts'
-export { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../core/privacy.ts'
-export { isSealed, type VaultInput, type VaultStatus } from '../core/vault.ts'
-export { type RedactionCount, type RedactionFinding, type RedactionResult, redact } from '../core/redact.ts'
-export type { Channel, Sensitivity } from '../core/scope.ts'
+} from '../core/kernel/limits.ts'
+export { estimateTokens, MAX_CHUNK_TOKENS } from '../core/kernel/tokens.ts'
+export { allowedSensitivities, CHANNEL_SENSITIVITIES } from '../core/privacy/channels.ts'
+export { isSealed, type VaultInput, type VaultStatus } from '../core/privacy/vault.ts'
+export { type RedactionCount, type RedactionFinding, type RedactionResult, redact } from '../core/privacy/redact.ts'
+export type { Channel, Sensitivity } from '../core/kernel/scope.ts'
 // The mem0-compatible API, also its own entry (`engram/mem0`) for the browser.
 export {
   FACT_EXTRACTION_PROMPT,
@@ -255,15 +255,15 @@ export {
   type MemoryOptions,
   openAICompatibleLLM,
   UPDATE_DECISION_PROMPT,
-} from '../mem0/index.ts'
-export type { TelemetryEvent } from '../core/telemetry.ts'
-export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from '../core/turn-recorder.ts'
+} from '../adapters/mem0/index.ts'
+export type { TelemetryEvent } from '../core/kernel/telemetry.ts'
+export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from '../core/turns/turn-recorder.ts'
 // Reading an export file without opening a memory.
-export { openSnapshot, type Snapshot, type SnapshotOptions } from '../core/snapshot.ts'
-export type { ExportManifest } from '../core/portable.ts'
-export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools.ts'
-export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from '../core/search.ts'
-export { DEFAULT_SCORING, type Scoring, type ScoringInput } from '../core/scoring.ts'
+export { openSnapshot, type Snapshot, type SnapshotOptions } from '../core/portable/snapshot.ts'
+export type { ExportManifest } from '../core/portable/portable.ts'
+export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools/agent-tools.ts'
+export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from '../core/retrieval/search.ts'
+export { DEFAULT_SCORING, type Scoring, type ScoringInput } from '../core/kernel/scoring.ts'
 export {
   type BuildContextInput,
   type ContextBundle,
@@ -275,4 +275,4 @@ export {
   type SectionName,
   type TurnsOptions,
   type TurnView,
-} from '../core/context.ts'
+} from '../core/retrieval/context.ts'

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import { existsSync, linkSync, mkdirSync, readFileSync, realpathSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs'
-import type { Db } from '../core/db.ts'
-import { MemoryError } from '../core/errors.ts'
+import type { Db } from '../core/kernel/db.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
 
 /** One open's hold on a data folder (see `lockDataDir`). */
 export interface DataDirLock {

@@ -1,9 +1,9 @@
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
-import type { Db, Queryable, QueryOptions } from '../core/db.ts'
-import { MemoryError } from '../core/errors.ts'
-import { checkCacheMB } from '../core/page-cache.ts'
-import { preparingQueries } from '../core/prepared.ts'
+import type { Db, Queryable, QueryOptions } from '../core/kernel/db.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
+import { checkCacheMB } from '../core/db/page-cache.ts'
+import { preparingQueries } from '../core/db/prepared.ts'
 import { Activity } from './activity.ts'
 
 export interface OpenPGliteOptions {
@@ -41,7 +41,7 @@ export function cacheSetting(cacheMB: number): string {
  * A segment made new (none left to reuse) starts as an empty file of the segment's length
  * (`wal_init_zero=off`) rather than as zeros written out. Renamed into place, it reaches the
  * storage as a whole-file write, mostly zeros, which OPFS and IndexedDB do not write
- * (`withoutZeroTails`, src/worker/deferred-writes.ts; src/worker/idb-pages.ts).
+ * (`withoutZeroTails`, src/browser/storage/deferred-writes.ts; src/browser/storage/idb-pages.ts).
  */
 export const WAL_SETTINGS = ['max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off'] as const
 

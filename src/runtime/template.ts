@@ -1,5 +1,5 @@
-import { DEFAULT_CACHE_MB, setCache } from '../core/page-cache.ts'
-import { migrate } from '../core/schema/migrations.ts'
+import { DEFAULT_CACHE_MB, setCache } from '../core/db/page-cache.ts'
+import { migrate } from '../core/db/schema/migrations.ts'
 import { openPGlite } from './pglite.ts'
 
 /**

@@ -1,7 +1,7 @@
 import { expect, test } from '@playwright/test'
 import { openHarness } from './support.ts'
 
-// The IndexedDB page store (src/worker/idb-pages.ts) driven directly with the change sets
+// The IndexedDB page store (src/browser/storage/idb-pages.ts) driven directly with the change sets
 // PGlite's in-memory file system hands it, in real Chromium IndexedDB.
 
 test('idb pages: whole, partial, straddling and shrinking writes read back byte for byte', async ({ page }) => {

@@ -7,7 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { expect, test } from '@playwright/test'
 
 /**
- * The built `engram-mcp` as an MCP client starts it: `node dist/lib/src/mcp/bin.js`, with the
+ * The built `engram-mcp` as an MCP client starts it: `node dist/lib/src/node/mcp-bin.js`, with the
  * bundled model loaded from the built package. No browser.
  */
 test('engram-mcp, as built, serves a memory over stdio and recalls by meaning with the bundled model', async () => {
@@ -16,7 +16,7 @@ test('engram-mcp, as built, serves a memory over stdio and recalls by meaning wi
   const client = new Client({ name: 'e2e', version: '1.0.0' })
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['dist/lib/src/mcp/bin.js', '--data-dir', dataDir, '--user', 'ann'],
+    args: ['dist/lib/src/node/mcp-bin.js', '--data-dir', dataDir, '--user', 'ann'],
     stderr: 'pipe',
   })
   const logged: string[] = []
@@ -45,7 +45,7 @@ test('engram-mcp, as built, serves a memory over stdio and recalls by meaning wi
     expect(JSON.stringify(prompt.messages)).toContain('save_memory')
     // A second server on the same folder (another client window) is refused, not let to write over it.
     const second = await new Promise<{ code: number | null; stderr: string }>((done) => {
-      const child = execFile(process.execPath, ['dist/lib/src/mcp/bin.js', '--data-dir', dataDir, '--no-embedder'], (_, __, stderr) =>
+      const child = execFile(process.execPath, ['dist/lib/src/node/mcp-bin.js', '--data-dir', dataDir, '--no-embedder'], (_, __, stderr) =>
         done({ code: child.exitCode, stderr }),
       )
     })
@@ -66,7 +66,7 @@ test('engram-mcp stopped with SIGTERM closes its memory and lets go of the folde
   /** Starts the command, waits until it serves, stops it with SIGTERM: its exit code and what it said. */
   const serveAndStop = () =>
     new Promise<{ code: number | null; stderr: string }>((done, fail) => {
-      const child = spawn(process.execPath, ['dist/lib/src/mcp/bin.js', '--data-dir', dataDir, '--no-embedder'], {
+      const child = spawn(process.execPath, ['dist/lib/src/node/mcp-bin.js', '--data-dir', dataDir, '--no-embedder'], {
         stdio: ['pipe', 'pipe', 'pipe'],
       })
       let stderr = ''

@@ -1,5 +1,5 @@
 import { expect, type Page, test } from '@playwright/test'
-import { SCHEMA_VERSION } from '../../src/core/schema/migrations.ts'
+import { SCHEMA_VERSION } from '../../src/core/db/schema/migrations.ts'
 import { openHarness, openHarnessTabs } from './support.ts'
 
 for (const storage of ['opfs', 'idb'] as const) {

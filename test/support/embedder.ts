@@ -1,4 +1,4 @@
-import type { Embedder } from '../../src/core/embedder.ts'
+import type { Embedder } from '../../src/core/kernel/embedder.ts'
 
 export interface TestEmbedderOptions {
   dims?: number

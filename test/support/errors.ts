@@ -1,4 +1,4 @@
-import { MemoryError } from '../../src/core/errors.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
 
 /** The code a call fails with: `none` when it succeeds, a note when what it throws is not a MemoryError. */
 export async function codeOf(promise: Promise<unknown>): Promise<string> {

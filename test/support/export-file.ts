@@ -1,4 +1,4 @@
-import { sha256Hex } from '../../src/core/hash.ts'
+import { sha256Hex } from '../../src/core/kernel/hash.ts'
 
 /**
  * An unencrypted export file with every row of `table` passed through `edit`, and that

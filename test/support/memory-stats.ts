@@ -1,5 +1,5 @@
 import { expect } from 'vitest'
-import type { Queryable } from '../../src/core/db.ts'
+import type { Queryable } from '../../src/core/kernel/db.ts'
 
 const GROUP = 'tenant_id, user_id, agent_id, run_id, project_id, scope, category, sensitivity, status'
 

@@ -128,7 +128,7 @@ export function nearMisses(seed = 11): string[] {
     `"version": "19.1.0-rc.2", "resolved": "https://registry.npmjs.org/react/-/react-19.1.0-rc.2.tgz"`,
     `npm install @huggingface/transformers@4.3.1 --save-exact`,
     `const maxTokensPerRequestForTheModel = computeMaximumTokenBudget(modelConfiguration)`,
-    `src/core/schema/0002-memories.ts and test/unit/privacy.test.ts`,
+    `src/core/db/schema/0002-memories.ts and test/unit/privacy.test.ts`,
     `see https://docs.github.com/en/authentication/keeping-your-account-and-data-secure for details`,
     `Please reset your password: use the link we emailed you.`,
     `The password must be at least twelve characters long.`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { ContextBundle } from '../../src/core/context.ts'
+import type { ContextBundle } from '../../src/core/retrieval/context.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 describe('many agents on one memory', () => {

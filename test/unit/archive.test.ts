@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createHitLog } from '../../src/core/hits.ts'
-import type { MemoryError } from '../../src/core/errors.ts'
+import { createHitLog } from '../../src/core/maintenance/hits.ts'
+import type { MemoryError } from '../../src/core/kernel/errors.ts'
 import type { Engine } from '../../src/core/engine.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'

@@ -1,7 +1,7 @@
 import type { ChangeSet, FileWrite } from '@electric-sql/pglite/memfs-frontend'
 import { describe, expect, it } from 'vitest'
-import { joinChunks, keptChanges, lengthWithoutZeros, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/worker/deferred-writes.ts'
-import { isWalSegment, nextWalSegment } from '../../src/worker/wal-segments.ts'
+import { joinChunks, keptChanges, lengthWithoutZeros, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/browser/storage/deferred-writes.ts'
+import { isWalSegment, nextWalSegment } from '../../src/browser/storage/wal-segments.ts'
 
 const write = (path: string, at: number, bytes: number[], extra: Partial<FileWrite> = {}): FileWrite => ({
   path,

@@ -1,7 +1,7 @@
 import { expose } from 'comlink'
 import { describe, expect, it } from 'vitest'
-import { MemoryError } from '../../src/core/errors.ts'
-import { createWorkerEmbedder } from '../../src/worker/embed-remote.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import { createWorkerEmbedder } from '../../src/browser/host/embed-remote.ts'
 
 /**
  * A stand-in for the embedding worker: the same comlink protocol over a MessageChannel, with a

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { createEngine } from '../../src/core/engine.ts'
-import { MemoryError } from '../../src/core/errors.ts'
-import { openSnapshot } from '../../src/core/snapshot.ts'
-import type { TelemetryEvent } from '../../src/core/telemetry.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import { openSnapshot } from '../../src/core/portable/snapshot.ts'
+import type { TelemetryEvent } from '../../src/core/kernel/telemetry.ts'
 import { steppingClock } from '../support/clock.ts'
 import { openTestDb, openTestMemory } from '../support/memory.ts'
 

@@ -1,7 +1,7 @@
 import type { PGlite } from '@electric-sql/pglite'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MemoryError } from '../../src/core/errors.ts'
-import { type CompileFilterOptions, compileFilter } from '../../src/core/filters.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import { type CompileFilterOptions, compileFilter } from '../../src/core/db/filters.ts'
 import { openTestDb } from '../support/memory.ts'
 
 const options: CompileFilterOptions = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { toMemoryError, withMemoryErrors } from '../../src/core/db-errors.ts'
-import { MemoryError } from '../../src/core/errors.ts'
+import { toMemoryError, withMemoryErrors } from '../../src/core/db/errors.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
 import { testClock } from '../support/clock.ts'
 import { openTestEngine } from '../support/engine.ts'
 

@@ -1,10 +1,10 @@
 import { PGlite } from '@electric-sql/pglite'
 import { describe, expect, it } from 'vitest'
-import { migrate, SCHEMA_VERSION } from '../../src/core/schema/migrations.ts'
+import { migrate, SCHEMA_VERSION } from '../../src/core/db/schema/migrations.ts'
 import { createEngine } from '../../src/core/engine.ts'
 import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
 import { openMemory } from '../../src/node/index.ts'
-import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/page-cache.ts'
+import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/db/page-cache.ts'
 import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
 import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
 
@@ -67,7 +67,7 @@ describe('foundation', () => {
     await engine.remember({ content: 'Deploys go out on Fridays', category: 'convention', userId: 'ann' })
     await engine.remember({ content: 'The staging database is read-only', category: 'fact', scope: 'global' })
     // The same memory as it was before the column existed (schema version 5), then migrated again.
-    const { keywordStats } = await import('../../src/core/schema/0004-keyword-stats.ts')
+    const { keywordStats } = await import('../../src/core/db/schema/0004-keyword-stats.ts')
     const countEveryWrite = keywordStats
       .slice(keywordStats.indexOf('CREATE FUNCTION engram_keyword_stats_add()'), keywordStats.indexOf('CREATE FUNCTION engram_chunks_text_guard()'))
       .replaceAll('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')

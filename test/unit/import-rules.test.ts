@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import type { Engine } from '../../src/core/engine.ts'
-import { MemoryError } from '../../src/core/errors.ts'
-import { sha256Hex } from '../../src/core/hash.ts'
-import { judgeImportedRows, MAX_EVENT_LINE_CHARS, refuseOversizedLine } from '../../src/core/import-rules.ts'
-import { MAX_EVENT_CONTENT_BYTES } from '../../src/core/limits.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import { sha256Hex } from '../../src/core/kernel/hash.ts'
+import { judgeImportedRows, MAX_EVENT_LINE_CHARS, refuseOversizedLine } from '../../src/core/portable/import-rules.ts'
+import { MAX_EVENT_CONTENT_BYTES } from '../../src/core/kernel/limits.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { secretCorpus } from '../support/secrets.ts'
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { connectMemory } from '../../src/client/create-memory.ts'
-import { Memory } from '../../src/core/mem0.ts'
+import { connectMemory } from '../../src/browser/client/create-memory.ts'
+import { Memory } from '../../src/adapters/mem0/facade.ts'
 import { openMemory, type NodeMemory } from '../../src/node/index.ts'
 import { openTestMemory } from '../support/memory.ts'
 

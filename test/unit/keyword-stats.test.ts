@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from 'vitest'
-import type { Db } from '../../src/core/db.ts'
+import type { Db } from '../../src/core/kernel/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
-import { KEYWORDS_BEFORE_READ } from '../../src/core/statistics.ts'
-import type { EngineErrorEvent } from '../../src/core/indexer.ts'
-import { KEYWORD_PENDING_BOUND } from '../../src/core/schema/0009-keyword-pending.ts'
+import { KEYWORDS_BEFORE_READ } from '../../src/core/maintenance/planner-statistics.ts'
+import type { EngineErrorEvent } from '../../src/core/maintenance/indexer.ts'
+import { KEYWORD_PENDING_BOUND } from '../../src/core/db/schema/0009-keyword-pending.ts'
 import { steppingClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -88,7 +88,7 @@ describe('keyword statistics', () => {
       // As a memory from before the statistics existed: empty tables, then the backfill again.
       // (The backfill counts every chunk: none waits any longer.)
       await db.exec(`DELETE FROM term_stats; DELETE FROM chunk_stats; UPDATE keyword_counted SET upto = (SELECT max(stats_seq) FROM chunks)`)
-      const { keywordStats } = await import('../../src/core/schema/0004-keyword-stats.ts')
+      const { keywordStats } = await import('../../src/core/db/schema/0004-keyword-stats.ts')
       const backfill = keywordStats.slice(keywordStats.indexOf('INSERT INTO term_stats (tenant_id'))
       await db.exec(backfill)
       await statsAgree(db)

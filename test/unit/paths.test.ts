@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { MemoryError } from '../../src/core/errors.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
 import { realPath } from '../../src/node/realpath.ts'
 import { openTestMemory } from '../support/memory.ts'
 import {
@@ -11,7 +11,7 @@ import {
   canonicalUrl,
   normalizePosixPath,
   normalizeWorkspace,
-} from '../../src/core/paths.ts'
+} from '../../src/core/documents/paths.ts'
 
 const local = { mode: 'local', root: '/work/app' } as const
 const global = { mode: 'global' } as const

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Engine } from '../../src/core/engine.ts'
-import { memoryHash } from '../../src/core/hash.ts'
+import { memoryHash } from '../../src/core/kernel/hash.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { codeOf } from '../support/errors.ts'
@@ -251,7 +251,7 @@ describe('one-file export and import', () => {
   })
 
   it('a file that would take minutes to unlock, or inflate past what it could hold, is refused before either', async () => {
-    const { openSnapshot } = await import('../../src/core/snapshot.ts')
+    const { openSnapshot } = await import('../../src/core/portable/snapshot.ts')
     await using t = await openTestEngine()
     const header = (flags: number) => [...new TextEncoder().encode('ENGRAM\u0000'), 1, flags]
     // Encrypted, naming 2³² − 1 iterations of the key derivation (and 5).
@@ -276,7 +276,7 @@ describe('one-file export and import', () => {
   it('a file written before edges carried their document imports with it filled in', async () => {
     await using source = await openTestEngine()
     await populate(source.engine)
-    const { sha256Hex } = await import('../../src/core/hash.ts')
+    const { sha256Hex } = await import('../../src/core/kernel/hash.ts')
     const bytes = new Uint8Array(await (await source.engine.exportFile()).arrayBuffer())
     const text = await new Response(new Blob([bytes.subarray(9)]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
     const lines = text.trimEnd().split('\n')

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { namedPeriod } from '../../src/core/query-dates.ts'
+import { namedPeriod } from '../../src/core/retrieval/query-dates.ts'
 
 const day = (iso: string) => new Date(`${iso}T00:00:00Z`)
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryError } from '../../src/core/errors.ts'
-import type { Db } from '../../src/core/db.ts'
-import { type Embedder, VectorCache } from '../../src/core/embedder.ts'
-import type { EngineContext } from '../../src/core/engine-context.ts'
-import { withPreparedStatements } from '../../src/core/prepared.ts'
-import { DEFAULT_SCORING, resolveScoring, Z_WINDOW } from '../../src/core/scoring.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import type { Db } from '../../src/core/kernel/db.ts'
+import { type Embedder, VectorCache } from '../../src/core/kernel/embedder.ts'
+import type { EngineContext } from '../../src/core/kernel/engine-context.ts'
+import { withPreparedStatements } from '../../src/core/db/prepared.ts'
+import { DEFAULT_SCORING, resolveScoring, Z_WINDOW } from '../../src/core/kernel/scoring.ts'
 import {
   keywordBranches,
   MAX_PAIRED_TERMS,
@@ -20,7 +20,7 @@ import {
   type SearchPlan,
   withLimit,
   withoutNames,
-} from '../../src/core/search.ts'
+} from '../../src/core/retrieval/search.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { DAY, testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'

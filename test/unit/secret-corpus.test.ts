@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Queryable } from '../../src/core/db.ts'
-import { Memory } from '../../src/core/mem0.ts'
-import { redact } from '../../src/core/redact.ts'
+import type { Queryable } from '../../src/core/kernel/db.ts'
+import { Memory } from '../../src/adapters/mem0/facade.ts'
+import { redact } from '../../src/core/privacy/redact.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { editedExport } from '../support/export-file.ts'
 import {

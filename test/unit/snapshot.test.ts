@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryError } from '../../src/core/errors.ts'
-import { openSnapshot } from '../../src/core/snapshot.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import { openSnapshot } from '../../src/core/portable/snapshot.ts'
 import type { NodeMemory } from '../../src/node/index.ts'
 import { editedExport } from '../support/export-file.ts'
 import { openTestMemory } from '../support/memory.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { TelemetryEvent } from '../../src/core/telemetry.ts'
+import type { TelemetryEvent } from '../../src/core/kernel/telemetry.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 describe('telemetry of the main calls', () => {

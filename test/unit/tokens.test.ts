@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chunkText, estimateTokens, MAX_CHUNK_TOKENS } from '../../src/core/tokens.ts'
+import { chunkText, estimateTokens, MAX_CHUNK_TOKENS } from '../../src/core/kernel/tokens.ts'
 
 describe('estimateTokens', () => {
   it('is the larger of the character and word estimates', () => {

@@ -1,6 +1,6 @@
-import type { ContextBundle } from '../../src/core/context.ts'
+import type { ContextBundle } from '../../src/core/retrieval/context.ts'
 import { describe, expect, it } from 'vitest'
-import { MemoryError } from '../../src/core/errors.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
 import {
   anthropicTools,
   callTool,
@@ -9,8 +9,8 @@ import {
   FORGET_BATCH,
   TOOL_NAMES,
   TOOL_SCHEMAS,
-} from '../../src/core/tools.ts'
-import { z } from '../../src/core/validate.ts'
+} from '../../src/core/tools/agent-tools.ts'
+import { z } from '../../src/core/kernel/validate.ts'
 import { testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestMemory } from '../support/memory.ts'

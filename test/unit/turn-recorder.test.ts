@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
-import { MemoryError } from '../../src/core/errors.ts'
-import { turnRecorder } from '../../src/core/turn-recorder.ts'
-import type { RecordTurnInput, TurnRecord } from '../../src/core/turns.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import { turnRecorder } from '../../src/core/turns/turn-recorder.ts'
+import type { RecordTurnInput, TurnRecord } from '../../src/core/turns/turns.ts'
 import { openTestMemory } from '../support/memory.ts'
 
 function codeOf(call: () => unknown): string {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MAX_EVENT_CONTENT_BYTES } from '../../src/core/limits.ts'
+import { MAX_EVENT_CONTENT_BYTES } from '../../src/core/kernel/limits.ts'
 import type { NodeMemory } from '../../src/node/index.ts'
 import { openTestMemory } from '../support/memory.ts'
 
@@ -160,8 +160,8 @@ describe('bad input changes nothing', () => {
 
 describe('caller-chosen ids', () => {
   it('are up to MAX_ID_LENGTH characters for every part of the memory, and one more is refused by every part', async () => {
-    const { Memory } = await import('../../src/core/mem0.ts')
-    const { MAX_ID_LENGTH } = await import('../../src/core/limits.ts')
+    const { Memory } = await import('../../src/adapters/mem0/facade.ts')
+    const { MAX_ID_LENGTH } = await import('../../src/core/kernel/limits.ts')
     const mem0 = new Memory(memory)
     const writes = (id: string) => ({
       record: () => memory.record({ ...good, scope: { conversationId: 'ids', userId: id } }),

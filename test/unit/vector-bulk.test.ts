@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { Queryable } from '../../src/core/db.ts'
-import type { Embedder } from '../../src/core/embedder.ts'
+import type { Queryable } from '../../src/core/kernel/db.ts'
+import type { Embedder } from '../../src/core/kernel/embedder.ts'
 import { createEngine, type Engine } from '../../src/core/engine.ts'
-import type { EngineErrorEvent } from '../../src/core/indexer.ts'
-import { BULK_VECTOR_ROWS } from '../../src/core/search.ts'
+import type { EngineErrorEvent } from '../../src/core/maintenance/indexer.ts'
+import { BULK_VECTOR_ROWS } from '../../src/core/db/vectors.ts'
 import { createHashEmbedder } from '../../src/embed/hash-embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Db } from '../../src/core/db.ts'
-import { MemoryError } from '../../src/core/errors.ts'
+import type { Db } from '../../src/core/kernel/db.ts'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
 import {
   encodeVectorBinary,
   lookupVectorOid,
