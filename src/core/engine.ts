@@ -3,12 +3,11 @@ import { createHitLog } from './maintenance/hits.ts'
 import { createChanges } from './retrieval/changes.ts'
 import { createConversationGraph } from './retrieval/conversations.ts'
 import type { Db, Queryable } from './kernel/db.ts'
-import { type Api, mapFunctions, withMemoryErrors } from './db/errors.ts'
 import { withPreparedStatements } from './db/prepared.ts'
-import { createDocuments } from './documents/documents.ts'
+import { createDocuments, type Observation } from './documents/documents.ts'
 import { type Embedder, VectorCache } from './kernel/embedder.ts'
 import { entityGraphApi } from './graph/entities.ts'
-import { createEvents } from './log/events.ts'
+import { createEvents, type RecordResult } from './log/events.ts'
 import { createForget } from './maintenance/forget.ts'
 import { createGraph } from './graph/edges.ts'
 import { createIndexer, type IndexingPause, parseIndexingPause } from './maintenance/indexer.ts'
@@ -20,17 +19,18 @@ import { rebuildMissingChunks } from './log/chunks.ts'
 import { createFileFormat, createPortable } from './portable/portable.ts'
 import { migrate } from './db/schema/migrations.ts'
 import { createStats } from './maintenance/stats.ts'
-import { createTelemetry, telemetryApi, timed } from './kernel/telemetry.ts'
+import { createTelemetry, type Timing, telemetryApi } from './kernel/telemetry.ts'
 import { callTool, type ToolIdentity } from './tools/agent-tools.ts'
-import { createTurns } from './turns/turns.ts'
+import { createTurns, type TurnRecord } from './turns/turns.ts'
 import { parseWarmUp, rehearsalTurn } from './maintenance/warm-up.ts'
-import { createSearch } from './retrieval/search.ts'
+import { createSearch, type SearchHit } from './retrieval/search.ts'
 import { ensureVectorIndex } from './db/vectors.ts'
-import { createContext } from './retrieval/context.ts'
+import { type ContextBundle, createContext } from './retrieval/context.ts'
 import { DEFAULT_SCORING, resolveScoring, type ScoringInput } from './kernel/scoring.ts'
-import { noVault, openingResults, openVault, sealStored, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './privacy/vault.ts'
+import { noVault, openVault, sealStored, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './privacy/vault.ts'
 import { parseInput } from './kernel/validate.ts'
 import { MemoryError } from './kernel/errors.ts'
+import { type MethodRules, wrapMethods } from './methods.ts'
 import type { EngineContext } from './kernel/engine-context.ts'
 import { z } from 'zod'
 
@@ -155,6 +155,54 @@ function checkOptions(options: EngineOptions): void {
   }
 }
 
+/** A timing whose result type is checked where it is written (a `Timing<never>` takes any). */
+const timing = <R>(t: Timing<R>): Timing<never> => t
+
+/**
+ * What the engine adds around its public methods, in one place (see `wrapMethods`). Every
+ * method's errors become `MemoryError`s, every call is noted as running, and every result is
+ * opened by the vault; these add the rest.
+ */
+const ENGINE_RULES: MethodRules = {
+  // Writes and the rows each changes, for the planner statistics. A turn is a few events with
+  // their chunks and edges; an import can replace everything; archiving reports its own rows.
+  writes: {
+    record: 1,
+    recordTurn: 4,
+    observeDocument: 2,
+    forget: MIN_REFRESH_ROWS,
+    importFile: Number.MAX_SAFE_INTEGER,
+    remember: 1,
+    'memories.update': 1,
+    'archives.create': 0,
+    'archives.restore': 0,
+  },
+  // The main writes and reads, reported to telemetry listeners.
+  timings: {
+    record: timing<RecordResult>({ op: 'write', entityType: 'event', describe: (r) => ({ id: r.eventId, detail: { chunks: r.chunkIds.length } }) }),
+    recordTurn: timing<TurnRecord>({
+      op: 'write',
+      entityType: 'event',
+      describe: (r) => ({ id: r.userEventId, detail: { procedures: r.procedures.length, chunks: r.chunkIds.length } }),
+    }),
+    observeDocument: timing<Observation>({
+      op: 'write',
+      entityType: 'document',
+      describe: (r) => ({ id: r.documentId, detail: { created: r.created } }),
+    }),
+    search: timing<SearchHit[]>({ op: 'query', entityType: 'event', describe: (hits) => ({ detail: { hits: hits.length } }) }),
+    buildContext: timing<ContextBundle>({
+      op: 'query',
+      entityType: 'context',
+      describe: (b) => ({ detail: { tokens: b.tokenUsedEst, items: b.sections.reduce((n, x) => n + x.items.length, 0) } }),
+    }),
+  },
+  // Listeners return their unsubscribe at once; stopping and tool calls throw what they meet.
+  plain: ['telemetry.subscribe', 'onIndexProgress', 'onError', 'stopIndexing', 'callTool'],
+  // A change list moves the clock past its own end.
+  untracked: ['diffSince'],
+}
+
 /**
  * Builds the engine over a database, migrating it first. The returned object is the whole
  * API: the worker exposes it through comlink, Node calls it in-process, and the client's
@@ -253,21 +301,9 @@ export async function createEngine(options: EngineOptions) {
     )
   }
   ctx.wrote = indexer.nudge
-  /** After a write: the indexer looks for rows without vectors; statistics count `rows`. */
+  // Writes since the open: a rehearsal stops once the memory is written to.
   let writes = 0
-  const wrote = (rows: number) => () => {
-    writes++
-    indexer.nudge()
-    statistics.changed(rows)
-  }
   const curated = memoriesApi(ctx)
-  // Memories embed on write (the near-duplicate check needs the vector); the indexer fills
-  // in those written while the model was loading or under another model.
-  // Whatever escapes these is a MemoryError too (INTERNAL at worst, with the cause).
-  const { remember } = withMemoryErrors(nudging({ remember: curated.remember }, ['remember'], wrote(1)))
-  const { recall } = withMemoryErrors({ recall: curated.recall })
-  const memories = withMemoryErrors(nudging(curated.memories, ['update'], wrote(1)))
-
   const turns = createTurns(ctx)
   // Rows a file or an archive brings in are sealed before their chunks are cut.
   const fileFormat = createFileFormat(ctx, schemaVersion, async (tx, eventIds) => {
@@ -300,24 +336,57 @@ export async function createEngine(options: EngineOptions) {
     }
   }
   if (makingVault) await makeVault(vaultKey)
-  // The event log, turns, documents and their graph reads: whatever escapes them is a
-  // MemoryError; the main writes and reads are timed into the telemetry stream.
-  const untimedLog = withMemoryErrors({
+  const events = createEvents(ctx)
+  const documents = createDocuments(ctx)
+  const portable = createPortable(ctx, fileFormat)
+  const retrieval = { ...createSearch(ctx), ...createContext(ctx) }
+  const conversationGraph = { ...createGraph(ctx), ...createConversationGraph(ctx) }
+  const indexing = indexer.api
+
+  // Every public method, by its own name. `wrapMethods` adds what each needs, from ENGINE_RULES.
+  // The features' methods close over the context and never use `this`.
+  /* eslint-disable @typescript-eslint/unbound-method */
+  const methods = {
+    /** Proves the database is up: versions of the schema, Postgres and pgvector. */
+    async ping(): Promise<PingResult> {
+      const { rows } = await ctx.db.query<{ pg: string; vec: string }>(
+        `SELECT current_setting('server_version') AS pg,
+                (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec`,
+      )
+      const row = rows[0]
+      return { schemaVersion, postgres: row?.pg ?? '', vector: row?.vec ?? '' }
+    },
+    indexing: indexing.indexing,
+    waitForIndex: indexing.waitForIndex,
+    indexNow: indexing.indexNow,
+    rebuildIndex: indexing.rebuildIndex,
+    embed: indexing.embed,
+    /**
+     * Refreshes the query planner's statistics now (one `ANALYZE`) and waits for it. The
+     * engine does this by itself after enough writes; call it after a bulk load when the
+     * next reads must be fast at once.
+     */
+    refreshStatistics(): Promise<void> {
+      return statistics.refresh()
+    },
     /** The workspace this engine resolves document paths in. */
     workspace(): Promise<Workspace> {
       return Promise.resolve({ ...ctx.workspace })
     },
-    ...nudging(createEvents(ctx), ['record'], wrote(1)),
-    // A turn is a few events, their chunks and edges.
-    ...nudging({ recordTurn: turns.recordTurn }, ['recordTurn'], wrote(4)),
-    ...nudging(createDocuments(ctx), ['observeDocument'], wrote(2)),
-    ...nudging(createForget(ctx, fileFormat), ['forget'], wrote(MIN_REFRESH_ROWS)),
-    ...createChanges(ctx),
-    ...createStats(ctx, () => indexer.counts()),
-    // An import can replace everything: the statistics are refreshed after it.
-    ...nudging(createPortable(ctx, fileFormat), ['importFile'], wrote(Number.MAX_SAFE_INTEGER)),
-    ...createSearch(ctx),
-    ...createContext(ctx),
+    record: events.record,
+    events: events.events,
+    artifacts: events.artifacts,
+    recordTurn: turns.recordTurn,
+    observeDocument: documents.observeDocument,
+    documents: documents.documents,
+    forget: createForget(ctx, fileFormat).forget,
+    diffSince: createChanges(ctx).diffSince,
+    stats: createStats(ctx, () => indexer.counts()).stats,
+    exportFile: portable.exportFile,
+    importFile: portable.importFile,
+    search: retrieval.search,
+    turns: retrieval.turns,
+    buildContext: retrieval.buildContext,
     /**
      * Rehearses `turns` turns (default 20) and rolls each back: nothing is stored, no event,
      * document or statistic changes (only the sequences that number events move on). Run in
@@ -352,65 +421,16 @@ export async function createEngine(options: EngineOptions) {
       }
       return { turns: n, ms }
     },
-  })
-  const log = timed(
-    untimedLog,
-    {
-      record: { op: 'write', entityType: 'event', describe: (r) => ({ id: r.eventId, detail: { chunks: r.chunkIds.length } }) },
-      recordTurn: {
-        op: 'write',
-        entityType: 'event',
-        describe: (r) => ({ id: r.userEventId, detail: { procedures: r.procedures.length, chunks: r.chunkIds.length } }),
-      },
-      observeDocument: { op: 'write', entityType: 'document', describe: (r) => ({ id: r.documentId, detail: { created: r.created } }) },
-      search: { op: 'query', entityType: 'event', describe: (hits) => ({ detail: { hits: hits.length } }) },
-      buildContext: {
-        op: 'query',
-        entityType: 'context',
-        describe: (b) => ({ detail: { tokens: b.tokenUsedEst, items: b.sections.reduce((n, x) => n + x.items.length, 0) } }),
-      },
-    },
-    ctx.telemetry,
-  )
-  const conversationGraph = withMemoryErrors({ ...createGraph(ctx), ...createConversationGraph(ctx) })
-  // Archiving removes rows and restoring adds them back: both are writes, which report the
-  // rows they changed to the statistics themselves.
-  const archives = withMemoryErrors(nudging(createArchives(ctx, fileFormat, ctx.hits), ['create', 'restore'], wrote(0)))
-
-  // The listeners are called back synchronously; the rest of the indexer's calls are async.
-  const { onIndexProgress, onError, ...indexing } = indexer.api
-
-  const engine = {
-    ...withMemoryErrors({
-      /** Proves the database is up: versions of the schema, Postgres and pgvector. */
-      async ping(): Promise<PingResult> {
-        const { rows } = await ctx.db.query<{ pg: string; vec: string }>(
-          `SELECT current_setting('server_version') AS pg,
-                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec`,
-        )
-        const row = rows[0]
-        return { schemaVersion, postgres: row?.pg ?? '', vector: row?.vec ?? '' }
-      },
-      ...indexing,
-      /**
-       * Refreshes the query planner's statistics now (one `ANALYZE`) and waits for it. The
-       * engine does this by itself after enough writes; call it after a bulk load when the
-       * next reads must be fast at once.
-       */
-      refreshStatistics(): Promise<void> {
-        return statistics.refresh()
-      },
-    }),
-    ...log,
-    remember,
-    recall,
-    memories,
-    kv: withMemoryErrors(kvApi(ctx)),
-    archives,
-    graph: { ...withMemoryErrors(entityGraphApi(ctx)), ...conversationGraph },
+    remember: curated.remember,
+    recall: curated.recall,
+    memories: curated.memories,
+    kv: kvApi(ctx),
+    archives: createArchives(ctx, fileFormat, ctx.hits),
+    // The entity graph, and the conversation graph's edges and views.
+    graph: { ...entityGraphApi(ctx), ...conversationGraph },
     telemetry: telemetryApi(ctx.telemetry),
-    onIndexProgress,
-    onError,
+    onIndexProgress: indexing.onIndexProgress,
+    onError: indexing.onError,
     /**
      * Stops background work (indexing, statistics) and waits for what is in flight, and writes
      * the retrieval hits noted since the last write of them; call before closing the database.
@@ -431,9 +451,9 @@ export async function createEngine(options: EngineOptions) {
      * await memory.callTool('save_memory', { content: 'User prefers tabs', category: 'preference' })
      */
     callTool(name: string, args: unknown, identity?: ToolIdentity): Promise<unknown> {
-      return callTool(engine, name, args, identity)
+      return callTool(api, name, args, identity)
     },
-    vault: withMemoryErrors({
+    vault: {
       /**
        * `none` (no vault: `high` is stored plain), `open` (sealed at rest, read plain) or
        * `locked` (this memory has a vault but was opened without its key).
@@ -475,37 +495,24 @@ export async function createEngine(options: EngineOptions) {
         await openVault(ctx.db, key)
         return ctx.vault.status
       },
-    }),
+    },
   }
-  const begin = () => {
-    const token = Symbol('call')
-    running.set(token, floor)
-    return () => running.delete(token)
-  }
-  return openingResults(tracked(engine, begin, ['diffSince']), () => ctx.vault)
-}
-
-/**
- * `api` with each call's run noted by `begin` (which returns its end) until its promise
- * settles, in nested namespaces too; the functions named in `skip` are not noted.
- */
-function tracked<T extends Api>(api: T, begin: () => () => void, skip: readonly string[] = []): T {
-  return mapFunctions(api, (call, key) => {
-    if (skip.includes(key)) return call
-    return (...args: unknown[]) => {
-      const end = begin()
-      let result: unknown
-      try {
-        result = call(...args)
-      } catch (error) {
-        end()
-        throw error
-      }
-      if (result instanceof Promise) return result.finally(end)
-      end()
-      return result
-    }
+  /* eslint-enable @typescript-eslint/unbound-method */
+  const api = wrapMethods(methods, ENGINE_RULES, {
+    wrote: (rows) => {
+      writes++
+      indexer.nudge()
+      statistics.changed(rows)
+    },
+    telemetry: ctx.telemetry,
+    begin: () => {
+      const token = Symbol('call')
+      running.set(token, floor)
+      return () => running.delete(token)
+    },
+    vault: () => ctx.vault,
   })
+  return api
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>
@@ -514,19 +521,4 @@ export type Engine = Awaited<ReturnType<typeof createEngine>>
 function resolvedWorkspace(workspace: Workspace, resolvePath: PathResolver | undefined): Workspace {
   if (workspace.mode !== 'local' || !resolvePath) return workspace
   return { mode: 'local', root: normalizePosixPath(resolvePath(workspace.root)) }
-}
-
-/** The same module with the named writes followed by a nudge to the indexer. */
-function nudging<T extends Record<string, unknown>>(module: T, writes: readonly (keyof T & string)[], nudge: () => void): T {
-  const out: Record<string, unknown> = { ...module }
-  for (const name of writes) {
-    const fn = module[name]
-    if (typeof fn !== 'function') throw new Error(`engine: ${name} is not a function`)
-    out[name] = async (...args: unknown[]) => {
-      const result: unknown = await (fn as (...a: unknown[]) => Promise<unknown>).apply(module, args)
-      nudge()
-      return result
-    }
-  }
-  return out as T
 }

@@ -45,37 +45,42 @@ export type Api = { [key: string]: unknown }
 
 /**
  * A new plain object of `api`'s shape with each of its functions, and those of its nested
- * namespaces (plain objects), replaced by `wrap(fn, key)`; the function is called on its own
- * namespace. The one walk every wrapper of the engine's API shares.
+ * namespaces (plain objects), replaced by `wrap(fn, key, path)`, where `path` is dotted
+ * (`memories.update`); the function is called on its own namespace.
  */
 export function mapFunctions<T extends Api>(
   api: T,
-  wrap: (call: (...args: unknown[]) => unknown, key: string) => (...args: unknown[]) => unknown,
+  wrap: (call: (...args: unknown[]) => unknown, key: string, path: string) => (...args: unknown[]) => unknown,
+  prefix = '',
 ): T {
   const out: Api = {}
   for (const [key, value] of Object.entries(api)) {
     if (typeof value === 'function') {
       const fn = value as (...args: unknown[]) => unknown
-      out[key] = wrap((...args: unknown[]) => fn.apply(api, args), key)
+      out[key] = wrap((...args: unknown[]) => fn.apply(api, args), key, prefix + key)
     } else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-      out[key] = mapFunctions(value as Api, wrap)
+      out[key] = mapFunctions(value as Api, wrap, `${prefix}${key}.`)
     } else out[key] = value
   }
   return out as T
 }
 
-/**
- * Wraps every function of an API object (and of its nested namespaces) so that whatever
- * escapes it is a MemoryError, and arguments too deep to walk are refused before it runs.
- * Returns a new plain object of the same shape.
- */
-export function withMemoryErrors<T extends Api>(api: T): T {
-  return mapFunctions(api, (call, key) => async (...args: unknown[]) => {
+/** `call` with arguments too deep to walk refused first, and whatever escapes it a MemoryError. */
+export function memoryErrors(call: (...args: unknown[]) => unknown, key: string) {
+  return async (...args: unknown[]): Promise<unknown> => {
     checkArgumentDepth(key, args)
     try {
       return await call(...args)
     } catch (error) {
       throw toMemoryError(error)
     }
-  })
+  }
+}
+
+/**
+ * Wraps every function of an API object (and of its nested namespaces) with `memoryErrors`.
+ * Returns a new plain object of the same shape.
+ */
+export function withMemoryErrors<T extends Api>(api: T): T {
+  return mapFunctions(api, memoryErrors)
 }

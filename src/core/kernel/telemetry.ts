@@ -51,45 +51,40 @@ export interface Timing<R> {
   describe(result: R): { id?: string | null; detail?: Record<string, unknown> }
 }
 
-type Timings<T> = { [K in keyof T]?: T[K] extends (...args: never[]) => Promise<infer R> ? Timing<R> : never }
-
 /**
- * The same module with the named calls reported to the telemetry stream when they end, with
- * `detail: { method, ms, … }` (and `error`, the code, when they fail). Nothing is measured
- * while no one listens.
+ * `call` reported to the telemetry stream when it ends, with `detail: { method, ms, … }` (and
+ * `error`, the code, when it fails). Nothing is measured while no one listens.
  */
-export function timed<T extends Record<string, unknown>>(module: T, timings: Timings<T>, telemetry: Telemetry): T {
-  const out: Record<string, unknown> = { ...module }
-  for (const [method, timing] of Object.entries(timings) as [string, Timing<unknown>][]) {
-    const fn = module[method]
-    if (typeof fn !== 'function') throw new Error(`telemetry: ${method} is not a function`)
-    out[method] = async (...args: unknown[]) => {
-      const call = () => (fn as (...a: unknown[]) => Promise<unknown>).apply(module, args)
-      if (telemetry.listeners.size === 0) return call()
-      const started = performance.now()
-      const report = (detail: Record<string, unknown>, id: string | null = null) =>
-        telemetry.emit({
-          op: timing.op,
-          memoryId: id,
-          entityType: timing.entityType,
-          scope: null,
-          runId: null,
-          taskId: null,
-          detail: { method, ms: performance.now() - started, ...detail },
-        })
-      try {
-        const result = await call()
-        const { id, detail } = timing.describe(result)
-        report(detail ?? {}, id ?? null)
-        return result
-      } catch (error) {
-        const code = (error as { code?: unknown } | null)?.code
-        report({ error: typeof code === 'string' ? code : 'INTERNAL' })
-        throw error
-      }
+export function timedCall(
+  call: (...args: unknown[]) => unknown,
+  method: string,
+  timing: Timing<never>,
+  telemetry: Telemetry,
+): (...args: unknown[]) => Promise<unknown> {
+  return async (...args: unknown[]) => {
+    if (telemetry.listeners.size === 0) return call(...args)
+    const started = performance.now()
+    const report = (detail: Record<string, unknown>, id: string | null = null) =>
+      telemetry.emit({
+        op: timing.op,
+        memoryId: id,
+        entityType: timing.entityType,
+        scope: null,
+        runId: null,
+        taskId: null,
+        detail: { method, ms: performance.now() - started, ...detail },
+      })
+    try {
+      const result = await call(...args)
+      const { id, detail } = timing.describe(result as never)
+      report(detail ?? {}, id ?? null)
+      return result
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code
+      report({ error: typeof code === 'string' ? code : 'INTERNAL' })
+      throw error
     }
   }
-  return out as T
 }
 
 /**

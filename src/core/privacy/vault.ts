@@ -1,6 +1,5 @@
 import type { Queryable, QueryOptions } from '../kernel/db.ts'
 import { MemoryError } from '../kernel/errors.ts'
-import { type Api, mapFunctions } from '../db/errors.ts'
 import { normalizeMemoryText } from '../kernel/hash.ts'
 import type { JsonObject, JsonValue } from '../kernel/json.ts'
 import { z } from '../kernel/validate.ts'
@@ -438,13 +437,9 @@ async function sealHistory(tx: Queryable, vault: Vault, memoryIds: readonly stri
 }
 
 
-/**
- * The engine's API with every sealed string in what a call returns opened again: one walk at
- * the boundary, so no read path needs to know what was sealed. Nothing is walked without an
- * open vault.
- */
-export function openingResults<T extends Api>(api: T, vault: () => Vault): T {
-  return mapFunctions(api, (call) => (...args: unknown[]) => {
+/** `call` with what it returns opened by the vault, as the vault is when the call ends. */
+export function openedCall(call: (...args: unknown[]) => unknown, vault: () => Vault) {
+  return (...args: unknown[]): unknown => {
     const result = call(...args)
     if (!(result instanceof Promise)) return result
     // The vault as the call ends: a key set while the call waited has sealed what it read.
@@ -452,5 +447,5 @@ export function openingResults<T extends Api>(api: T, vault: () => Vault): T {
       const v = vault()
       return v.status === 'open' ? v.open(r) : r
     })
-  })
+  }
 }
