@@ -58,7 +58,7 @@ const published = (await readFile(`${embedModule}.published.js`, 'utf8'))
   .replace(/^var __rewriteRelativeImportExtension[\s\S]*?\n};\n/, '')
   .replace(`__rewriteRelativeImportExtension(${load})`, load)
   .replace('embed-module.published.js.map', 'embed-module.js.map')
-if (!published.includes("'../../workers/embed.worker.js'") || published.includes('__rewriteRelativeImportExtension')) {
+if (!published.includes("'../../../workers/embed.worker.js'") || published.includes('__rewriteRelativeImportExtension')) {
   throw new Error(`build-lib: ${embedModule}.published.js is not as expected`)
 }
 await writeFile(`${embedModule}.js`, published)
