@@ -5,16 +5,17 @@ import { createConversationGraph } from './retrieval/conversations.ts'
 import type { Db, Queryable } from './kernel/db.ts'
 import { withPreparedStatements } from './db/prepared.ts'
 import { createDocuments, type Observation } from './documents/documents.ts'
-import { type Embedder, VectorCache } from './kernel/embedder.ts'
+import { VectorCache } from './kernel/embedder.ts'
 import { entityGraphApi } from './graph/entities.ts'
 import { createEvents, type RecordResult } from './log/events.ts'
 import { createForget } from './maintenance/forget.ts'
 import { createGraph } from './graph/edges.ts'
-import { createIndexer, type IndexingPause, parseIndexingPause } from './maintenance/indexer.ts'
+import { createIndexer, parseIndexingPause } from './maintenance/indexer.ts'
 import { createStatistics, MIN_REFRESH_ROWS } from './maintenance/planner-statistics.ts'
 import { kvApi } from './kv/kv.ts'
 import { memoriesApi } from './memories/memories.ts'
 import { normalizePosixPath, normalizeWorkspace, type PathResolver, type Workspace } from './documents/paths.ts'
+import { DEFAULT_DEDUP_THRESHOLD, DEFAULT_MEMORY_SETTINGS, type EngineSettingName, type MemorySettings } from './settings.ts'
 import { rebuildMissingChunks } from './log/chunks.ts'
 import { createFileFormat, createPortable } from './portable/portable.ts'
 import { migrate } from './db/schema/migrations.ts'
@@ -26,7 +27,7 @@ import { parseWarmUp, rehearsalTurn } from './maintenance/warm-up.ts'
 import { createSearch, type SearchHit } from './retrieval/search.ts'
 import { ensureVectorIndex } from './db/vectors.ts'
 import { type ContextBundle, createContext } from './retrieval/context.ts'
-import { DEFAULT_SCORING, resolveScoring, type ScoringInput } from './kernel/scoring.ts'
+import { DEFAULT_SCORING, resolveScoring } from './kernel/scoring.ts'
 import { noVault, openVault, sealStored, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './privacy/vault.ts'
 import { parseInput } from './kernel/validate.ts'
 import { MemoryError } from './kernel/errors.ts'
@@ -34,83 +35,21 @@ import { type MethodRules, wrapMethods } from './methods.ts'
 import type { EngineContext } from './kernel/engine-context.ts'
 import { z } from 'zod'
 
-/** The default `dedupThreshold` (see `EngineOptions.dedupThreshold`). */
-export const DEFAULT_DEDUP_THRESHOLD = 0.92
+export { DEFAULT_DEDUP_THRESHOLD }
 
-export interface EngineOptions {
+/** What `createEngine` takes: the memory's settings, and the database it runs on. */
+export interface EngineOptions extends Omit<MemorySettings, 'cacheMB'> {
   db: Db
-  /**
-   * Clock for created_at; tests pin it for determinism. The engine never reads it back in
-   * time: a reading earlier than one it gave reads as that one (and `diffSince` moves it a
-   * millisecond past a list's end).
-   */
-  now?: () => Date
-  /**
-   * Embeds chunks, memories and queries; without one, dedup is exact-text only and search is
-   * keyword only. A promise (a model still loading) is fine: the engine starts at once, works
-   * keyword-only until it resolves, and reports a rejection as a `MODEL_UNAVAILABLE` error
-   * event (see `onError`).
-   */
-  embedder?: Embedder | Promise<Embedder>
-  /**
-   * `auto` (default): chunks are embedded in the background after writes; `manual`: only
-   * when `indexNow()` is called (tests that want control).
-   */
-  indexing?: 'auto' | 'manual'
-  /**
-   * How background work yields to writes: each indexing batch, and the planner-statistics
-   * refresh, waits until writes have paused for `quietMs` (1,000), at most `maxWaitMs`
-   * (10,000). An indexing run that has waited `maxWaitMs` once goes on without pauses until
-   * nothing is left. `{ quietMs: 0 }` starts them at once. `waitForIndex()`, `indexNow()` and
-   * `refreshStatistics()` never wait, and a search due for a refresh runs it first. See
-   * `DEFAULT_INDEXING_PAUSE`.
-   */
-  indexingPause?: Partial<IndexingPause>
-  /**
-   * `auto` (default): the query planner's statistics are refreshed in the background once
-   * writes have changed a tenth of the memory; `manual`: only on `refreshStatistics()`.
-   */
-  statistics?: 'auto' | 'manual'
-  /**
-   * Cosine similarity at or above which a new memory supersedes an existing one (default
-   * 0.92: with the bundled model, the lowest at which none of `bench/dedup-threshold.ts`'s
-   * different facts written alike hid another; another model may want another value).
-   */
-  dedupThreshold?: number
-  /**
-   * How document paths are identified: `{ mode: 'local', root }` stores them relative to an
-   * absolute project root; `{ mode: 'global' }` (the default) stores absolute paths.
-   */
-  workspace?: Workspace
   /**
    * Maps an absolute document path to the file it names before it becomes a key, e.g.
    * resolving symlinks (`openMemory` in Node does, unless `resolveSymlinks: false`), so a file
    * reached by two paths is one document. The local root is resolved the same way.
    */
   resolvePath?: PathResolver
-  /** Retrieval and ranking weights over `DEFAULT_SCORING` (see src/core/kernel/scoring.ts). */
-  scoring?: ScoringInput
-  /**
-   * Counts tokens for context budgets, e.g. the embedding model's tokenizer. Without one,
-   * the conservative `estimateTokens` is used.
-   */
-  tokenCounter?: (text: string) => number
-  /**
-   * Encrypts `high` sensitivity at rest (src/core/privacy/vault.ts, docs/privacy.md): `{ passphrase }`
-   * (at least 8 characters) or `{ key }` (an AES-GCM `CryptoKey`, e.g. a non-extractable one
-   * the app keeps in IndexedDB). The first open with a vault seals the `high` rows already
-   * stored. A memory with a vault opened without it is locked: sealed text reads as stored,
-   * and `high` writes fail with `VAULT_LOCKED`. A wrong key fails the open with `WRONG_PASSPHRASE`.
-   */
-  vault?: VaultInput
 }
 
 /** The engine's settings that are plain data (or a `CryptoKey`), so they can cross to a worker. */
-export type EngineSettings = Pick<
-  EngineOptions,
-  'indexing' | 'indexingPause' | 'statistics' | 'dedupThreshold' | 'scoring' | 'vault'
->
-
+export type EngineSettings = Pick<MemorySettings, EngineSettingName>
 
 export interface PingResult {
   schemaVersion: number
@@ -250,7 +189,7 @@ export async function createEngine(options: EngineOptions) {
     // A loading embedder is installed here by the indexer once it resolves.
     embedder: options.embedder instanceof Promise ? null : (options.embedder ?? null),
     embedderLoading: options.embedder instanceof Promise,
-    dedupThreshold: options.dedupThreshold ?? DEFAULT_DEDUP_THRESHOLD,
+    dedupThreshold: options.dedupThreshold ?? DEFAULT_MEMORY_SETTINGS.dedupThreshold,
     telemetry: createTelemetry(now),
     workspace: resolvedWorkspace(normalizeWorkspace(options.workspace), options.resolvePath),
     resolvePath: options.resolvePath,
@@ -282,14 +221,14 @@ export async function createEngine(options: EngineOptions) {
   // reported to `onError` listeners.
   let reportStatisticsError = (_cause: unknown): void => {}
   const statistics = createStatistics(ctx.db, {
-    mode: options.statistics ?? 'auto',
+    mode: options.statistics ?? DEFAULT_MEMORY_SETTINGS.statistics,
     onError: (cause) => reportStatisticsError(cause),
     pause,
   })
   await statistics.start(ctx.embedder?.id ?? null)
   ctx.changed = statistics.changed
   ctx.beforeRead = statistics.beforeRead
-  const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? 'auto', pause })
+  const indexer = createIndexer(ctx, { embedder: options.embedder, mode: options.indexing ?? DEFAULT_MEMORY_SETTINGS.indexing, pause })
   reportStatisticsError = (cause) => indexer.report(cause, 'Refreshing the planner statistics failed')
   reportHitsError = (cause) => indexer.report(cause, 'Writing the retrieval hits failed')
   // A model that loads after the open: are the statistics as far from the chunks with its vectors?

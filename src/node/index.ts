@@ -1,60 +1,24 @@
 import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
-import type { Embedder } from '../core/kernel/embedder.ts'
-import { createEngine, type Engine, type EngineOptions } from '../core/engine.ts'
+import { createEngine, type Engine } from '../core/engine.ts'
 import { checkOptionNames, type ListsEveryKey } from '../core/kernel/input-walk.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
 import { realPath } from './realpath.ts'
-import type { ScoringInput } from '../core/kernel/scoring.ts'
+import { MEMORY_SETTING_NAMES, type MemorySettings } from '../core/settings.ts'
 
-export interface OpenMemoryOptions {
+/** Settings `openMemory` has always taken as an explicit `undefined` too, the same as leaving them out. */
+type TakesUndefined = 'statistics' | 'indexingPause' | 'vault'
+type OrUndefined<T> = { [K in keyof T]: T[K] | undefined }
+
+/** What `openMemory` takes: the memory's settings, and where its files live in this process. */
+export interface OpenMemoryOptions
+  extends Omit<MemorySettings, TakesUndefined>,
+    OrUndefined<Pick<MemorySettings, TakesUndefined>> {
   /** A folder for the database files; omitted → in memory, gone on close. */
   dataDir?: string
   /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
   loadDataDir?: Blob
-  /**
-   * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
-   * cache its data directory names. A new memory (without `loadDataDir`) is made by initdb and
-   * opens with Postgres' 128 MiB until its first statistics refresh; each refresh sets the
-   * next open's cache to half the database's size in 64 MiB steps, from 64 up to 512, never
-   * lowering one it set. A memory made from the bundled template, as in the browser, starts
-   * at 64. Postgres clears the whole cache at every start, so a larger one opens more slowly
-   * (bench/HISTORY.md, "The page cache").
-   */
-  cacheMB?: number
-  now?: () => Date
-  /**
-   * Embeds chunks (in the background), memories and queries; without one, search, recall
-   * and dedup work on keywords only. May be a promise of a model still loading.
-   */
-  embedder?: Embedder | Promise<Embedder>
-  /** `auto` (default): index in the background after writes; `manual`: only on `indexNow()`. */
-  indexing?: 'auto' | 'manual'
-  /**
-   * `auto` (default): the planner's statistics are refreshed as the memory grows (see
-   * `createEngine`); `manual`: only by `refreshStatistics()`.
-   */
-  statistics?: EngineOptions['statistics']
-  /** How background batches wait for a pause in the writes (default 1 s, 10 s at most); see `createEngine`. */
-  indexingPause?: EngineOptions['indexingPause']
-  /** Cosine similarity at or above which a new memory supersedes an existing one (default 0.92, `DEFAULT_DEDUP_THRESHOLD`). */
-  dedupThreshold?: number
-  /** Retrieval and ranking weights over `DEFAULT_SCORING`. */
-  scoring?: ScoringInput
-  /** Counts tokens for context budgets (e.g. the model's tokenizer); default `estimateTokens`. */
-  tokenCounter?: (text: string) => number
-  /**
-   * Encrypts `high` sensitivity at rest: `{ passphrase }` or `{ key }` (an AES-GCM `CryptoKey`);
-   * see `createEngine` and docs/privacy.md.
-   */
-  vault?: EngineOptions['vault']
-  /**
-   * How document paths are identified. `local`: relative to `root` (resolved against the
-   * current directory when relative), so the memory survives moving the project. `global`
-   * (default): absolute paths, one identity per file across projects.
-   */
-  workspace?: { mode: 'local'; root: string } | { mode: 'global' }
   /**
    * Resolve symlinks in document paths (and the local root) before they become keys, so a
    * file reached by two paths is one document. Default true; false keeps paths as given.
@@ -66,17 +30,7 @@ export interface OpenMemoryOptions {
 const OPEN_MEMORY_OPTIONS = [
   'dataDir',
   'loadDataDir',
-  'cacheMB',
-  'now',
-  'embedder',
-  'indexing',
-  'statistics',
-  'indexingPause',
-  'dedupThreshold',
-  'scoring',
-  'tokenCounter',
-  'vault',
-  'workspace',
+  ...MEMORY_SETTING_NAMES,
   'resolveSymlinks',
 ] as const satisfies readonly (keyof OpenMemoryOptions)[]
 const _everyOpenOption: ListsEveryKey<OpenMemoryOptions, typeof OPEN_MEMORY_OPTIONS> = true

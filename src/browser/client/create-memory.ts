@@ -8,7 +8,7 @@ import type {
   WorkerApi,
 } from '../../../workers/memory.worker.ts'
 import type { Engine, EngineSettings } from '../../core/engine.ts'
-import type { Workspace } from '../../core/documents/paths.ts'
+import { ENGINE_SETTING_NAMES, type MemorySettings } from '../../core/settings.ts'
 import { MemoryError } from '../../core/kernel/errors.ts'
 import { checkArgumentDepth, checkOptionNames, type ListsEveryKey } from '../../core/kernel/input-walk.ts'
 import type { EngineErrorEvent, IndexStatus } from '../../core/maintenance/indexer.ts'
@@ -20,10 +20,10 @@ import { installErrorTransfer } from '../../protocol/wire-errors.ts'
 export type { EmbedderBootOptions, EmbedderInfo, EngineErrorEvent, IndexStatus, ModelLoadProgress, StorageKind }
 
 /**
- * Also the engine's plain settings (`scoring`, `dedupThreshold`, `indexing`, `indexingPause`, `statistics`, `vault`, as
- * `createEngine` takes them), carried to the worker; invalid ones fail the boot with `INVALID_INPUT`.
+ * What `createMemory` takes: the memory's settings that can cross to its worker, and how to
+ * start that worker. Invalid settings fail the boot with `INVALID_INPUT`.
  */
-export interface CreateMemoryOptions extends EngineSettings {
+export interface CreateMemoryOptions extends EngineSettings, Pick<MemorySettings, 'workspace' | 'cacheMB'> {
   /** Selects the memory; one database per name. Default `'default'`. */
   name?: string
   /**
@@ -39,23 +39,10 @@ export interface CreateMemoryOptions extends EngineSettings {
    */
   templateUrl?: string | URL | false
   /**
-   * How document paths are identified: `{ mode: 'local', root }` stores them relative to a
-   * project root (the same project opened elsewhere is the same memory); default `{ mode: 'global' }`.
-   */
-  workspace?: Workspace
-  /**
    * The worker to host the engine. Pass your own for strict CSPs or webviews (e.g. a
    * `blob:` worker). Default: the bundled `workers/memory.worker.ts`.
    */
   worker?: Worker | (() => Worker)
-  /**
-   * Postgres' page cache in MiB, 16–512, for this open. Without it the memory opens with the
-   * cache it has grown to: 64 MiB from the bundled template (Postgres' 128 for one made by
-   * initdb, with `templateUrl: false`, until its first statistics refresh), raised (up to 512)
-   * as the memory grows, from the next open.
-   * Postgres clears the whole cache at every start, so a larger one opens more slowly.
-   */
-  cacheMB?: number
   /**
    * Turns the worker rehearses (and rolls back) once the memory is open and a moment has
    * passed without calls, so that the first real turns run at full speed (`warmUp()` on the
@@ -85,12 +72,7 @@ const CREATE_MEMORY_OPTIONS = [
   'warmUp',
   'bootTimeoutMs',
   'embedder',
-  'indexing',
-  'indexingPause',
-  'statistics',
-  'dedupThreshold',
-  'scoring',
-  'vault',
+  ...ENGINE_SETTING_NAMES,
 ] as const satisfies readonly (keyof CreateMemoryOptions)[]
 const _everyCreateOption: ListsEveryKey<CreateMemoryOptions, typeof CREATE_MEMORY_OPTIONS> = true
 

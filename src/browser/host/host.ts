@@ -3,6 +3,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import { fromWire, toWire, type WireValue } from '../../protocol/wire-errors.ts'
 import type { Embedder } from '../../core/kernel/embedder.ts'
 import { createEngine, type Engine, type EngineSettings } from '../../core/engine.ts'
+import type { MemorySettings } from '../../core/settings.ts'
 import { normalizeWorkspace, type Workspace } from '../../core/documents/paths.ts'
 import type { VaultStatus } from '../../core/privacy/vault.ts'
 import { MemoryError } from '../../core/kernel/errors.ts'
@@ -37,19 +38,16 @@ import {
 /** Quiet (no database call or embedding running or just ended) each rehearsal waits for. */
 const WARM_UP_QUIET_MS = 250
 
-export interface BootOptions {
+/** What the page sends the worker to open a memory (see `createMemory`). */
+export interface BootOptions extends Pick<MemorySettings, 'workspace' | 'cacheMB'> {
   name: string
   storage: StorageKind | 'auto'
   /** URL of a pre-built, migrated data directory (tar or tar.gz); skips initdb for a new memory. */
   templateUrl?: string
-  /** How document paths are identified (see `openMemory`). Default global. */
-  workspace?: Workspace
   /** The embedding model; default `{ kind: 'bundled' }`. */
   embedder?: EmbedderBootOptions
-  /** Scoring weights, dedup threshold, indexing and statistics modes (see `createEngine`). */
+  /** The engine's settings that cross to the worker, as `createEngine` takes them. */
   settings?: EngineSettings
-  /** Postgres' page cache in MiB (see `openMemory`). */
-  cacheMB?: number
   /** Turns rehearsed after the open (`createMemory({ warmUp })`); default 20, 0 for none. */
   warmUp?: number
 }

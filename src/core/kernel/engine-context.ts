@@ -56,6 +56,14 @@ export type Workspace = { mode: 'local'; root: string } | { mode: 'global' }
  */
 export type PathResolver = (absolutePath: string) => string
 
+/** When background work starts after writes (see `DEFAULT_INDEXING_PAUSE` in src/core/maintenance/indexer.ts). */
+export interface IndexingPause {
+  /** How long writes must pause before a background batch starts (ms). */
+  quietMs: number
+  /** The longest a batch waits for that pause (ms); after that wait, the run goes on without pauses. */
+  maxWaitMs: number
+}
+
 /** When searches and contexts last returned each conversation (src/core/maintenance/hits.ts). */
 export interface HitLog {
   /** The conversations of a retrieval's hits, at `at`. */

@@ -2,13 +2,15 @@ import type { Db, QueryOptions } from '../kernel/db.ts'
 import type { Embedder } from '../kernel/embedder.ts'
 import { foregroundFirst, type LanedEmbedder } from './embed-lanes.ts'
 import { toMemoryError as fromDatabaseError } from '../db/errors.ts'
-import type { EngineContext } from '../kernel/engine-context.ts'
+import type { EngineContext, IndexingPause } from '../kernel/engine-context.ts'
 import { type ErrorCode, MemoryError } from '../kernel/errors.ts'
 import { checkListener } from '../kernel/input-walk.ts'
 import { ALL_CHUNKS_SQL, buildVectorIndexes, bulkWorthIt, dropVectorIndexes, ensureVectorIndex, MISSING_VECTORS_SQL } from '../db/vectors.ts'
 import { parseInput, z } from '../kernel/validate.ts'
 import { lookupVectorOid, vectorQueryOptions } from '../../embed/vectors.ts'
 import { SEALED_SQL } from '../privacy/vault.ts'
+
+export type { IndexingPause }
 
 /** Rows per indexing batch: embedded in the embedder's own batches (`batchSize`), written in one transaction. */
 export const INDEX_BATCH_SIZE = 32
@@ -21,13 +23,6 @@ export const INDEX_BATCH_SIZE = 32
  * `waitForIndex` and `indexNow` never wait for a pause. `quietMs: 0` indexes at once.
  */
 export const DEFAULT_INDEXING_PAUSE: Readonly<IndexingPause> = Object.freeze({ quietMs: 1_000, maxWaitMs: 10_000 })
-
-export interface IndexingPause {
-  /** How long writes must pause before a background batch starts (ms). */
-  quietMs: number
-  /** The longest a batch waits for that pause (ms); after that wait, the run goes on without pauses. */
-  maxWaitMs: number
-}
 
 const pauseInput = z.strictObject({
   quietMs: z.number().int().min(0).max(60_000).default(DEFAULT_INDEXING_PAUSE.quietMs),
