@@ -1,6 +1,6 @@
 import type { ChangeSet, FileWrite } from '@electric-sql/pglite/memfs-frontend'
 import { describe, expect, it } from 'vitest'
-import { joinChunks, keptChanges, lengthWithoutZeros, noKeptWrites, planFlush, StoredPaths, withoutZeroTails } from '../../src/browser/storage/deferred-writes.ts'
+import { joinChunks, keptChanges, lengthWithoutZeros, noKeptWrites, planFlush, removalsLast, StoredPaths, withoutZeroTails } from '../../src/browser/storage/deferred-writes.ts'
 import { isWalSegment, nextWalSegment } from '../../src/browser/storage/wal-segments.ts'
 
 const write = (path: string, at: number, bytes: number[], extra: Partial<FileWrite> = {}): FileWrite => ({
@@ -289,5 +289,33 @@ describe('StoredPaths: what the storage holds, erring towards "exists"', () => {
     await expect(stored.write(failing, () => Promise.reject(new Error('disk full')))).rejects.toThrow('disk full')
     expect(stored.has('/base/5/1')).toBe(true)
     expect(stored.has('/base/5/2')).toBe(true)
+  })
+})
+
+describe('removalsLast: a checkpoint removes old log segments only after pg_control', () => {
+  const control = write('/global/pg_control', 0, [7])
+  const next = write('/pg_wal/000000010000000000000003', 0, [2], { full: true, size: 1 })
+
+  it('a segment the checkpoint no longer needs is removed after pg_control is written', () => {
+    const old = { op: 'remove' as const, path: '/pg_wal/000000010000000000000001' }
+    const { files, ops } = flush({ wal: [next], control: [control] }, [old])
+    expect(removalsLast(ops, files)).toEqual({ ops: [], last: [old] })
+  })
+
+  it('a removal before a write of the same path, or of a path under it, stays first', () => {
+    const again = { op: 'remove' as const, path: next.path }
+    const folder = { op: 'remove' as const, path: '/base/5' }
+    const made = { op: 'mkdir' as const, path: '/base/6' }
+    const data = write('/base/5/1', 0, [1])
+    const { files, ops } = flush({ wal: [next], data: [data], control: [control] }, [again, folder, made])
+    expect(removalsLast(ops, files)).toEqual({ ops: [again, folder, made], last: [] })
+  })
+
+  it('keeps the order of each part', () => {
+    const a = { op: 'remove' as const, path: '/pg_wal/000000010000000000000001' }
+    const b = { op: 'remove' as const, path: next.path }
+    const c = { op: 'remove' as const, path: '/pg_wal/000000010000000000000002' }
+    const { files, ops } = flush({ wal: [next] }, [a, b, c])
+    expect(removalsLast(ops, files)).toEqual({ ops: [b], last: [a, c] })
   })
 })

@@ -201,3 +201,20 @@ export class StoredPaths {
     for (const w of files) this.add(w.path)
   }
 }
+
+/**
+ * A flush's removals split in two: those that must come first (the path, or one under it, is
+ * written again in this flush) and the rest, which go `last`, after `pg_control`. A checkpoint
+ * removes the log segments before its redo point, and Postgres removes them only once
+ * `pg_control` names the new checkpoint. A removal written first would, if the tab died before
+ * `pg_control` reached the disk, leave the old checkpoint pointing into a segment already gone,
+ * and the memory could not start again.
+ */
+export function removalsLast(ops: ChangeSet['ops'], files: ChangeSet['files']): { ops: ChangeSet['ops']; last: ChangeSet['ops'] } {
+  const written = [...files.wal, ...files.data, ...files.control].map((w) => w.path)
+  const rewritten = (path: string) => written.some((p) => p === path || p.startsWith(`${path}/`))
+  const first: ChangeSet['ops'] = []
+  const last: ChangeSet['ops'] = []
+  for (const op of ops) (op.op === 'remove' && !rewritten(op.path) ? last : first).push(op)
+  return { ops: first, last }
+}

@@ -1,6 +1,6 @@
 import { type ChangeSet, type FileWrite, MemfsFrontendFS, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
-import { keptChanges, type KeptWrites, noKeptWrites, planFlush, StoredPaths } from './deferred-writes.ts'
+import { keptChanges, type KeptWrites, noKeptWrites, planFlush, removalsLast, StoredPaths } from './deferred-writes.ts'
 import { incompleteMarker } from './storage.ts'
 import { isWalSegment, WalSegmentFiles } from './wal-segments.ts'
 
@@ -100,7 +100,8 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
     // Only a flush that writes or removes the segment being opened ahead waits for it.
     await this.#segments.settle([...changes.ops.map((op) => op.path), ...changes.files.wal.map((w) => w.path)])
     let last: FileWrite | undefined
-    await this.#stored.write(changes, async ({ ops, files }) => {
+    await this.#stored.write(changes, async ({ ops: all, files }) => {
+      const { ops, last: removals } = removalsLast(all, files)
       for (const op of ops) if (op.op === 'remove') this.#segments.release(op.path)
       const segments = files.wal.filter((w) => isWalSegment(w.path))
       const wal = files.wal.filter((w) => !isWalSegment(w.path))
@@ -112,6 +113,10 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
       this.#segments.trim()
       if (files.data.length > 0 || files.control.length > 0) {
         await super.apply({ ops: [], files: { wal: [], data: files.data, control: files.control } }, options)
+      }
+      if (removals.length > 0) {
+        for (const op of removals) this.#segments.release(op.path)
+        await super.apply({ ops: removals, files: { wal: [], data: [], control: [] } }, options)
       }
     })
     if (last) this.#segments.prepare(last, (path) => this.#stored.has(path))
