@@ -191,7 +191,7 @@ export async function createEngine(options: EngineOptions) {
     embedderLoading: options.embedder instanceof Promise,
     dedupThreshold: options.dedupThreshold ?? DEFAULT_MEMORY_SETTINGS.dedupThreshold,
     telemetry: createTelemetry(now),
-    workspace: resolvedWorkspace(normalizeWorkspace(options.workspace), options.resolvePath),
+    workspace: resolvedWorkspace(normalizeWorkspace(options.workspace ?? DEFAULT_MEMORY_SETTINGS.workspace), options.resolvePath),
     resolvePath: options.resolvePath,
     vectors: new VectorCache(),
     scoring: resolveScoring(DEFAULT_SCORING, options.scoring),
