@@ -45,7 +45,8 @@ await writeFile(`${embedWorker}.LICENSES.txt`, await licenses(bundled))
 const ortModule = bundled.find((id) => /[\\/]onnxruntime-web[\\/]dist[\\/]/.test(id))
 if (!ortModule) throw new Error('build-lib: onnxruntime-web is not in the embedding worker')
 await mkdir('dist/lib/ort', { recursive: true })
-for (const f of ['ort-wasm-simd-threaded.asyncify.mjs', 'ort-wasm-simd-threaded.asyncify.wasm']) {
+// The WASM-only runtime for the WASM device, and the larger one that WebGPU needs.
+for (const f of ['ort-wasm-simd-threaded.mjs', 'ort-wasm-simd-threaded.wasm', 'ort-wasm-simd-threaded.asyncify.mjs', 'ort-wasm-simd-threaded.asyncify.wasm']) {
   await copyFile(join(dirname(ortModule), f), join('dist/lib/ort', f))
 }
 await writeFile('dist/lib/ort/LICENSES.txt', await licenses([ortModule]))

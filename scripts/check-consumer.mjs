@@ -91,7 +91,8 @@ try {
   const scripts = readdirSync(assets).filter((f) => f.endsWith('.js'))
   const withModel = scripts.filter((f) => readFileSync(join(assets, f), 'utf8').includes('feature-extraction'))
   check(withModel.length === 1 && withModel[0]?.startsWith('embed.worker'), `Transformers.js is in one emitted script (${withModel.join(', ')})`)
-  check(existsSync(join(assets, 'ort', 'ort-wasm-simd-threaded.asyncify.wasm')), "onnxruntime-web's runtime is beside the worker")
+  const runtimes = ['ort-wasm-simd-threaded.wasm', 'ort-wasm-simd-threaded.asyncify.wasm']
+  check(runtimes.every((f) => existsSync(join(assets, 'ort', f))), "onnxruntime-web's runtimes are beside the worker")
   await loadModel(dir)
 } finally {
   await rm(dir, { recursive: true, force: true })

@@ -126,7 +126,9 @@ export async function createTransformersEmbedder(
   throwIfAborted(options.signal, 'Loading the embedding model')
 
   let transformers: typeof TransformersJs
+  let ownRuntime = false
   try {
+    if (environment.runtime !== 'node' && device === 'wasm') ownRuntime = await useWasmOnlyRuntime()
     transformers = await import('@huggingface/transformers')
   } catch (cause) {
     // An optional peer dependency of Engram's: a browser app gets it inside the embedding worker.
@@ -137,6 +139,7 @@ export async function createTransformersEmbedder(
       { cause, details: { model: source.name, where: source.where, device } },
     )
   }
+  transformersLoaded = true
   const { env } = transformers
   env.allowRemoteModels = source.remote
   env.allowLocalModels = source.localModelPath !== undefined
@@ -153,7 +156,8 @@ export async function createTransformersEmbedder(
   const load = async (on: EmbedDevice) => {
     const extractor = await transformers.pipeline('feature-extraction', source.name, {
       dtype: quantized ? 'q8' : 'fp32',
-      device: on,
+      // Given a runtime, Transformers.js lists no devices of its own: name the provider instead.
+      ...(ownRuntime && on === 'wasm' ? { device: 'auto', session_options: { executionProviders: ['wasm'] } } : { device: on }),
       local_files_only: !source.remote,
       ...(progress ? { progress_callback: progress } : {}),
     })
@@ -240,6 +244,25 @@ export async function createTransformersEmbedder(
   }
 }
 
+/** The key under which Transformers.js looks for an onnxruntime its host provides. */
+const ORT_SYMBOL = Symbol.for('onnxruntime')
+
+/**
+ * Hands Transformers.js onnxruntime-web's WASM-only build before it loads. Its own import is
+ * the WebGPU build, whose runtime (asyncify, 26.9 MB) made a session in 5.7 s and ran batches
+ * 1.7× slower than the WASM-only one (14.3 MB, 2.8 s) in Chromium on 2 cores (docs/BENCHMARKS.md).
+ * Transformers.js reads the runtime once, when it first loads: a later WebGPU embedder in the
+ * same scope falls back to WASM with the reason.
+ */
+async function useWasmOnlyRuntime(): Promise<boolean> {
+  const scope = globalThis as Record<symbol, unknown>
+  if (!transformersLoaded && scope[ORT_SYMBOL] === undefined) scope[ORT_SYMBOL] = await import('onnxruntime-web/wasm')
+  return scope[ORT_SYMBOL] !== undefined
+}
+
+/** Whether this scope has imported Transformers.js (which then keeps the runtime it found). */
+let transformersLoaded = false
+
 /** The WASM thread count onnxruntime-web started with; it holds for every later session. */
 let wasmThreadsFixed: number | undefined
 
@@ -248,6 +271,10 @@ let wasmThreadsFixed: number | undefined
  * once (first only to learn its size, never reading the body). Chromium then fails the
  * second download of the large ONNX file with ERR_CACHE_WRITE_FAILURE. One request per
  * URL, handed out as clones, avoids that and halves the traffic. Returns the undo.
+ *
+ * A response without a length (a server that compresses the model, such as `vite preview`)
+ * is read whole here: Transformers.js would grow its buffer by copying it at every chunk,
+ * which took seconds for the 23.6 MB model. It then sees the length and reads in one pass.
  */
 function fetchEachFileOnce(env: { fetch: (input: string | URL, init?: unknown) => Promise<unknown> }): () => void {
   const original = env.fetch
@@ -256,7 +283,7 @@ function fetchEachFileOnce(env: { fetch: (input: string | URL, init?: unknown) =
     const key = String(input)
     let response = responses.get(key)
     if (!response) {
-      response = original(input, init)
+      response = original(input, init).then(withLength)
       responses.set(key, response)
     }
     return response.then((r) => (r instanceof Response ? r.clone() : r))
@@ -265,6 +292,18 @@ function fetchEachFileOnce(env: { fetch: (input: string | URL, init?: unknown) =
     env.fetch = original
     responses.clear()
   }
+}
+
+/** The response itself when it states its length; otherwise its body read once, with the length. */
+export async function withLength(response: unknown): Promise<unknown> {
+  if (!(response instanceof Response) || !response.ok || response.body === null || response.headers.has('content-length')) {
+    return response
+  }
+  const body = await response.arrayBuffer()
+  const headers = new Headers(response.headers)
+  headers.delete('content-encoding')
+  headers.set('content-length', String(body.byteLength))
+  return new Response(body, { status: response.status, statusText: response.statusText, headers })
 }
 
 interface ModelSource {

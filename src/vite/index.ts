@@ -6,8 +6,13 @@ import { defaultClientConditions, type Plugin } from 'vite'
 
 /** The bundled model's folder name, as the worker looks for it beside itself. */
 const MODEL = 'all-MiniLM-L6-v2'
-/** onnxruntime-web's one runtime for WASM and WebGPU, as Transformers.js 4.3 asks for it. */
-const ORT_FILES = ['ort-wasm-simd-threaded.asyncify.mjs', 'ort-wasm-simd-threaded.asyncify.wasm']
+/** onnxruntime-web's runtimes: the WASM-only one, and the larger one WebGPU needs. */
+const ORT_FILES = [
+  'ort-wasm-simd-threaded.mjs',
+  'ort-wasm-simd-threaded.wasm',
+  'ort-wasm-simd-threaded.asyncify.mjs',
+  'ort-wasm-simd-threaded.asyncify.wasm',
+]
 
 const TYPES: Record<string, string> = {
   '.json': 'application/json',

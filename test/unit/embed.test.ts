@@ -13,6 +13,7 @@ import {
   DEFAULT_BATCH_SIZE,
   type ModelLoadProgress,
   type TransformersEmbedder,
+  withLength,
 } from '../../src/embed/transformers-embedder.ts'
 
 const run = promisify(execFile)
@@ -269,6 +270,25 @@ describe('the model build', () => {
     } finally {
       await session.release()
     }
+  })
+})
+
+describe('reading model files', () => {
+  it('reads a response without a length once, and hands it on with its length', async () => {
+    const bytes = new Uint8Array(300_000).map((_, i) => i % 251)
+    const chunked = new Response(new Blob([bytes]).stream(), { headers: { 'content-type': 'application/octet-stream' } })
+    expect(chunked.headers.has('content-length')).toBe(false)
+    const read = (await withLength(chunked)) as Response
+    expect(read.headers.get('content-length')).toBe(String(bytes.length))
+    expect(new Uint8Array(await read.arrayBuffer())).toEqual(bytes)
+  })
+
+  it('leaves alone a response that states its length, or failed, or is not a response', async () => {
+    const sized = new Response('{}', { headers: { 'content-length': '2' } })
+    expect(await withLength(sized)).toBe(sized)
+    const missing = new Response('not found', { status: 404 })
+    expect(await withLength(missing)).toBe(missing)
+    expect(await withLength('file.json')).toBe('file.json')
   })
 })
 

@@ -23,8 +23,10 @@ describe('engram/vite', () => {
       const model = await get('/assets/models/all-MiniLM-L6-v2/onnx/model_quantized.onnx?import')
       expect(model.status).toBe(200)
       expect((await model.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000)
-      const wasm = await get('/anywhere/ort/ort-wasm-simd-threaded.asyncify.wasm')
-      expect(wasm.headers.get('content-type')).toBe('application/wasm')
+      for (const file of ['ort-wasm-simd-threaded.wasm', 'ort-wasm-simd-threaded.asyncify.wasm']) {
+        const wasm = await get(`/anywhere/ort/${file}`)
+        expect(wasm.headers.get('content-type')).toBe('application/wasm')
+      }
       // Only the listed files: a path reaching out of the model folder, or another file of it,
       // gets what the dev server gives any unknown path (its page, or a 404), never the file.
       for (const path of ['/x/models/all-MiniLM-L6-v2/..%2F..%2Fpackage.json', '/x/models/all-MiniLM-L6-v2/onnx/model.onnx']) {
