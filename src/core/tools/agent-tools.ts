@@ -406,7 +406,8 @@ export const TOOL_SCHEMAS = {
 export type ToolName = keyof typeof TOOL_SCHEMAS
 export const TOOL_NAMES = Object.keys(TOOL_SCHEMAS) as ToolName[]
 
-function jsonSchemaOf(name: ToolName): Record<string, unknown> {
+/** A tool's input as JSON Schema (what function-calling APIs and MCP take). */
+export function jsonSchemaOf(name: ToolName): Record<string, unknown> {
   const { $schema: _, ...schema } = z.toJSONSchema(TOOL_SCHEMAS[name].schema, { io: 'input' }) as Record<
     string,
     unknown
