@@ -35,6 +35,12 @@ export type { Channel, Sensitivity } from './core/kernel/scope.ts'
 export type { TelemetryEvent } from './core/kernel/telemetry.ts'
 // Assembles a streamed turn and records it whole (over the worker's recordTurn).
 export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from './core/turns/turn-recorder.ts'
+export {
+  type ChatHistoryProgress,
+  importChatHistory,
+  type ImportChatHistoryOptions,
+  type ImportChatHistoryResult,
+} from './adapters/chat-history/index.ts'
 // Reads an export file in the page, without the worker or a database.
 export { openSnapshot, type Snapshot, type SnapshotOptions } from './core/portable/snapshot.ts'
 export type { ExportManifest } from './core/portable/portable.ts'

@@ -212,6 +212,12 @@ export {
 } from '../adapters/mem0/index.ts'
 export type { TelemetryEvent } from '../core/kernel/telemetry.ts'
 export { type TurnProcedure, type TurnRecorder, type TurnRecorderOptions, turnRecorder, type TurnSink } from '../core/turns/turn-recorder.ts'
+export {
+  type ChatHistoryProgress,
+  importChatHistory,
+  type ImportChatHistoryOptions,
+  type ImportChatHistoryResult,
+} from '../adapters/chat-history/index.ts'
 // Reading an export file without opening a memory.
 export { openSnapshot, type Snapshot, type SnapshotOptions } from '../core/portable/snapshot.ts'
 export type { ExportManifest } from '../core/portable/portable.ts'
