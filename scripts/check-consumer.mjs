@@ -94,8 +94,50 @@ try {
   const runtimes = ['ort-wasm-simd-threaded.wasm', 'ort-wasm-simd-threaded.asyncify.wasm']
   check(runtimes.every((f) => existsSync(join(assets, 'ort', f))), "onnxruntime-web's runtimes are beside the worker")
   await loadModel(dir)
+  await checkFramework(tarball)
 } finally {
   await rm(dir, { recursive: true, force: true })
+}
+
+/**
+ * A Node project that installs the library and one framework (the AI SDK) and type-checks code
+ * that uses `engram/ai-sdk`, with `moduleResolution` "bundler" and "nodenext".
+ */
+async function checkFramework(tarball) {
+  const app = await mkdtemp(join(tmpdir(), 'engram-ai-sdk-'))
+  try {
+    await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'engram-ai-sdk-consumer', private: true, type: 'module' }))
+    await mkdir(join(app, 'src'))
+    await writeFile(
+      join(app, 'src/agent.ts'),
+      `import { wrapLanguageModel, type LanguageModel } from 'ai'
+import { memoryMiddleware, memoryTools, type ContextMemory, type ToolMemory } from 'engram/ai-sdk'
+
+export function withMemory(model: Exclude<LanguageModel, string>, memory: ContextMemory & ToolMemory) {
+  const wrapped = wrapLanguageModel({ model, middleware: memoryMiddleware(memory, { conversationId: 'c1' }) })
+  return { model: wrapped, tools: memoryTools(memory, { userId: 'alice' }) }
+}
+`,
+    )
+    // A Node project has Node's types; the AI SDK's own declarations need them and JSON Schema's.
+    // The AI SDK's declarations need package exports: "node" (node10) resolution cannot read them.
+    const nodeConfig = (resolution) => {
+      const config = JSON.parse(tsconfig(resolution))
+      const module = resolution === 'nodenext' ? 'nodenext' : 'esnext'
+      return JSON.stringify({ ...config, compilerOptions: { ...config.compilerOptions, module, types: ['node'] } })
+    }
+    await writeFile(join(app, 'tsconfig.bundler.json'), nodeConfig('bundler'))
+    await writeFile(join(app, 'tsconfig.nodenext.json'), nodeConfig('nodenext'))
+    const { ai, typescript, '@types/node': nodeTypes } = manifest.devDependencies
+    const packages = [tarball, `ai@${ai}`, `typescript@${typescript}`, `@types/node@${nodeTypes}`, '@types/json-schema@7']
+    sh('npm', ['install', '--no-audit', '--no-fund', ...packages], app)
+    for (const resolution of ['bundler', 'nodenext']) {
+      sh(join(app, 'node_modules', '.bin', 'tsc'), ['-p', `tsconfig.${resolution}.json`], app)
+      check(true, `a project with the AI SDK type-checks engram/ai-sdk with moduleResolution "${resolution}"`)
+    }
+  } finally {
+    await rm(app, { recursive: true, force: true })
+  }
 }
 
 /** The built app in Chromium: the model gets ready both in its own worker and in the memory worker. */
