@@ -87,6 +87,20 @@ describe('policy memory (kv)', () => {
     ])
   })
 
+  it('names the namespaces of a scope that hold a live entry, now or as of a time', async () => {
+    await using memory = await openTestMemory({ now: steppingClock() })
+    await memory.kv.put('s', 'procedures', 'test', 'npm test')
+    const only = await memory.kv.put('s', 'decisions', 'db', 'pglite')
+    await memory.kv.put('s', 'constraints', 'net', 'offline')
+    await memory.kv.delete('s', 'decisions', 'db')
+    await memory.kv.put('other-scope', 'elsewhere', 'y', 1)
+    await memory.kv.put('s', 'acme-only', 'z', 1, { tenantId: 'acme' })
+    expect(await memory.kv.namespaces('s')).toEqual(['constraints', 'procedures'])
+    expect(await memory.kv.namespaces('s', { asOf: only.createdAt })).toEqual(['decisions', 'procedures'])
+    expect(await memory.kv.namespaces('s', { tenantId: 'acme' })).toEqual(['acme-only'])
+    expect(await memory.kv.namespaces('nothing-here')).toEqual([])
+  })
+
   it('revisions cannot be rewritten or deleted in the database', async () => {
     const db = await openTestDb()
     try {

@@ -235,6 +235,38 @@ export function kvApi(ctx: EngineContext) {
     },
 
     /**
+     * The namespaces of a scope that hold a live entry (now, or at `asOf`), in order.
+     *
+     * @example
+     * const namespaces = await memory.kv.namespaces('repo:engram') // ['constraints', 'decisions']
+     */
+    async namespaces(scope: string, options: KvListOptions = {}): Promise<string[]> {
+      const k = parseInput(name, scope, 'kv scope')
+      const o = parseInput(listOptions, options, 'kv namespaces options')
+      const { rows } = await db.query<{ namespace: string }>(
+        `SELECT namespace FROM (
+           SELECT DISTINCT ON (namespace, key) namespace, deleted FROM kv
+           WHERE tenant_id = $1 AND scope = $2 AND ($3::timestamptz IS NULL OR created_at <= $3)
+           ORDER BY namespace, key, rev DESC
+         ) latest
+         WHERE NOT deleted
+         GROUP BY namespace
+         ORDER BY namespace`,
+        [o.tenantId, k, o.asOf ?? null],
+      )
+      telemetry.emit({
+        op: 'query',
+        memoryId: null,
+        entityType: 'kv',
+        scope: k,
+        runId: o.runId ?? null,
+        taskId: o.taskId ?? null,
+        detail: { results: rows.length },
+      })
+      return rows.map((r) => r.namespace)
+    },
+
+    /**
      * Every revision of an entry, oldest first, deletions included.
      *
      * @example
