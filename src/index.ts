@@ -40,6 +40,7 @@ export {
   importChatHistory,
   type ImportChatHistoryOptions,
   type ImportChatHistoryResult,
+  type ImportedConversation,
 } from './adapters/chat-history/index.ts'
 // Reads an export file in the page, without the worker or a database.
 export { openSnapshot, type Snapshot, type SnapshotOptions } from './core/portable/snapshot.ts'

@@ -217,6 +217,7 @@ export {
   importChatHistory,
   type ImportChatHistoryOptions,
   type ImportChatHistoryResult,
+  type ImportedConversation,
 } from '../adapters/chat-history/index.ts'
 // Reading an export file without opening a memory.
 export { openSnapshot, type Snapshot, type SnapshotOptions } from '../core/portable/snapshot.ts'

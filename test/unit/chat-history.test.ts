@@ -22,7 +22,17 @@ describe('importing a ChatGPT export', () => {
   it('records the current branch of each conversation as turns with their own times, hidden messages left out', async () => {
     await using memory = await openTestMemory()
     const result = await importChatHistory(memory, await chatgpt(), { source: 'chatgpt', scope: { userId: 'alice' } })
-    expect(result).toEqual({ conversations: 2, turns: 3, skipped: 0 })
+    expect(result).toMatchObject({ source: 'chatgpt', turns: 3, skipped: 0 })
+    expect(result.conversations).toEqual([
+      {
+        conversationId: 'chatgpt-6630f2a0-1111-4a5b-9c3d-000000000001',
+        title: 'Parser date bug',
+        startedAt: '2024-05-01T10:00:10.000Z',
+        turns: 2,
+        recorded: 2,
+      },
+      { conversationId: 'chatgpt-6630f2a0-2222-4a5b-9c3d-000000000002', title: 'Trip', startedAt: '2024-06-01T10:00:10.000Z', turns: 1, recorded: 1 },
+    ])
 
     const turns = await turnsOf(memory, 'chatgpt-6630f2a0-1111-4a5b-9c3d-000000000001')
     expect(turns.map((t) => [t.userText, t.replyText])).toEqual([
@@ -45,7 +55,7 @@ describe('importing a ChatGPT export', () => {
     await using memory = await openTestMemory()
     await importChatHistory(memory, await chatgpt(), { source: 'chatgpt' })
     const before = (await memory.stats()).counts.events
-    expect(await importChatHistory(memory, await chatgpt(), { source: 'chatgpt' })).toEqual({ conversations: 2, turns: 0, skipped: 3 })
+    expect(await importChatHistory(memory, await chatgpt(), { source: 'chatgpt' })).toMatchObject({ turns: 0, skipped: 3 })
     expect((await memory.stats()).counts.events).toBe(before)
 
     const later = JSON.parse(await chatgpt()) as { mapping: Record<string, unknown>; current_node: string }[]
@@ -54,7 +64,10 @@ describe('importing a ChatGPT export', () => {
     trip.mapping.q2 = message('q2', 'user', 'Book me a hotel near the old town.', 1717300000, 'ans', ['a2'])
     trip.mapping.a2 = message('a2', 'assistant', 'Here are three hotels in Alfama.', 1717300010, 'q2', [])
     trip.current_node = 'a2'
-    expect(await importChatHistory(memory, later, { source: 'chatgpt' })).toEqual({ conversations: 2, turns: 1, skipped: 3 })
+    // The format is found from the file when no source is given.
+    const again = await importChatHistory(memory, later)
+    expect(again).toMatchObject({ source: 'chatgpt', turns: 1, skipped: 3 })
+    expect(again.conversations.map((c) => c.recorded)).toEqual([0, 1])
     const turns = await turnsOf(memory, 'chatgpt-6630f2a0-2222-4a5b-9c3d-000000000002')
     expect(turns.map((t) => t.userText)).toEqual(['I am flying to Lisbon on June 20th.', 'Book me a hotel near the old town.'])
   })
@@ -79,6 +92,8 @@ describe('importing a ChatGPT export', () => {
     }
     expect((await memory.stats()).counts.events).toBe(0)
     expect(await codeOf(importChatHistory(memory, [], { source: 'gemini' as 'claude' }))).toBe('INVALID_INPUT')
+    expect(await codeOf(importChatHistory(memory, [{ messages: [] }]))).toBe('INVALID_INPUT')
+    expect(await importChatHistory(memory, [])).toMatchObject({ conversations: [], turns: 0 })
   })
 
   it('reports progress per conversation, and stops at a signal; importing again finishes the rest', async () => {
@@ -95,15 +110,16 @@ describe('importing a ChatGPT export', () => {
     }).catch((e: unknown) => e)
     expect(error).toMatchObject({ code: 'ABORTED' })
     expect(progress).toEqual([{ conversations: 1, total: 2, turns: 2 }])
-    expect(await importChatHistory(memory, await chatgpt(), { source: 'chatgpt' })).toEqual({ conversations: 2, turns: 1, skipped: 2 })
+    expect(await importChatHistory(memory, await chatgpt(), { source: 'chatgpt' })).toMatchObject({ turns: 1, skipped: 2 })
   })
 })
 
 describe('importing a Claude export', () => {
   it('records each conversation in order, with the tools the reply used and their results', async () => {
     await using memory = await openTestMemory()
-    const result = await importChatHistory(memory, new Blob([await claude()]), { source: 'claude' })
-    expect(result).toEqual({ conversations: 1, turns: 2, skipped: 0 })
+    const result = await importChatHistory(memory, new Blob([await claude()]))
+    expect(result).toMatchObject({ source: 'claude', turns: 2, skipped: 0 })
+    expect(result.conversations.map((c) => [c.conversationId, c.title])).toEqual([['claude-0b7c1f6e-3c1a-4a51-9a11-7d2d6f0c0001', 'Deploy script']])
     const turns = await turnsOf(memory, 'claude-0b7c1f6e-3c1a-4a51-9a11-7d2d6f0c0001')
     expect(turns.map((t) => [t.userText, t.replyText, t.createdAt])).toEqual([
       ['Where is our deploy script and what does it need?', 'It is scripts/ship.sh, and it needs the STAGE variable.', '2024-05-02T09:00:10.000Z'],

@@ -23,8 +23,11 @@ export interface ChatHistoryProgress {
 }
 
 export interface ImportChatHistoryOptions {
-  /** The export's format: a ChatGPT data export or a Claude.ai export (`conversations.json`). */
-  source: ChatSource
+  /**
+   * The export's format: a ChatGPT data export or a Claude.ai export (`conversations.json`).
+   * Found from the file when left out.
+   */
+  source?: ChatSource
   /** Whose memory it is: `{ tenantId, userId, agentId, projectId }`, as `recordTurn` takes it. */
   scope?: RecordTurnInput['scope']
   /** Default `private`. */
@@ -34,8 +37,22 @@ export interface ImportChatHistoryOptions {
   signal?: AbortSignal
 }
 
+export interface ImportedConversation {
+  /** `chatgpt-<id>` or `claude-<id>`. */
+  conversationId: string
+  title: string
+  /** When its first turn was asked; null for a conversation without turns. */
+  startedAt: string | null
+  /** Turns in the file. */
+  turns: number
+  /** Turns this import recorded (the others were there already). */
+  recorded: number
+}
+
 export interface ImportChatHistoryResult {
-  conversations: number
+  source: ChatSource
+  /** Every conversation of the file, in its order. */
+  conversations: ImportedConversation[]
   /** Turns recorded by this import. */
   turns: number
   /** Turns already in the memory from an earlier import of the same conversations. */
@@ -56,35 +73,61 @@ export interface ImportChatHistoryResult {
 export async function importChatHistory(
   memory: ChatHistoryMemory,
   file: Blob | string | unknown[],
-  options: ImportChatHistoryOptions,
+  options: ImportChatHistoryOptions = {},
 ): Promise<ImportChatHistoryResult> {
-  if (options.source !== 'chatgpt' && options.source !== 'claude') {
+  if (options.source !== undefined && options.source !== 'chatgpt' && options.source !== 'claude') {
     throw new MemoryError('INVALID_INPUT', `source must be 'chatgpt' or 'claude', got ${JSON.stringify(options.source)}`)
   }
-  const conversations = parseChatExport(await readJson(file), options.source)
-  conversations.forEach((c, i) => check(c, `conversations[${i}]`, options.source))
-  const result: ImportChatHistoryResult = { conversations: conversations.length, turns: 0, skipped: 0 }
+  const data = await readJson(file)
+  const source = options.source ?? sourceOf(data)
+  const conversations = parseChatExport(data, source)
+  conversations.forEach((c, i) => check(c, `conversations[${i}]`, source))
+  const result: ImportChatHistoryResult = { source, conversations: [], turns: 0, skipped: 0 }
   for (const [i, conversation] of conversations.entries()) {
-    const conversationId = `${options.source}-${conversation.id}`
+    const conversationId = `${source}-${conversation.id}`
     const already = await turnsRecorded(memory, conversationId, options)
     result.skipped += Math.min(already, conversation.turns.length)
+    const done: ImportedConversation = {
+      conversationId,
+      title: conversation.title,
+      startedAt: conversation.turns[0]?.createdAt ?? null,
+      turns: conversation.turns.length,
+      recorded: 0,
+    }
+    result.conversations.push(done)
     for (const turn of conversation.turns.slice(already)) {
       if (options.signal?.aborted) throw new MemoryError('ABORTED', 'The chat history import was aborted; the turns recorded so far stay')
       await memory.recordTurn({
         conversationId,
         ...(options.scope ? { scope: options.scope } : {}),
         ...(options.channel ? { channel: options.channel } : {}),
-        tags: [`source:${options.source}`],
+        tags: [`source:${source}`],
         user: turn.user,
         agent: turn.agent,
         procedures: turn.procedures,
         createdAt: turn.createdAt,
       })
+      done.recorded++
       result.turns++
     }
     options.onProgress?.({ conversations: i + 1, total: conversations.length, turns: result.turns })
   }
   return result
+}
+
+/** The format, from the first conversation: ChatGPT's has a message tree, Claude's a list. */
+function sourceOf(data: unknown): ChatSource {
+  // An empty export holds nothing to tell its format by, nor anything to import.
+  if (Array.isArray(data) && data.length === 0) return 'chatgpt'
+  const first: unknown = Array.isArray(data) ? data[0] : undefined
+  if (typeof first === 'object' && first !== null) {
+    if ('mapping' in first) return 'chatgpt'
+    if ('chat_messages' in first) return 'claude'
+  }
+  throw new MemoryError(
+    'INVALID_INPUT',
+    "The file is neither a ChatGPT nor a Claude.ai export's conversations.json (pass source to say which it is)",
+  )
 }
 
 async function readJson(file: Blob | string | unknown[]): Promise<unknown> {

@@ -9,4 +9,5 @@ export {
   importChatHistory,
   type ImportChatHistoryOptions,
   type ImportChatHistoryResult,
+  type ImportedConversation,
 } from './import.ts'
