@@ -1,4 +1,6 @@
 import type { RecordTurnInput } from '../src/core/turns/turns.ts'
+import { importChatHistory } from '../src/index.ts'
+import { showError } from './errors.ts'
 import { docPath } from './project.ts'
 import { AGENT_ID, type Store, USER_ID } from './store.ts'
 
@@ -131,4 +133,42 @@ export async function loadHistory(store: Store, plan: HistoryPlan, progress: (do
       turns: counts[i] ?? 0,
     })
   }
+}
+
+/**
+ * The sidebar's import: a ChatGPT or Claude.ai export's conversations.json, recorded as turns of
+ * the demo's user, each conversation listed with the others (its title marked as imported).
+ */
+export function setupChatImport(store: Store): void {
+  const input = document.querySelector<HTMLInputElement>('#import-chat')
+  const text = document.querySelector<HTMLParagraphElement>('#import-text')
+  if (!input || !text) return
+  input.addEventListener('change', () => {
+    const file = input.files?.[0]
+    if (!file) return
+    input.disabled = true
+    text.textContent = `Reading ${file.name}…`
+    importChatHistory(store.memory, file, {
+      scope: { userId: USER_ID },
+      onProgress: (p) => (text.textContent = `${p.conversations.toLocaleString()} / ${p.total.toLocaleString()} conversations, ${p.turns.toLocaleString()} turns`),
+    })
+      .then(async (result) => {
+        for (const c of result.conversations) {
+          if (c.turns === 0) continue
+          const title = `${c.title || 'Untitled'} (${result.source === 'chatgpt' ? 'ChatGPT' : 'Claude'})`
+          await store.saveConversation({ id: c.conversationId, title, createdAt: c.startedAt ?? new Date().toISOString(), turns: c.turns })
+        }
+        const kept = result.skipped ? `; ${result.skipped.toLocaleString()} were already here` : ''
+        text.textContent = `Imported ${result.conversations.length.toLocaleString()} conversations, ${result.turns.toLocaleString()} new turns${kept}.`
+        store.changed('all')
+      })
+      .catch((error: unknown) => {
+        text.textContent = ''
+        showError(error, 'import the chat export')
+      })
+      .finally(() => {
+        input.disabled = false
+        input.value = ''
+      })
+  })
 }

@@ -2,7 +2,7 @@ import { createMemory, deleteMemory, type EmbedderInfo, type Memory, type VaultI
 import { indexingView } from './api.ts'
 import { setupChat } from './chat.ts'
 import { explainError, showError } from './errors.ts'
-import { loadHistory } from './history.ts'
+import { loadHistory, setupChatImport } from './history.ts'
 import { ROOT } from './project.ts'
 import { contextPanel } from './panels/context.ts'
 import { documentsPanel } from './panels/documents.ts'
@@ -159,6 +159,8 @@ async function start(): Promise<void> {
         showError(error, 'write the generated history')
       })
   })
+
+  setupChatImport(store)
 
   function watchIndexing(): void {
     if (watching) return

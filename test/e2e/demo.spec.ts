@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import { expect, type Page, test } from '@playwright/test'
 
 const SHOTS = 'test-results/screenshots'
@@ -189,6 +190,21 @@ test('export, clear and import bring back the same conversations, files and memo
   await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click()
   await openTab(page, 'Documents')
   await expect(page.locator('[data-path="src/auth.ts"] .version')).toHaveCount(2)
+  expect(outside).toEqual([])
+})
+
+test('a ChatGPT export imports into the sidebar, its turns open like any conversation, and a second import adds nothing', async ({ page }) => {
+  const outside = watchRequests(page)
+  await openDemo(page)
+  const file = join(import.meta.dirname, '../fixtures/chat/chatgpt-conversations.json')
+  await page.getByLabel('Import a chat export').setInputFiles(file)
+  await expect(page.locator('#import-text')).toContainText('Imported 2 conversations, 3 new turns.')
+  await page.getByRole('button', { name: 'Parser date bug (ChatGPT)' }).click()
+  await expect(page.locator('.msg.user')).toHaveText([/Why does parseDate fail on 03\/04\/2024\?/, /Make it read DD\/MM instead\./])
+  await expect(page.locator('.msg.agent').first()).toContainText('parseDate reads dates as MM/DD')
+  await page.getByLabel('Import a chat export').setInputFiles(file)
+  await expect(page.locator('#import-text')).toContainText('0 new turns; 3 were already here.')
+  await expect(page.locator('#conversations button', { hasText: '(ChatGPT)' })).toHaveCount(2)
   expect(outside).toEqual([])
 })
 
