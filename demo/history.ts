@@ -159,7 +159,8 @@ export function setupChatImport(store: Store): void {
           await store.saveConversation({ id: c.conversationId, title, createdAt: c.startedAt ?? new Date().toISOString(), turns: c.turns })
         }
         const kept = result.skipped ? `; ${result.skipped.toLocaleString()} were already here` : ''
-        text.textContent = `Imported ${result.conversations.length.toLocaleString()} conversations, ${result.turns.toLocaleString()} new turns${kept}.`
+        const n = result.conversations.length
+        text.textContent = `Imported ${n.toLocaleString()} conversation${n === 1 ? '' : 's'}, ${result.turns.toLocaleString()} new turns${kept}.`
         store.changed('all')
       })
       .catch((error: unknown) => {
