@@ -4,7 +4,7 @@ import { MAX_ARTIFACT_BYTES, MAX_EVENT_CONTENT_BYTES, MAX_ID_LENGTH, MAX_PROCEDU
 import type { Channel } from '../../core/kernel/scope.ts'
 import type { MemoryEvent } from '../../core/log/events.ts'
 import type { RecordTurnInput, TurnRecord } from '../../core/turns/turns.ts'
-import { type ChatConversation, type ChatSource, type ChatTurn, parseChatExport } from './formats.ts'
+import { type ChatConversation, type ChatProcedure, type ChatSource, type ChatTurn, parseChatExport } from './formats.ts'
 
 /** What `importChatHistory` needs of a memory: one from `createMemory` or `openMemory` has it. */
 export interface ChatHistoryMemory {
@@ -104,7 +104,7 @@ export async function importChatHistory(
         tags: [`source:${source}`],
         user: turn.user,
         agent: turn.agent,
-        procedures: turn.procedures,
+        procedures: turn.procedures.map(storable),
         createdAt: turn.createdAt,
       })
       done.recorded++
@@ -170,10 +170,14 @@ function check(conversation: ChatConversation, at: string, source: ChatSource): 
       if (!p.tool || p.tool.length > 128 || p.tool.trim() !== p.tool || textProblem(p.tool)) refuse(where, `names a tool ${JSON.stringify(p.tool)} that cannot be stored`)
       const output = p.output ?? ''
       if (textProblem(output) || bytes.encode(output).length > MAX_ARTIFACT_BYTES) refuse(where, `has a tool output that cannot be stored`)
-      const args = JSON.stringify(p.args ?? {})
-      if (textProblem(args) || depth(p.args) > 16) p.args = { input: args }
     }
   })
+}
+
+/** A call's arguments as the memory takes them: nested too deep, or not text, they are kept as one string. */
+function storable(procedure: ChatProcedure): ChatProcedure {
+  const args = JSON.stringify(procedure.args ?? {})
+  return textProblem(args) || depth(procedure.args) > 16 ? { ...procedure, args: { input: args } } : procedure
 }
 
 function refuse(where: string, why: string): never {
