@@ -78,6 +78,8 @@ async function start(): Promise<void> {
   const where = boot.storage === 'opfs' ? 'OPFS' : boot.storage === 'idb' ? 'IndexedDB' : 'memory'
   const lock = store.vault === 'open' ? ', sensitive content encrypted' : store.vault === 'locked' ? ', locked: sensitive content unreadable' : ''
   status.textContent = `Memory ready in ${where} (${boot.created ? 'new' : 'reopened'}, ${Math.round(boot.bootMs)} ms${lock}).`
+  // Before the page says it is ready: a file chosen at once must find its listener.
+  setupChatImport(store)
   document.body.dataset.ready = 'true'
 
   watchModel(memory, () => watchIndexing())
@@ -159,8 +161,6 @@ async function start(): Promise<void> {
         showError(error, 'write the generated history')
       })
   })
-
-  setupChatImport(store)
 
   function watchIndexing(): void {
     if (watching) return
