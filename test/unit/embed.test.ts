@@ -216,14 +216,10 @@ describe('the model build', () => {
     const out = await mkdtemp(join(tmpdir(), 'engram-model-build-'))
     try {
       const first = join(out, 'first')
-      const second = join(out, 'second')
       await run(process.execPath, [buildScript, '--out', first, '--force', '--quiet'])
-      await run(process.execPath, [buildScript, '--force', '--quiet'], {
-        env: { ...process.env, ENGRAM_MODEL_OUT: second },
-      })
+      // The model folder the suite runs on was built by an earlier run of the same script.
       for (const file of MODEL_FILES) {
         const a = await readFile(join(first, file))
-        expect(a.equals(await readFile(join(second, file))), file).toBe(true)
         expect(a.equals(await readFile(join(modelDir, file))), file).toBe(true)
       }
       const quantized = await readFile(join(first, 'onnx/model_quantized.onnx'))
@@ -236,7 +232,7 @@ describe('the model build', () => {
       expect(tokenizer.padding).toBeNull()
       expect(tokenizer.truncation.max_length).toBe(256)
 
-      const again = await run(process.execPath, [buildScript, '--out', first])
+      const again = await run(process.execPath, [buildScript], { env: { ...process.env, ENGRAM_MODEL_OUT: first } })
       expect(again.stdout).toContain('is up to date')
     } finally {
       await rm(out, { recursive: true, force: true })
