@@ -1,5 +1,6 @@
 import { DEFAULT_CACHE_MB, setCache } from '../core/db/page-cache.ts'
 import { migrate } from '../core/db/schema/migrations.ts'
+import type { PGlite } from '@electric-sql/pglite'
 import { openPGlite } from './pglite.ts'
 
 /**
@@ -22,8 +23,25 @@ export async function buildTemplate(compression: 'gzip' | 'none'): Promise<Blob>
     }
     await setCache(pg, DEFAULT_CACHE_MB)
     await pg.exec('CHECKPOINT')
+    await dropSpareLogSegments(pg)
     return await pg.dumpDataDir(compression)
   } finally {
     await pg.close()
   }
+}
+
+/**
+ * Removes the log segments past the one in use: a checkpoint renames old segments into those
+ * places for reuse, and Postgres makes them again when it needs them. In a template they were
+ * 6 of its 7 MiB of log, downloaded with it and written to storage before a new memory's first
+ * write is acknowledged (browser/storage/opfs-fs.ts).
+ */
+async function dropSpareLogSegments(pg: PGlite): Promise<void> {
+  const { rows } = await pg.query<{ name: string; current: string; dir: string }>(
+    `SELECT name, pg_walfile_name(pg_current_wal_insert_lsn()) AS current, current_setting('data_directory') AS dir
+     FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'`,
+  )
+  // The emscripten file system's types do not reach this package; unlink is all it needs.
+  const fs = pg.Module.FS as unknown as { unlink(path: string): void }
+  for (const { name, current, dir } of rows) if (name > current) fs.unlink(`${dir}/pg_wal/${name}`)
 }

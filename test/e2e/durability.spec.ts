@@ -296,31 +296,70 @@ test('opfs: a memory whose creation was cut short (its marker still beside it) i
   expect(outcome).toEqual({ first: true, second: false, found: true, names: ['engram-halfmade'] })
 })
 
-test('opfs: a new memory answers while its files are written; a worker killed then leaves one that opens', async ({
+test('opfs: a write acknowledged while a new memory\'s files are still written survives the worker\'s death', async ({ page }) => {
+  await openHarness(page)
+  const outcome = await page.evaluate(async () => {
+    const root = await navigator.storage.getDirectory()
+    const options = { name: 'killed-new', storage: 'opfs', embedder: { kind: 'none' } } as const
+    const marker = () =>
+      root.getFileHandle('engram-killed-new.incomplete').then(
+        async (handle) => (await handle.getFile()).text(),
+        () => null,
+      )
+    const worker = new Worker(window.engramWorkerUrl, { type: 'module' })
+    const memory = (await window.engram.createMemory({ ...options, worker })) as unknown as Api
+    const created = (await memory.ready).created
+    const turn = await memory.recordTurn({ conversationId: 'c', user: 'written while the files were copied', agent: 'kept' })
+    // Acknowledged with the new memory's files still being written: the marker says so.
+    const during = await marker()
+    worker.terminate()
+    const reopened = (await window.engram.createMemory(options)) as unknown as Api
+    const info = await reopened.ready
+    const found = Boolean(await reopened.events.get(turn.userEventId))
+    const later = await reopened.recordTurn({ conversationId: 'c', user: 'after the kill', agent: 'fine' })
+    await reopened.close()
+    const again = (await window.engram.createMemory(options)) as unknown as Api
+    const both = await Promise.all([turn, later].map((t) => again.events.get(t.userEventId).then(Boolean)))
+    await again.close()
+    return { created, during: during === null ? null : JSON.parse(during), reopenedCreated: info.created, found, both, after: await marker() }
+  })
+  expect(outcome.created).toBe(true)
+  expect(outcome.during).toMatchObject({ log: true, template: expect.stringMatching(/^[0-9a-f]{64}$/) })
+  expect(outcome).toMatchObject({ reopenedCreated: false, found: true, both: [true, true], after: null })
+})
+
+test('opfs: a new memory cut short before its log was stored is created again; one whose template is gone is refused', async ({
   page,
 }) => {
   await openHarness(page)
   const outcome = await page.evaluate(async () => {
     const root = await navigator.storage.getDirectory()
-    const worker = new Worker(window.engramWorkerUrl, { type: 'module' })
-    const memory = await window.engram.createMemory({ name: 'killed-new', storage: 'opfs', embedder: { kind: 'none' }, worker })
-    await memory.ping()
-    worker.terminate()
-    // Whether the files were all written by now depends on the machine; either way it must open.
-    const unfinished = await root.getFileHandle('engram-killed-new.incomplete').then(
+    const mark = async (name: string, text: string) => {
+      await root.getDirectoryHandle(`engram-${name}`, { create: true })
+      const writable = await (await root.getFileHandle(`engram-${name}.incomplete`, { create: true })).createWritable()
+      await writable.write(text)
+      await writable.close()
+    }
+    // Its log not stored: nothing was acknowledged, so it is made again.
+    await mark('no-log', JSON.stringify({ template: 'a'.repeat(64), log: false }))
+    const fresh = (await window.engram.createMemory({ name: 'no-log', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
+    const created = (await fresh.ready).created
+    await fresh.close()
+    // Its log stored, from a template not served now: refused, and left as it is.
+    await mark('other-template', JSON.stringify({ template: 'b'.repeat(64), log: true }))
+    const refused = await Promise.resolve(window.engram.createMemory({ name: 'other-template', storage: 'opfs', embedder: { kind: 'none' } }))
+      .then((m) => (m as unknown as Api).ready)
+      .then(
+        () => 'opened',
+        (error: { code?: string }) => error.code ?? 'no code',
+      )
+    const kept = await root.getFileHandle('engram-other-template.incomplete').then(
       () => true,
       () => false,
     )
-    const reopened = (await window.engram.createMemory({ name: 'killed-new', storage: 'opfs', embedder: { kind: 'none' } })) as unknown as Api
-    const info = await reopened.ready
-    const turn = await reopened.recordTurn({ conversationId: 'c', user: 'after the kill', agent: 'fine' })
-    const found = Boolean(await reopened.events.get(turn.userEventId))
-    await reopened.close()
-    return { unfinished, created: info.created, found }
+    return { created, refused, kept }
   })
-  // A memory cut short is made again; a finished one is opened as it is.
-  expect(outcome.created).toBe(outcome.unfinished)
-  expect(outcome.found).toBe(true)
+  expect(outcome).toEqual({ created: true, refused: 'STORAGE_UNAVAILABLE', kept: true })
 })
 
 for (const storage of ['opfs', 'idb'] as const) {

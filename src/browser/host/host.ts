@@ -19,13 +19,13 @@ import { importEmbedder } from './embed-module.ts'
 import { DEFAULT_WARM_UP_TURNS, parseWarmUp } from '../../core/maintenance/warm-up.ts'
 import { moveLegacyIdbToPages } from '../storage/idb-migrate.ts'
 import { idbPageFileSystem } from '../storage/idb-pages.ts'
+import { settleIncomplete, templateId } from '../storage/creation.ts'
 import { opfsFileSystem } from '../storage/opfs-fs.ts'
 import {
   checkMemoryName,
   checkStorage,
   dataDirFor,
   detectWorkerEnvironment,
-  discardIncomplete,
   idbLayout,
   memoryLockName,
   resolveStorage,
@@ -529,8 +529,13 @@ export class MemoryHost {
     let created: boolean
     let template: Blob | undefined
     try {
-      if (await discardIncomplete(this.#storage, options.name)) {
-        console.warn(`engram: memory "${options.name}" was cut short while it was being created; creating it again`)
+      const templateUrl = options.templateUrl
+      const incomplete = await settleIncomplete(this.#storage, options.name, async () =>
+        templateUrl ? await fetchTemplate(templateUrl) : undefined,
+      )
+      if (incomplete !== 'none') {
+        const outcome = incomplete === 'finished' ? 'finished it from its template' : 'creating it again'
+        console.warn(`engram: memory "${options.name}" was cut short while it was being created; ${outcome}`)
       }
       // IndexedDB: which of its two layouts, and whether it exists, in one look.
       let idb = this.#storage === 'idb' ? await idbLayout(options.name) : undefined
@@ -552,7 +557,7 @@ export class MemoryHost {
       }
       this.#pg = await openPGlite({
         ...(this.#storage === 'opfs'
-          ? { fs: opfsFileSystem(storageKey(options.name), { created }) }
+          ? { fs: opfsFileSystem(storageKey(options.name), { created, template: template ? await templateId(template) : null }) }
           : idb?.layout === 'pages'
             ? { fs: idbPageFileSystem(storageKey(options.name)) }
             : { dataDir }),

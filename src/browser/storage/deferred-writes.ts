@@ -20,6 +20,13 @@ export const MAX_KEPT_BYTES = 8 * 2 ** 20
 /** Most files kept back before a flush writes them all. */
 export const MAX_KEPT_FILES = 32
 
+/**
+ * The bounds while a new memory's files are written (opfs-fs.ts): reaching them means waiting
+ * for that copy, seconds, so the first turns' writes are kept instead. A first turn touches
+ * a few dozen files; every table and index of the schema is a few hundred.
+ */
+export const CREATION_KEPT_LIMITS = { bytes: 4 * MAX_KEPT_BYTES, files: 1024 } as const
+
 export function noKeptWrites(): KeptWrites {
   return { files: new Map(), bytes: 0 }
 }

@@ -1,7 +1,7 @@
 import { type ChangeSet, type FileWrite, MemfsFrontendFS, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
-import { keptChanges, type KeptWrites, noKeptWrites, planFlush, removalsLast, StoredPaths } from './deferred-writes.ts'
-import { incompleteMarker } from './storage.ts'
+import { removeMarker, splitLog, writeMarker } from './creation.ts'
+import { CREATION_KEPT_LIMITS, keptChanges, type KeptWrites, noKeptWrites, planFlush, removalsLast, StoredPaths } from './deferred-writes.ts'
 import { isWalSegment, WalSegmentFiles } from './wal-segments.ts'
 
 /** Files read from OPFS at once while a memory opens. */
@@ -24,13 +24,14 @@ type ApplyOptions = Parameters<OpfsBackend['apply']>[1]
  *   round trips each, all in a row. This one lists each level of folders at once and keeps
  *   `LOAD_CONCURRENCY` reads in flight; entries still come parents first, files in listing
  *   order.
- * - Creating (`created`): the first flush holds the whole new data directory, ~480 files
- *   that OPFS creates one after another, most of a new memory's start (docs/BENCHMARKS.md,
- *   "Cold starts"). It is written in the background: the
- *   memory answers while it runs, and the next flush — the first write to acknowledge — waits
- *   for it (and tries it again if it failed) before writing its own changes, in order. A file
- *   beside the folder (`incompleteMarker`) exists until the whole directory is written, so a
- *   memory whose creation was cut short is found and made again rather than opened half-written.
+ * - Creating (`created`): the first flush holds the whole new data directory, ~520 files
+ *   that OPFS creates one after another, seconds of work. It is written in the background,
+ *   log segments first, and a marker beside the folder says how far it got (creation.ts).
+ *   Made from a `template`, the memory acknowledges a flush of log records as soon as the
+ *   template's log is stored: the rest is the template's, and finishing it again from the
+ *   template after a crash loses nothing (`finishFromTemplate`). Any other flush, and every
+ *   flush of a memory made without a template, waits for the whole directory (and tries it
+ *   again if it failed) before writing its own changes, in order.
  * - Committing: a flush writes the write-ahead log at once (a commit is durable with it) and
  *   keeps the data files' bytes back (`planFlush`, deferred-writes.ts) until a checkpoint or
  *   the shutdown touches `pg_control`, flushes pause for `IDLE_WRITE_MS`, the memory closes, or
@@ -45,9 +46,17 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   /** Data-file writes kept back (`planFlush`), written at a checkpoint, an idle moment or close. */
   #kept: KeptWrites = noKeptWrites()
   #idle: ReturnType<typeof setTimeout> | undefined
-  /** The new directory's first flush, until it is written. */
+  /** The new directory's log segments, until they are written. */
+  #unwrittenLog: { changes: ChangeSet; options: ApplyOptions } | undefined
+  /** The rest of the new directory's first flush, until it is written. */
   #unwritten: { changes: ChangeSet; options: ApplyOptions } | undefined
+  /** Settles once the new directory's log is written or has failed. */
+  #logWritten: Promise<void> = Promise.resolve()
+  /** The template a new memory was made from (its `templateId`), if any. */
+  #template: string | null
   #markerSet = false
+  /** A flush is running (PGlite never runs two at once). */
+  #applying = false
   #background: Promise<void> | undefined
   /** What the folder holds, so that a flush leaves out the zeros and removals it need not write. */
   #stored = new StoredPaths()
@@ -55,22 +64,40 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   #segments = new WalSegmentFiles(async () => (await this.#folder()).getDirectoryHandle('pg_wal', { create: true }))
   #folderHandle: Promise<FileSystemDirectoryHandle> | undefined
 
-  constructor(folder: string, { created = false }: { created?: boolean } = {}) {
+  constructor(folder: string, { created = false, template = null }: { created?: boolean; template?: string | null } = {}) {
     super(folder)
     this.#creating = created
+    this.#template = template
   }
 
   override async apply(changes: ChangeSet, options: ApplyOptions): Promise<void> {
-    await this.#settle()
+    this.#applying = true
+    try {
+      await this.#apply(changes, options)
+    } finally {
+      this.#applying = false
+    }
+  }
+
+  async #apply(changes: ChangeSet, options: ApplyOptions): Promise<void> {
     if (this.#creating) {
       this.#creating = false
-      await this.#marker('create')
+      await writeMarker(this.dataDir, { template: this.#template, log: false })
       this.#markerSet = true
-      this.#unwritten = { changes, options }
+      const { log, rest } = splitLog(changes)
+      this.#unwrittenLog = { changes: log, options }
+      this.#unwritten = { changes: rest, options }
+      const logWritten = this.#writeLog()
+      this.#logWritten = logWritten.catch(() => {})
       // A failure shows at the next flush, which writes the directory again.
-      this.#background = this.#writeUnwritten().catch(() => {})
+      this.#background = logWritten.then(() => this.#writeUnwritten()).catch(() => {})
       return
     }
+    if (await this.#putBesideCreation(changes, options)) {
+      this.#scheduleIdleWrite()
+      return
+    }
+    await this.#settle()
     const plan = planFlush(this.#kept, changes)
     if (plan.kind === 'keep') {
       await this.#put(plan.now, options)
@@ -149,40 +176,76 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
     await this.#writeUnwritten()
   }
 
-  /** Writes the kept data-file writes; on failure they stay kept (writing them again is harmless). */
-  async #writeKept(options: ApplyOptions): Promise<void> {
-    if (this.#kept.files.size === 0) return
-    await this.#put(keptChanges(this.#kept), options)
-    this.#kept = noKeptWrites()
+  /**
+   * While a new memory made from a template is written, a flush of log records goes out as
+   * soon as the template's log is stored, its data-file writes kept back. Returns false, having
+   * written nothing, for a flush that must wait for the directory: one that touches files
+   * outside the log, or would write the data files kept back.
+   */
+  async #putBesideCreation(changes: ChangeSet, options: ApplyOptions): Promise<boolean> {
+    if (this.#unwritten === undefined || this.#template === null) return false
+    if (!changes.ops.every((op) => op.path.startsWith('/pg_wal/'))) return false
+    await this.#logWritten
+    if (this.#unwrittenLog !== undefined || this.#unwritten === undefined) return false
+    const plan = planFlush(this.#kept, changes, CREATION_KEPT_LIMITS)
+    if (plan.kind !== 'keep') return false
+    await this.#put(plan.now, options)
+    // Kept only once their log is stored: a data page never reaches the disk before its log.
+    this.#kept = plan.kept
+    return true
   }
 
-  /** Once flushes pause, the kept writes go out in the background (the next flush waits for them). */
+  /**
+   * Writes the kept data-file writes; on failure they stay kept (writing them again is
+   * harmless). Writes kept while these were written stay kept: `planFlush` made them a new set.
+   */
+  async #writeKept(options: ApplyOptions): Promise<void> {
+    const writing = this.#kept
+    if (writing.files.size === 0) return
+    await this.#put(keptChanges(writing), options)
+    if (this.#kept === writing) this.#kept = noKeptWrites()
+  }
+
+  /**
+   * Once flushes pause, the kept writes go out in the background (the next flush waits for
+   * them), after a new directory's files. Not while a flush runs: it writes them, or keeps
+   * them and schedules this again.
+   */
   #scheduleIdleWrite(): void {
     clearTimeout(this.#idle)
     this.#idle = setTimeout(() => {
       this.#idle = undefined
-      this.#background = this.#writeKept({ relaxedDurability: false }).catch(() => {})
+      if (this.#applying) return
+      const before = this.#background
+      this.#background = (async () => {
+        await before
+        await this.#writeUnwritten()
+        await this.#writeKept({ relaxedDurability: false })
+      })().catch(() => {})
     }, IDLE_WRITE_MS)
   }
 
-  /** Nothing after the first flush is written while the marker says the folder is incomplete. */
+  /** The new directory's log segments, then the marker saying they are stored. */
+  async #writeLog(): Promise<void> {
+    const log = this.#unwrittenLog
+    if (!log) return
+    await this.#put(log.changes, log.options)
+    await writeMarker(this.dataDir, { template: this.#template, log: true })
+    this.#unwrittenLog = undefined
+  }
+
+  /** No data file after the first flush is written while the marker says the folder is incomplete. */
   async #writeUnwritten(): Promise<void> {
+    await this.#writeLog()
     const unwritten = this.#unwritten
     if (unwritten) {
       await this.#put(unwritten.changes, unwritten.options)
       this.#unwritten = undefined
     }
     if (this.#markerSet) {
-      await this.#marker('remove')
+      await removeMarker(this.dataDir)
       this.#markerSet = false
     }
-  }
-
-  async #marker(action: 'create' | 'remove'): Promise<void> {
-    const root = await navigator.storage.getDirectory()
-    const name = incompleteMarker(this.dataDir)
-    if (action === 'create') await root.getFileHandle(name, { create: true })
-    else await root.removeEntry(name)
   }
 
   override async *load(): AsyncGenerator<StorageEntry> {
@@ -236,7 +299,10 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   }
 }
 
-/** The file system for a memory kept in the OPFS folder `folder`; `created` when it is new. */
-export function opfsFileSystem(folder: string, options: { created?: boolean } = {}): MemfsFrontendFS {
+/**
+ * The file system for a memory kept in the OPFS folder `folder`; `created` when it is new,
+ * `template` the `templateId` of the template it is made from.
+ */
+export function opfsFileSystem(folder: string, options: { created?: boolean; template?: string | null } = {}): MemfsFrontendFS {
   return new MemfsFrontendFS(new OpfsLoadAheadBackend(folder, options))
 }

@@ -82,27 +82,9 @@ export function dataDirFor(kind: StorageKind, name: string): string {
   }
 }
 
-/** The file beside a memory's OPFS folder while that folder is still being filled (opfs-fs.ts). */
+/** The file beside a memory's OPFS folder while that folder is still being filled (creation.ts). */
 export function incompleteMarker(folder: string): string {
   return `${folder}.incomplete`
-}
-
-/**
- * Removes an OPFS memory whose creation was cut short (the marker is still beside its folder),
- * so that it is created again rather than opened half-written. Returns whether it did. The
- * caller must hold the memory's lock.
- */
-export async function discardIncomplete(kind: StorageKind, name: string): Promise<boolean> {
-  if (kind !== 'opfs') return false
-  const root = await navigator.storage.getDirectory()
-  try {
-    await root.getFileHandle(incompleteMarker(storageKey(name)))
-  } catch (error) {
-    if ((error as DOMException).name === 'NotFoundError') return false
-    throw error
-  }
-  await deleteStorage(kind, name)
-  return true
 }
 
 /**
