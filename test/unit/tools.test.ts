@@ -75,7 +75,7 @@ describe('agent tools', () => {
   it("the advertised schemas carry the engine's bounds, and what they let through at a bound the tool takes", async () => {
     const params = Object.fromEntries(openAITools().map((t) => [t.function.name, t.function.parameters])) as Record<
       string,
-      { properties: Record<string, { maxLength?: number; pattern?: string; items?: { maxLength?: number; pattern?: string } }> }
+      { properties: Record<string, { maxLength?: number; minimum?: number; pattern?: string; items?: { maxLength?: number; pattern?: string } }> }
     >
     const field = (tool: string, name: string) => params[tool]?.properties[name] ?? {}
     const ids: [string, string][] = [
@@ -100,6 +100,8 @@ describe('agent tools', () => {
       expect([text.test('   '), text.test(' x ')], `${tool}.${name}`).toEqual([false, true])
     }
     expect(field('build_context', 'query').maxLength).toBe(20_000)
+    // The tool's budget has the floor buildContext has.
+    expect(field('build_context', 'max_tokens').minimum).toBe(64)
 
     await using memory = await openTestMemory({ embedder: createTestEmbedder() })
     const who = { tenantId: 't1', userId: 'u' }
@@ -108,6 +110,8 @@ describe('agent tools', () => {
     await memory.callTool('record_turn', { conversation_id: longest, user: 'q', reply: 'a' }, who)
     await memory.callTool('save_memory', { content: ' padded ', category: 'fact', key: ' k ', related_to: ['r'.repeat(1000)] }, who)
     await memory.callTool('build_context', { query: 'q'.repeat(20_000), conversation_id: longest }, who)
+    await memory.callTool('build_context', { query: 'q', max_tokens: 64 }, who)
+    expect((await errorOf(memory.callTool('build_context', { query: 'q', max_tokens: 63 }, who))).code).toBe('INVALID_INPUT')
     await memory.callTool('query_decisions', { query: ' x ', conversation_id: longest }, who)
     // A file touched needs its content: the schema says so, and the tool says which field.
     const touched = await errorOf(

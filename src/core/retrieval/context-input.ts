@@ -1,6 +1,6 @@
 // The section names, their caps and priorities, and the checked input of `buildContext` and `turns`.
-import { CHANNELS, identifier } from '../kernel/scope.ts'
-import { timeInput } from '../kernel/time.ts'
+import { type Channel, CHANNELS, identifier } from '../kernel/scope.ts'
+import { type TimeInput, timeInput } from '../kernel/time.ts'
 import { z } from '../kernel/validate.ts'
 
 export const SECTION_NAMES = [
@@ -105,13 +105,43 @@ export const contextInput = z
   }))
 
 /**
- * What the next model call is about and for whom (`scope`, as `recordTurn` and `search` take
- * it; the flat `tenantId`, `userId`, `agentId` and `projectId` still work). `channel` is where the answer goes: only
- * sensitivities allowed there are loaded. `sections` replaces caps (in tokens) of named
- * sections; `retrieval: false` skips search for a fast bundle of rules, tasks, decisions and
- * the recent window.
+ * What the next model call is about and for whom. Declared by hand, not inferred from the
+ * schema, so that each field's comment reaches editors through the published types; the
+ * check below keeps the two the same.
  */
-export type BuildContextInput = z.input<typeof contextInput>
+export interface BuildContextInput {
+  /** The question or task the bundle is for; retrieval searches for it. */
+  query: string
+  /** The conversation the call belongs to: its recent window and handoff notes come in. */
+  conversationId?: string | undefined
+  /** Who the bundle is for, as `recordTurn` and `search` take it. */
+  scope?: { tenantId?: string | undefined; userId?: string | undefined; agentId?: string | undefined; projectId?: string | undefined } | undefined
+  /** @deprecated Use `scope.tenantId`. */
+  tenantId?: string | undefined
+  /** @deprecated Use `scope.userId`. */
+  userId?: string | undefined
+  /** @deprecated Use `scope.agentId`. */
+  agentId?: string | undefined
+  /** @deprecated Use `scope.projectId`. */
+  projectId?: string | undefined
+  /** Where the answer goes (default `private`): only sensitivities allowed there are loaded. */
+  channel?: Channel | undefined
+  /** A short label of what the call is for (`repo_onboarding`), returned in `provenance.intent`. */
+  intent?: string | undefined
+  /** The budget in tokens (default 65,000), 64 at least: below that no section could hold one item. */
+  maxTokens?: number | undefined
+  /** Caps in tokens that replace the defaults of the named sections. */
+  sections?: Partial<Record<SectionName, number>> | undefined
+  /** The time the bundle is built at (default now): what was true then. */
+  now?: TimeInput | undefined
+  /** `false` skips search, for a fast bundle of rules, tasks, decisions and the recent window. */
+  retrieval?: boolean | undefined
+}
+
+// The hand-written type and the schema's input are the same type.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const sameInput: Same<BuildContextInput, z.input<typeof contextInput>> = true
+void sameInput
 
 /** `buildContext`'s input once checked: the scope flattened, the tenant defaulted. */
 export type ContextInput = z.output<typeof contextInput>

@@ -60,8 +60,9 @@ export function createContext(ctx: EngineContext) {
      * touched the same documents) shown as question, procedures, answer and documents with
      * their staleness, the recent window of this conversation, and handoff notes. Each
      * section is packed by score up to its cap; the whole never exceeds `maxTokens` under the
-     * engine's token counter. Same memory and input → same bundle (while the planner's
-     * statistics stay the same: docs/retrieval-and-context.md).
+     * engine's token counter; `maxTokens` is 64 at least (`INVALID_INPUT` below). Same memory
+     * and input → same bundle (while the planner's statistics stay the same:
+     * docs/retrieval-and-context.md).
      *
      * @example
      * const bundle = await memory.buildContext({ query: 'why does login fail?', conversationId: 'c9', maxTokens: 8000 })

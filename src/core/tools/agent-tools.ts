@@ -14,6 +14,7 @@ import {
 import { BUILTIN_RELATIONS } from '../graph/edges.ts'
 import { MAX_ID_LENGTH, MAX_PROCEDURES_PER_TURN } from '../kernel/limits.ts'
 import { identifier } from '../kernel/scope.ts'
+import { MIN_CONTEXT_BUDGET } from '../retrieval/context-input.ts'
 import type { TurnRecord } from '../turns/turns.ts'
 import { parseInput, z } from '../kernel/validate.ts'
 
@@ -336,10 +337,10 @@ const buildContext = z.strictObject({
   max_tokens: z
     .number()
     .int()
-    .min(256)
+    .min(MIN_CONTEXT_BUDGET)
     .max(1_000_000)
     .optional()
-    .describe('Token budget for the whole bundle.'),
+    .describe(`Token budget for the whole bundle, ${MIN_CONTEXT_BUDGET} at least.`),
   channel: answerChannel,
 })
 
