@@ -33,20 +33,15 @@ export async function writeMarker(folder: string, marker: CreationMarker): Promi
   const root = await navigator.storage.getDirectory()
   const file = await root.getFileHandle(incompleteMarker(folder), { create: true })
   const bytes = new TextEncoder().encode(JSON.stringify(marker))
-  if ('createSyncAccessHandle' in file) {
-    const handle = await file.createSyncAccessHandle()
-    try {
-      handle.truncate(0)
-      handle.write(bytes, { at: 0 })
-      handle.flush()
-    } finally {
-      handle.close()
-    }
-    return
+  // OPFS memories are kept only where a worker has sync access handles (`resolveStorage`).
+  const handle = await file.createSyncAccessHandle()
+  try {
+    handle.truncate(0)
+    handle.write(bytes, { at: 0 })
+    handle.flush()
+  } finally {
+    handle.close()
   }
-  const writable = await (file as FileSystemFileHandle).createWritable()
-  await writable.write(bytes)
-  await writable.close()
 }
 
 /** Removes the marker of `folder`; nothing when there is none. */
@@ -80,9 +75,13 @@ export async function readMarker(folder: string): Promise<CreationMarker | null>
   }
 }
 
+/** Whether `path` is the log folder or in it. */
+export function inLog(path: string): boolean {
+  return path === '/pg_wal' || path.startsWith('/pg_wal/')
+}
+
 /** A new memory's first flush in two: the log (and its folders), and everything else. */
 export function splitLog(changes: ChangeSet): { log: ChangeSet; rest: ChangeSet } {
-  const inLog = (path: string) => path === '/pg_wal' || path.startsWith('/pg_wal/')
   return {
     log: { ops: changes.ops.filter((op) => inLog(op.path)), files: { wal: changes.files.wal, data: [], control: [] } },
     rest: { ops: changes.ops.filter((op) => !inLog(op.path)), files: { wal: [], data: changes.files.data, control: changes.files.control } },
@@ -105,7 +104,7 @@ export async function templateChanges(template: Blob): Promise<ChangeSet> {
     if (item.type !== 'file') continue
     const data = item.data ?? new Uint8Array(0)
     const write: FileWrite = { path, size: data.length, full: true, truncate: true, chunks: data.length === 0 ? [] : [{ at: 0, data }] }
-    if (path.startsWith('/pg_wal/')) changes.files.wal.push(write)
+    if (inLog(path)) changes.files.wal.push(write)
     else if (path === '/global/pg_control') changes.files.control.push(write)
     else changes.files.data.push(write)
   }

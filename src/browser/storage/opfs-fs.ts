@@ -1,6 +1,6 @@
 import { type ChangeSet, type FileWrite, MemfsFrontendFS, type StorageEntry } from '@electric-sql/pglite/memfs-frontend'
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
-import { removeMarker, splitLog, writeMarker } from './creation.ts'
+import { inLog, removeMarker, splitLog, writeMarker } from './creation.ts'
 import { CREATION_KEPT_LIMITS, keptChanges, type KeptWrites, noKeptWrites, planFlush, removalsLast, StoredPaths } from './deferred-writes.ts'
 import { isWalSegment, WalSegmentFiles } from './wal-segments.ts'
 
@@ -184,7 +184,7 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
    */
   async #putBesideCreation(changes: ChangeSet, options: ApplyOptions): Promise<boolean> {
     if (this.#unwritten === undefined || this.#template === null) return false
-    if (!changes.ops.every((op) => op.path.startsWith('/pg_wal/'))) return false
+    if (!changes.ops.every((op) => inLog(op.path))) return false
     await this.#logWritten
     if (this.#unwrittenLog !== undefined || this.#unwritten === undefined) return false
     const plan = planFlush(this.#kept, changes, CREATION_KEPT_LIMITS)
