@@ -4,6 +4,7 @@ import { createEngine } from '../../src/core/engine.ts'
 import { KEYWORDS_BEFORE_READ } from '../../src/core/maintenance/planner-statistics.ts'
 import type { EngineErrorEvent } from '../../src/core/maintenance/indexer.ts'
 import { KEYWORD_PENDING_BOUND } from '../../src/core/db/schema/0009-keyword-pending.ts'
+import { BULK_VECTOR_ROWS } from '../../src/core/db/vectors.ts'
 import { steppingClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
 import { openTestEngine } from '../support/engine.ts'
@@ -496,7 +497,7 @@ describe('planner statistics', () => {
     const db = await openTestDb()
     try {
       const from = await createEngine({ db: source, embedder: createTestEmbedder(), indexing: 'manual', statistics: 'manual' })
-      for (let i = 0; i < 1000; i++) await from.record(say('c1', `note ${i}`))
+      for (let i = 0; i < BULK_VECTOR_ROWS; i++) await from.record(say('c1', `note ${i}`))
       await from.indexNow()
       const file = await from.exportFile()
       await from.stopIndexing()
@@ -509,7 +510,7 @@ describe('planner statistics', () => {
          FROM pg_class WHERE oid = 'chunks'::regclass`,
       )
       // The import's index build counted the rows, but nothing analysed them.
-      expect(rows[0]).toEqual({ tuples: 1000, stats: 0 })
+      expect(rows[0]).toEqual({ tuples: BULK_VECTOR_ROWS, stats: 0 })
 
       const second = await createEngine({ db, embedder: createTestEmbedder(), indexing: 'manual' })
       await second.search('note')

@@ -71,7 +71,7 @@ async function vectorPlan(db: Queryable): Promise<string> {
 }
 
 /** The rebuilt index serves search: a chunk's own text is its nearest neighbour (vector rank 1, distance 0). */
-async function expectOwnNeighbour(engine: Engine, db: Queryable, eventId = seededEventId(517)) {
+async function expectOwnNeighbour(engine: Engine, db: Queryable, eventId = seededEventId(117)) {
   const { rows } = await db.query<{ text: string }>(`SELECT text FROM chunks WHERE source_id = $1`, [eventId])
   const hits = await engine.search(rows[0]?.text ?? '', { mode: 'vector', limit: 10 })
   const own = hits.find((h) => h.eventId === eventId)
@@ -250,8 +250,8 @@ describe('bulk vector index builds', () => {
     expect(await indexScans(t.db, MEMORY_INDEX)).toBeGreaterThan(scans)
 
     // recall, which counts uses in the same statement, walks it too and finds its own text first.
-    const [own] = await t.engine.recall('deploy notes 517 about the release pipeline of service s36 in zone z0', { userId: 'ann', limit: 3 })
-    expect(own?.content).toBe('deploy notes 517 about the release pipeline of service s36 in zone z0')
+    const [own] = await t.engine.recall(deployNotes(1, 117)[0]!, { userId: 'ann', limit: 3 })
+    expect(own?.content).toBe(deployNotes(1, 117)[0]!)
     expect(own?.scores.vector).toBeCloseTo(1, 5)
     expect(own?.useCount).toBe(1)
   })
@@ -306,7 +306,7 @@ describe('bulk vector index builds', () => {
     expect(await indexOid(t.db)).not.toBeNull()
     await t.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
     const scans = await indexScans(t.db, MEMORY_INDEX)
-    const [own] = await t.engine.memories.search('deploy notes 517 about the release pipeline of service s36 in zone z0', { userId: 'ann' })
+    const [own] = await t.engine.memories.search(deployNotes(1, 117)[0]!, { userId: 'ann' })
     expect(own?.scores.vector).toBeCloseTo(1, 5)
     expect(await indexScans(t.db, MEMORY_INDEX)).toBeGreaterThan(scans)
   })
@@ -328,7 +328,7 @@ describe('bulk vector index builds', () => {
     const { rows } = await target.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM memories WHERE vector IS NOT NULL`)
     expect(rows[0]?.n).toBe(BULK_VECTOR_ROWS + 20)
     await target.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
-    const [own] = await target.engine.memories.search('deploy notes 517 about the release pipeline of service s36 in zone z0', { userId: 'ann' })
+    const [own] = await target.engine.memories.search(deployNotes(1, 117)[0]!, { userId: 'ann' })
     expect(own?.scores.vector).toBeCloseTo(1, 5)
 
     const again = await target.engine.importFile(file)

@@ -62,11 +62,11 @@ export function vectorScanSettings(candidates: number): string {
 }
 
 /**
- * Vectors written in one go from which the HNSW index is dropped and built again afterwards:
- * a build is about 4× faster than inserting the same vectors one by one (10,000 vectors: 14 s
- * against 62 s, `N=10000 node bench/run.mjs bench/vector-bulk.ts`), and the gap grows with size.
+ * Vectors written in one go from which the HNSW index is dropped and built again afterwards.
+ * A build beats inserting the same vectors one by one from a few hundred vectors on, and the
+ * gap grows with size (docs/BENCHMARKS.md, "Bulk vector index builds").
  */
-export const BULK_VECTOR_ROWS = 1000
+export const BULK_VECTOR_ROWS = 256
 
 /**
  * Whether writing `incoming` vectors into chunks that already hold `indexed` of them should
