@@ -57,7 +57,7 @@ export interface MemorySettings {
    */
   workspace?: Workspace
   /**
-   * Postgres' page cache in MiB, 16–512, for this open.
+   * Postgres' page cache in MiB, 4–512, for this open.
    * Without it, the memory opens with the cache its data directory names.
    * A memory made from the bundled template, as in the browser, starts at 64 MiB.
    * One made by initdb starts at Postgres' 128 MiB, until its first statistics refresh.

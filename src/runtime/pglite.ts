@@ -13,7 +13,7 @@ export interface OpenPGliteOptions {
   fs?: PGliteOptions['fs']
   /** A `dumpDataDir()` tarball to start from instead of running initdb. */
   loadDataDir?: Blob
-  /** Postgres shared buffers in MiB (16 to `MAX_CACHE_MB`), for this open; see `cacheSetting`. */
+  /** Postgres shared buffers in MiB (`MIN_CACHE_MB` to `MAX_CACHE_MB`), for this open; see `cacheSetting`. */
   cacheMB?: number
 }
 

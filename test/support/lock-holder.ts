@@ -10,7 +10,7 @@ if (!dataDir || !template) throw new Error('ENGRAM_DATA_DIR and ENGRAM_TEMPLATE 
 const memory = await openMemory({
   dataDir,
   loadDataDir: new Blob([new Uint8Array(await readFile(template))]),
-  cacheMB: 16,
+  cacheMB: 4,
   indexing: 'manual',
   statistics: 'manual',
 })

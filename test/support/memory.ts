@@ -6,11 +6,11 @@ import { openPGlite } from '../../src/runtime/pglite.ts'
 let template: Blob | undefined
 
 /**
- * The page cache test memories open with. Postgres clears its whole buffer pool at start, so
- * an open takes longer the larger the pool (about 0.8 s at 128 MiB and 0.4 s at 16 MiB on
- * the development machine); test memories hold a few hundred rows, which 16 MiB keeps.
+ * The page cache test memories open with: the smallest accepted. Postgres clears its whole
+ * buffer pool at start, about 3.4 ms per MiB in Node, and test memories hold a few thousand
+ * rows at most.
  */
-const TEST_CACHE_MB = 16
+const TEST_CACHE_MB = 4
 
 /** The migrated template data directory every test memory starts from. */
 export async function templateBlob(): Promise<Blob> {

@@ -41,7 +41,7 @@ describe('record', () => {
     const stats = await memory.stats()
     expect(stats.counts).toMatchObject({ events: 1, chunks: 1, artifacts: 0, edges: 0 })
     expect(stats.unembeddedChunks).toBe(1)
-    expect(stats.cacheMB).toBe(16) // test memories open with cacheMB: 16
+    expect(stats.cacheMB).toBe(4) // test memories open with cacheMB: 4
   })
 
   it("cuts the same chunk text whatever order the content's fields come in, as rebuilding from the stored content does", async () => {

@@ -38,12 +38,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 describe('a data folder is opened once at a time', () => {
   it('a second open of the same folder is refused until the first is closed, and then sees its writes', async () => {
     const dataDir = await folder()
-    const open = () => openMemory({ dataDir, cacheMB: 16 })
-    const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 16 })
+    const open = () => openMemory({ dataDir, cacheMB: 4 })
+    const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 4 })
     await first.remember({ content: 'Written by the first open', category: 'fact' })
     expect(await codeOf(open())).toBe('LOCKED_BY_OTHER_PROCESS')
     // The same folder named another way is the same lock.
-    expect(await codeOf(openMemory({ dataDir: `${dataDir}/../memory`, cacheMB: 16 }))).toBe('LOCKED_BY_OTHER_PROCESS')
+    expect(await codeOf(openMemory({ dataDir: `${dataDir}/../memory`, cacheMB: 4 }))).toBe('LOCKED_BY_OTHER_PROCESS')
     expect((await stat(`${dataDir}.lock`)).isFile()).toBe(true)
     await first.close()
     await first.close() // closing twice is harmless
@@ -56,7 +56,7 @@ describe('a data folder is opened once at a time', () => {
 
   it('the lock of a process that died, or of a process id now reused, is taken over at once', async () => {
     const dataDir = await folder()
-    const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 16 })
+    const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 4 })
     await first.close()
     const lock = `${dataDir}.lock`
     // The lock on its own: the database behind it is opened once, below.
@@ -68,9 +68,9 @@ describe('a data folder is opened once at a time', () => {
 
     // A live process (this test's own runner) holds it: refused.
     await writeFile(lock, lockOf(process.ppid))
-    expect(await codeOf(openMemory({ dataDir, cacheMB: 16 }))).toBe('LOCKED_BY_OTHER_PROCESS')
+    expect(await codeOf(openMemory({ dataDir, cacheMB: 4 }))).toBe('LOCKED_BY_OTHER_PROCESS')
     await writeFile(lock, lockOf(await deadPid()))
-    const taken = await openMemory({ dataDir, cacheMB: 16 })
+    const taken = await openMemory({ dataDir, cacheMB: 4 })
     expect(await taken.ping()).toMatchObject({ schemaVersion: expect.any(Number) })
     await taken.close()
     // What a crash while writing the lock, or another program, might leave: no holder named.
@@ -90,12 +90,12 @@ describe('a data folder is opened once at a time', () => {
     expect(existsSync(lock)).toBe(false)
     // Another host's process ids mean nothing here: its lock stays until deleted.
     await writeFile(lock, lockOf(await deadPid(), { host: `other-${randomUUID()}` }))
-    expect(await codeOf(openMemory({ dataDir, cacheMB: 16 }))).toBe('LOCKED_BY_OTHER_PROCESS')
+    expect(await codeOf(openMemory({ dataDir, cacheMB: 4 }))).toBe('LOCKED_BY_OTHER_PROCESS')
   })
 
   it('an open whose lock was taken fails every later call and leaves the taker’s lock on close', async () => {
     const dataDir = await folder()
-    const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 16 })
+    const first = await openMemory({ dataDir, loadDataDir: await templateBlob(), cacheMB: 4 })
     await first.remember({ content: 'Written while the lock was held', category: 'fact' })
     const mine = await readFile(`${dataDir}.lock`, 'utf8')
     // What a taker leaves: its own lock file in place of this open's.
@@ -139,7 +139,7 @@ describe('a data folder is opened once at a time', () => {
         const refusals: string[] = []
         for (let attempt = 0; attempt < 3; attempt++) {
           await sleep(500)
-          refusals.push(await codeOf(openMemory({ dataDir, cacheMB: 16 })))
+          refusals.push(await codeOf(openMemory({ dataDir, cacheMB: 4 })))
         }
         expect(refusals).toEqual(Array(3).fill('LOCKED_BY_OTHER_PROCESS'))
       } finally {
@@ -153,7 +153,7 @@ describe('a data folder is opened once at a time', () => {
       const tookMs = performance.now() - killed
       lock.release()
       expect(tookMs).toBeLessThan(2_000)
-      const taken = await openMemory({ dataDir, cacheMB: 16 })
+      const taken = await openMemory({ dataDir, cacheMB: 4 })
       // Every write the holder saw acknowledged is there.
       expect((await taken.stats()).counts.memories).toBeGreaterThanOrEqual(seen)
       await taken.close()

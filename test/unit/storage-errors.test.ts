@@ -67,7 +67,7 @@ class FillingStorage extends MemoryFS {
 
 async function fillingMemory() {
   const storage = new FillingStorage()
-  const pg = await openPGlite({ fs: storage, loadDataDir: await templateBlob(), cacheMB: 16 })
+  const pg = await openPGlite({ fs: storage, loadDataDir: await templateBlob(), cacheMB: 4 })
   storage.watch(pg)
   return { storage, pg, db: durableDb(pg) }
 }
@@ -131,7 +131,7 @@ describe('a memory whose storage fills up', () => {
   })
 
   it('closing waits for the calls already queued, and later calls are CLOSED', async () => {
-    const pg = await openPGlite({ loadDataDir: await templateBlob(), cacheMB: 16 })
+    const pg = await openPGlite({ loadDataDir: await templateBlob(), cacheMB: 4 })
     const db = durableDb(pg)
     const memory = await createEngine({ db, indexing: 'manual' })
     const turns = Array.from({ length: 5 }, (_, i) => memory.recordTurn({ conversationId: 'c', user: `q${i}`, agent: `a${i}` }))

@@ -16,6 +16,11 @@ import { MemoryError } from '../kernel/errors.ts'
  * initdb in Node, opens with Postgres' 128 until its first statistics refresh (`growCache`).
  */
 export const DEFAULT_CACHE_MB = 64
+/**
+ * The smallest pool accepted: 512 pages, room for the pages one statement pins at once. Small
+ * memories that open often (tests, short-lived processes) open faster with it.
+ */
+export const MIN_CACHE_MB = 4
 /** A quarter of the 2 GiB WASM heap, which also holds the data files (in memory or OPFS). */
 export const MAX_CACHE_MB = 512
 /** Steps in which the engine grows the pool. */
@@ -35,10 +40,10 @@ export function cacheFor(bytes: number): number {
   return Math.min(MAX_CACHE_MB, Math.max(DEFAULT_CACHE_MB, Math.ceil(half / CACHE_STEP_MB) * CACHE_STEP_MB))
 }
 
-/** `cacheMB` when it is a pool size Engram accepts (16 to `MAX_CACHE_MB`); else `INVALID_INPUT`. */
+/** `cacheMB` when it is a pool size Engram accepts (`MIN_CACHE_MB` to `MAX_CACHE_MB`); else `INVALID_INPUT`. */
 export function checkCacheMB(cacheMB: number): number {
-  if (!Number.isInteger(cacheMB) || cacheMB < 16 || cacheMB > MAX_CACHE_MB) {
-    throw new MemoryError('INVALID_INPUT', `cacheMB must be a whole number of MiB from 16 to ${MAX_CACHE_MB}; got ${String(cacheMB)}`)
+  if (!Number.isInteger(cacheMB) || cacheMB < MIN_CACHE_MB || cacheMB > MAX_CACHE_MB) {
+    throw new MemoryError('INVALID_INPUT', `cacheMB must be a whole number of MiB from ${MIN_CACHE_MB} to ${MAX_CACHE_MB}; got ${String(cacheMB)}`)
   }
   return cacheMB
 }
