@@ -1,8 +1,10 @@
+import type { PGliteWorker } from '@electric-sql/pglite/worker'
 import * as engram from '../src/index.ts'
 import * as engramMem0 from '../src/adapters/mem0/index.ts'
 import { createTransformersEmbedder } from '../src/embed/transformers-embedder.ts'
 import workerUrl from '../workers/memory.worker.ts?worker&url'
 import { IdbPageBackend } from '../src/browser/storage/idb-pages.ts'
+import peerUrl from './pglite-peer.worker.ts?worker&url'
 
 declare global {
   interface Window {
@@ -22,6 +24,11 @@ declare global {
     engramLegacyIdb(name: string): Promise<{ userEventId: string }>
     /** The IndexedDB page store, for the tests of its edge cases. */
     engramIdbPages: { IdbPageBackend: typeof IdbPageBackend }
+    /**
+     * PGlite's own tab election (`PGliteWorker`) over an existing memory's OPFS folder, for the
+     * benchmark that times its takeover beside the host's. Resolves once this tab is connected.
+     */
+    engramPgliteWorker(name: string): Promise<PGliteWorker>
   }
 }
 
@@ -45,4 +52,9 @@ window.engramLegacyIdb = async (name) => {
   return { userEventId }
 }
 window.engramIdbPages = { IdbPageBackend }
+window.engramPgliteWorker = async (name) => {
+  const { PGliteWorker } = await import('@electric-sql/pglite/worker')
+  const worker = new Worker(new URL(peerUrl, import.meta.url), { type: 'module' })
+  return PGliteWorker.create(worker, { id: `engram-peer-${name}`, meta: { name } })
+}
 window.engramHarnessReady = true

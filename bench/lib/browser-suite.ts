@@ -225,6 +225,46 @@ async function takeover(context: BrowserContext, origin: string, name: string): 
   return ms
 }
 
+/**
+ * The same takeover with PGlite's own tab election (`PGliteWorker`) in place of the host's:
+ * each tab's worker opens the memory's OPFS folder as the host does, and the follower's write
+ * is a plain INSERT (the host's is a `record`, through the engine). Timed the same way.
+ */
+async function pgliteWorkerTakeover(context: BrowserContext, origin: string, name: string): Promise<number> {
+  const owner = await openHarness(context, origin)
+  const follower = await openHarness(context, origin)
+  await owner.evaluate(async (name) => {
+    await (await window.engram.createMemory({ name, storage: 'opfs', embedder: { kind: 'none' }, warmUp: 0 })).close()
+  }, name)
+  for (const page of [owner, follower]) {
+    await page.evaluate(async (name) => {
+      const peer = await window.engramPgliteWorker(name)
+      await peer.exec('CREATE TABLE IF NOT EXISTS peer_writes (n int)')
+      Object.assign(window, { benchPeer: peer })
+    }, name)
+  }
+  const write = (page: Page) =>
+    page.evaluate(async () => {
+      const peer = (window as unknown as { benchPeer: { query(sql: string): Promise<unknown> } }).benchPeer
+      for (;;) {
+        try {
+          return void (await peer.query('INSERT INTO peer_writes VALUES (1)'))
+        } catch (error) {
+          // A query the closing leader never answered: PGliteWorker rejects it, and it is sent again.
+          if (!/Leader changed/.test((error as Error).message)) throw error
+        }
+      }
+    })
+  await write(follower)
+  const started = performance.now()
+  await owner.close()
+  await write(follower)
+  const ms = performance.now() - started
+  await follower.evaluate(() => (window as unknown as { benchPeer: { close(): Promise<void> } }).benchPeer.close())
+  await follower.close()
+  return ms
+}
+
 /** What one first-minute run measured, each in ms on the page. */
 interface FirstMinute {
   /** `connectMemory` → `ready` resolved. */
@@ -378,6 +418,7 @@ export const BROWSER_METRICS = [
   'embed_wasm_one_thread_per_s',
   'embed_webgpu_per_s',
   'takeover_ms',
+  'takeover_pglite_worker_ms',
 ]
 
 export async function chromiumVersion(): Promise<string> {
@@ -457,6 +498,23 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
       out.metrics.takeover_ms = latency(
         runs,
         `two tabs on one existing memory (OPFS, no model); the owner tab closes, then the follower writes: from the close to that write acknowledged; runs: ${runs.map((v) => Math.round(v)).join(', ')} ms`,
+      )
+    }
+
+    if (options.wants('takeover_pglite_worker_ms')) {
+      options.log("Chromium: the same takeover with PGlite's own tab election (PGliteWorker)")
+      const runs: number[] = []
+      for (let run = 0; run < Math.max(options.coldRuns, 5); run++) {
+        const context = await browser.newContext()
+        try {
+          runs.push(await pgliteWorkerTakeover(context, origin, `bench-peer-takeover-${run}`))
+        } finally {
+          await context.close()
+        }
+      }
+      out.metrics.takeover_pglite_worker_ms = latency(
+        runs,
+        `as takeover_ms, with PGliteWorker electing the tab and forwarding queries; the write is one INSERT; runs: ${runs.map((v) => Math.round(v)).join(', ')} ms`,
       )
     }
 

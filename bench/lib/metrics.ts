@@ -80,6 +80,7 @@ export const METRIC_ORDER = [
   'record_turn_sealed_ms',
   'record_turn_beside_sealed_ms',
   'takeover_ms',
+  'takeover_pglite_worker_ms',
   'search_ms',
   'build_context_ms',
   'build_context_fast_ms',
