@@ -385,7 +385,8 @@ describe('background indexing', () => {
     await run
 
     expect(events).toHaveLength(5)
-    expect(batch).toBe(5)
+    // How many batches depends on the measured time per text (embed-lanes.ts), so on the machine.
+    expect(batch).toBeGreaterThan(1)
     // The query waited for at most the batch in flight.
     expect(log.indexOf('query done')).toBeLessThan(log.indexOf('batch 2 start'))
     expect(log.at(-1)).toBe('indexing done')
