@@ -1,15 +1,8 @@
 import type { ContextBundle } from '../../src/core/retrieval/context.ts'
 import { describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/kernel/errors.ts'
-import {
-  anthropicTools,
-  callTool,
-  MEMORY_GUIDELINES,
-  openAITools,
-  FORGET_BATCH,
-  TOOL_NAMES,
-  TOOL_SCHEMAS,
-} from '../../src/core/tools/agent-tools.ts'
+import { anthropicTools, MEMORY_GUIDELINES, openAITools, TOOL_NAMES, TOOL_SCHEMAS } from '../../src/core/tools/agent-tools.ts'
+import { callTool, FORGET_BATCH } from '../../src/core/tools/tool-calls.ts'
 import { z } from '../../src/core/kernel/validate.ts'
 import { testClock } from '../support/clock.ts'
 import { createTestEmbedder } from '../support/embedder.ts'
