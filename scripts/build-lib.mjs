@@ -21,6 +21,13 @@ if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../
 }
 await writeFile(client, rewritten)
 
+// The same template for Node's new memories; the compiled module sits two folders deeper too.
+const nodeTemplate = 'dist/lib/src/node/template.js'
+const nodeSource = await readFile(nodeTemplate, 'utf8')
+const nodeRewritten = nodeSource.replace("'../../assets/pgdata-template.tar.gz'", "'../../../../assets/pgdata-template.tar.gz'")
+if (nodeRewritten === nodeSource) throw new Error(`build-lib: template URL not found in ${nodeTemplate}`)
+await writeFile(nodeTemplate, nodeRewritten)
+
 // The embedding worker is published as one file holding Transformers.js (its web build) and
 // onnxruntime-web's JavaScript, so a browser app needs neither package installed, and neither
 // brings its Node runtime. The memory worker loads that file by URL, as a worker or into its

@@ -94,6 +94,7 @@ try {
   const runtimes = ['ort-wasm-simd-threaded.wasm', 'ort-wasm-simd-threaded.asyncify.wasm']
   check(runtimes.every((f) => existsSync(join(assets, 'ort', f))), "onnxruntime-web's runtimes are beside the worker")
   await loadModel(dir)
+  checkNodeMemory(dir)
   await checkFramework(tarball)
 } finally {
   await rm(dir, { recursive: true, force: true })
@@ -141,6 +142,27 @@ export function withMemory(model: Exclude<LanguageModel, string>, memory: Contex
 }
 
 /** The built app in Chromium: the model gets ready both in its own worker and in the memory worker. */
+/**
+ * A new memory in Node, from the installed package: it starts from the bundled template (whose
+ * page cache is 64 MiB; initdb's is 128), and what it wrote is there when it opens again.
+ */
+function checkNodeMemory(root) {
+  const script = `
+    import { openMemory } from 'engram/node'
+    const dataDir = process.argv[1]
+    const first = await openMemory({ dataDir })
+    await first.recordTurn({ conversationId: 'c', user: 'hello', agent: 'hi' })
+    const { cacheMB } = await first.stats()
+    await first.close()
+    const again = await openMemory({ dataDir })
+    const events = (await again.events.list({ conversationId: 'c' })).length
+    await again.close()
+    console.log(JSON.stringify({ cacheMB, events }))
+  `
+  const out = JSON.parse(execFileSync('node', ['--input-type=module', '-e', script, join(root, 'node-memory')], { cwd: root, encoding: 'utf8' }).trim().split('\n').at(-1))
+  check(out.cacheMB === 64 && out.events === 2, `a new memory in Node starts from the bundled template and keeps its writes (${JSON.stringify(out)})`)
+}
+
 async function loadModel(root) {
   const { chromium } = await import('@playwright/test')
   const { preview } = await import('vite')

@@ -5,6 +5,7 @@ import { checkOptionNames, type ListsEveryKey } from '../core/kernel/input-walk.
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
 import { realPath } from './realpath.ts'
+import { bundledTemplate, holdsNoDatabase } from './template.ts'
 import { MEMORY_SETTING_NAMES, type MemorySettings } from '../core/settings.ts'
 
 /** Settings `openMemory` has always taken as an explicit `undefined` too, the same as leaving them out. */
@@ -17,7 +18,10 @@ export interface OpenMemoryOptions
     OrUndefined<Pick<MemorySettings, TakesUndefined>> {
   /** A folder for the database files; omitted → in memory, gone on close. */
   dataDir?: string
-  /** Start from a `dumpDataDir()` tarball (used by tests to skip initdb). */
+  /**
+   * A `dumpDataDir()` tarball a new memory starts from, in place of the bundled template (an
+   * empty, migrated database). Tests pass their own; a folder that holds a database refuses it.
+   */
   loadDataDir?: Blob
   /**
    * Resolve symlinks in document paths (and the local root) before they become keys, so a
@@ -55,9 +59,12 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
   const release = () => lock?.release()
   let pg: PGlite
   try {
+    // A new memory starts from the bundled template, as in the browser, instead of initdb.
+    const fresh = options.dataDir === undefined || holdsNoDatabase(options.dataDir)
+    const loadDataDir = options.loadDataDir ?? (fresh ? await bundledTemplate() : undefined)
     pg = await openPGlite({
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
-      ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+      ...(loadDataDir === undefined ? {} : { loadDataDir }),
       ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
     })
   } catch (error) {

@@ -13,7 +13,7 @@ import { MemoryError } from '../kernel/errors.ts'
  * when it starts, so a larger one costs every open: about 0.24 s more at 128 MiB than at 64 in
  * Node (bench/HISTORY.md, "The page cache"), while a 10,000-event memory searches as fast
  * with 64. New memories get it from their template (`buildTemplate`); one made before, or by
- * initdb in Node, opens with Postgres' 128 until its first statistics refresh (`growCache`).
+ * initdb (no template), opens with Postgres' 128 until its first statistics refresh (`growCache`).
  */
 export const DEFAULT_CACHE_MB = 64
 /**

@@ -1,0 +1,25 @@
+import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+
+/**
+ * The template new memories start from: an empty, migrated database, written by `npm run build`
+ * (scripts/build-template.mjs) and shipped in the package. New browser memories start from the
+ * same file. Starting from it skips initdb and the migrations, which take seconds.
+ */
+const TEMPLATE = new URL('../../assets/pgdata-template.tar.gz', import.meta.url)
+
+/** The bundled template, or undefined where there is none (running from sources before a build). */
+export async function bundledTemplate(): Promise<Blob | undefined> {
+  try {
+    return new Blob([new Uint8Array(await readFile(TEMPLATE))])
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') return undefined
+    throw error
+  }
+}
+
+/** Whether a data folder holds no database yet (Postgres writes PG_VERSION first). */
+export function holdsNoDatabase(dataDir: string): boolean {
+  return !existsSync(join(dataDir, 'PG_VERSION'))
+}
