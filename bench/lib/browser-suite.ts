@@ -215,12 +215,20 @@ async function takeover(context: BrowserContext, origin: string, name: string): 
         }
       }
     })
+  return timeTakeover(owner, follower, write, 'benchMemory')
+}
+
+/**
+ * The follower writes once, the owner tab closes, and the follower writes again: the time from
+ * the close to that write acknowledged. Then the follower closes what it opened (`handle`).
+ */
+async function timeTakeover(owner: Page, follower: Page, write: (page: Page) => Promise<unknown>, handle: string): Promise<number> {
   await write(follower)
   const started = performance.now()
   await owner.close()
   await write(follower)
   const ms = performance.now() - started
-  await follower.evaluate(() => (window as unknown as { benchMemory: { close(): Promise<void> } }).benchMemory.close())
+  await follower.evaluate((handle) => (window as unknown as Record<string, { close(): Promise<void> }>)[handle]?.close(), handle)
   await follower.close()
   return ms
 }
@@ -255,14 +263,7 @@ async function pgliteWorkerTakeover(context: BrowserContext, origin: string, nam
         }
       }
     })
-  await write(follower)
-  const started = performance.now()
-  await owner.close()
-  await write(follower)
-  const ms = performance.now() - started
-  await follower.evaluate(() => (window as unknown as { benchPeer: { close(): Promise<void> } }).benchPeer.close())
-  await follower.close()
-  return ms
+  return timeTakeover(owner, follower, write, 'benchPeer')
 }
 
 /** What one first-minute run measured, each in ms on the page. */
