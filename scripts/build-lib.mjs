@@ -10,23 +10,23 @@ import { build } from 'rolldown'
 await rm('dist/lib', { recursive: true, force: true })
 execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' })
 
-const client = 'dist/lib/src/browser/client/create-memory.js'
-const source = await readFile(client, 'utf8')
-// The compiled client sits two folders deeper (dist/lib/src/browser/client) than its source.
-const rewritten = source
-  .replace("'../../../workers/memory.worker.ts'", "'../../../workers/memory.worker.js'")
-  .replace("'../../../assets/pgdata-template.tar.gz'", "'../../../../../assets/pgdata-template.tar.gz'")
-if (!rewritten.includes('memory.worker.js') || !rewritten.includes('../../../../../assets/')) {
-  throw new Error(`build-lib: worker or template URL not found in ${client}`)
+/** Points the relative URLs of a compiled module at the compiled layout; each must be found. */
+async function rewriteUrls(file, replacements) {
+  let text = await readFile(file, 'utf8')
+  for (const [from, to] of replacements) {
+    if (!text.includes(from)) throw new Error(`build-lib: ${from} not found in ${file}`)
+    text = text.replace(from, to)
+  }
+  await writeFile(file, text)
 }
-await writeFile(client, rewritten)
 
-// The same template for Node's new memories; the compiled module sits two folders deeper too.
-const nodeTemplate = 'dist/lib/src/node/template.js'
-const nodeSource = await readFile(nodeTemplate, 'utf8')
-const nodeRewritten = nodeSource.replace("'../../assets/pgdata-template.tar.gz'", "'../../../../assets/pgdata-template.tar.gz'")
-if (nodeRewritten === nodeSource) throw new Error(`build-lib: template URL not found in ${nodeTemplate}`)
-await writeFile(nodeTemplate, nodeRewritten)
+// The compiled client sits two folders deeper (dist/lib/src/browser/client) than its source.
+await rewriteUrls('dist/lib/src/browser/client/create-memory.js', [
+  ["'../../../workers/memory.worker.ts'", "'../../../workers/memory.worker.js'"],
+  ["'../../../assets/pgdata-template.tar.gz'", "'../../../../../assets/pgdata-template.tar.gz'"],
+])
+// The same template for Node's new memories; that module sits two folders deeper too.
+await rewriteUrls('dist/lib/src/node/template.js', [["'../../assets/pgdata-template.tar.gz'", "'../../../../assets/pgdata-template.tar.gz'"]])
 
 // The embedding worker is published as one file holding Transformers.js (its web build) and
 // onnxruntime-web's JavaScript, so a browser app needs neither package installed, and neither

@@ -485,38 +485,24 @@ export async function runBrowserSuite(options: SuiteOptions & { coldRuns: number
       }
     }
 
-    if (options.wants('takeover_ms')) {
-      options.log('Chromium: the owner tab closes, a following tab takes over')
+    // Each takeover in a fresh context (empty storage), at least five times.
+    const takeovers = [
+      ['takeover_ms', takeover, 'Chromium: the owner tab closes, a following tab takes over', 'two tabs on one existing memory (OPFS, no model); the owner tab closes, then the follower writes: from the close to that write acknowledged'],
+      ['takeover_pglite_worker_ms', pgliteWorkerTakeover, "Chromium: the same takeover with PGlite's own tab election (PGliteWorker)", 'as takeover_ms, with PGliteWorker electing the tab and forwarding queries; the write is one INSERT'],
+    ] as const
+    for (const [metric, run, log, what] of takeovers) {
+      if (!options.wants(metric)) continue
+      options.log(log)
       const runs: number[] = []
-      for (let run = 0; run < Math.max(options.coldRuns, 5); run++) {
+      for (let n = 0; n < Math.max(options.coldRuns, 5); n++) {
         const context = await browser.newContext()
         try {
-          runs.push(await takeover(context, origin, `bench-takeover-${run}`))
+          runs.push(await run(context, origin, `bench-${metric}-${n}`))
         } finally {
           await context.close()
         }
       }
-      out.metrics.takeover_ms = latency(
-        runs,
-        `two tabs on one existing memory (OPFS, no model); the owner tab closes, then the follower writes: from the close to that write acknowledged; runs: ${runs.map((v) => Math.round(v)).join(', ')} ms`,
-      )
-    }
-
-    if (options.wants('takeover_pglite_worker_ms')) {
-      options.log("Chromium: the same takeover with PGlite's own tab election (PGliteWorker)")
-      const runs: number[] = []
-      for (let run = 0; run < Math.max(options.coldRuns, 5); run++) {
-        const context = await browser.newContext()
-        try {
-          runs.push(await pgliteWorkerTakeover(context, origin, `bench-peer-takeover-${run}`))
-        } finally {
-          await context.close()
-        }
-      }
-      out.metrics.takeover_pglite_worker_ms = latency(
-        runs,
-        `as takeover_ms, with PGliteWorker electing the tab and forwarding queries; the write is one INSERT; runs: ${runs.map((v) => Math.round(v)).join(', ')} ms`,
-      )
+      out.metrics[metric] = latency(runs, `${what}; runs: ${runs.map((v) => Math.round(v)).join(', ')} ms`)
     }
 
     // The same turns on each storage, each in a fresh context (empty storage).

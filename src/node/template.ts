@@ -19,7 +19,7 @@ export async function bundledTemplate(): Promise<Blob | undefined> {
   }
 }
 
-/** Whether a data folder holds no database yet (Postgres writes PG_VERSION first). */
+/** Whether a data folder holds no database yet: the file PGlite checks before it loads a tarball. */
 export function holdsNoDatabase(dataDir: string): boolean {
   return !existsSync(join(dataDir, 'PG_VERSION'))
 }

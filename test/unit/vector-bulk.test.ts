@@ -94,6 +94,9 @@ function deployNotes(n: number, from = 0): string[] {
   return Array.from({ length: n }, (_, i) => `deploy notes ${from + i} about the release pipeline of service s${(from + i) % 37} in zone z${(from + i) % 11}`)
 }
 
+/** One deploy note, searched for by its own text. */
+const OWN_NOTE = deployNotes(1, 117)[0] as string
+
 /** Memories of `user` with these texts in one statement (the write path is not under test), each with its hash-embedded vector. */
 async function seedMemories(db: Queryable, user: string, texts: string[]) {
   const vectors = await createHashEmbedder().embed(texts)
@@ -250,8 +253,8 @@ describe('bulk vector index builds', () => {
     expect(await indexScans(t.db, MEMORY_INDEX)).toBeGreaterThan(scans)
 
     // recall, which counts uses in the same statement, walks it too and finds its own text first.
-    const [own] = await t.engine.recall(deployNotes(1, 117)[0]!, { userId: 'ann', limit: 3 })
-    expect(own?.content).toBe(deployNotes(1, 117)[0]!)
+    const [own] = await t.engine.recall(OWN_NOTE, { userId: 'ann', limit: 3 })
+    expect(own?.content).toBe(OWN_NOTE)
     expect(own?.scores.vector).toBeCloseTo(1, 5)
     expect(own?.useCount).toBe(1)
   })
@@ -306,7 +309,7 @@ describe('bulk vector index builds', () => {
     expect(await indexOid(t.db)).not.toBeNull()
     await t.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
     const scans = await indexScans(t.db, MEMORY_INDEX)
-    const [own] = await t.engine.memories.search(deployNotes(1, 117)[0]!, { userId: 'ann' })
+    const [own] = await t.engine.memories.search(OWN_NOTE, { userId: 'ann' })
     expect(own?.scores.vector).toBeCloseTo(1, 5)
     expect(await indexScans(t.db, MEMORY_INDEX)).toBeGreaterThan(scans)
   })
@@ -328,7 +331,7 @@ describe('bulk vector index builds', () => {
     const { rows } = await target.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM memories WHERE vector IS NOT NULL`)
     expect(rows[0]?.n).toBe(BULK_VECTOR_ROWS + 20)
     await target.db.exec('ANALYZE memories; SET enable_seqscan = off; SET enable_sort = off')
-    const [own] = await target.engine.memories.search(deployNotes(1, 117)[0]!, { userId: 'ann' })
+    const [own] = await target.engine.memories.search(OWN_NOTE, { userId: 'ann' })
     expect(own?.scores.vector).toBeCloseTo(1, 5)
 
     const again = await target.engine.importFile(file)

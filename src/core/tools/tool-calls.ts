@@ -77,6 +77,21 @@ function who(identity: ToolIdentity) {
   }
 }
 
+/** The caller's agent, where it named one. */
+function agentOf(identity: ToolIdentity): { agentId?: string } {
+  return identity.agentId === undefined ? {} : { agentId: identity.agentId }
+}
+
+/** The caller's project, where it named one. */
+function projectOf(identity: ToolIdentity): { projectId?: string } {
+  return identity.projectId === undefined ? {} : { projectId: identity.projectId }
+}
+
+/** The caller's agent and run, as an event's scope takes them. */
+function runOf(identity: ToolIdentity): { agentId?: string; runId?: string } {
+  return { ...agentOf(identity), ...(identity.runId === undefined ? {} : { runId: identity.runId }) }
+}
+
 /**
  * Runs a tool call from a model: validates the arguments (INVALID_INPUT) and calls the
  * engine on behalf of `identity`. Returns plain JSON to hand back to the model.
@@ -115,7 +130,6 @@ const TOOL_CALLS: Record<ToolName, (host: ToolHost, args: unknown, identity: Too
 
 /** save_memory: `remember` for the caller. */
 async function saveMemoryTool(host: ToolHost, args: unknown, identity: ToolIdentity): Promise<unknown> {
-  const project = identity.projectId === undefined ? {} : { projectId: identity.projectId }
   const a = parseInput(TOOL_SCHEMAS.save_memory.schema, args, 'save_memory arguments')
   return host.remember({
     content: a.content,
@@ -127,14 +141,13 @@ async function saveMemoryTool(host: ToolHost, args: unknown, identity: ToolIdent
     ...(a.key ? { key: a.key } : {}),
     ...(a.expires_at ? { expiresAt: a.expires_at } : {}),
     ...who(identity),
-    ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
-    ...project,
+    ...agentOf(identity),
+    ...projectOf(identity),
   })
 }
 
 /** recall_memories: `recall` within the caller's own memories and project. */
 async function recallMemoriesTool(host: ToolHost, args: unknown, identity: ToolIdentity): Promise<unknown> {
-  const project = identity.projectId === undefined ? {} : { projectId: identity.projectId }
   const a = parseInput(TOOL_SCHEMAS.recall_memories.schema, args, 'recall_memories arguments')
   const hits = await host.recall(a.query, {
     ...(a.category ? { category: a.category } : {}),
@@ -142,7 +155,7 @@ async function recallMemoriesTool(host: ToolHost, args: unknown, identity: ToolI
     ...(a.limit ? { limit: a.limit } : {}),
     ...(a.relevant_to ? { relevantTo: a.relevant_to } : {}),
     ...who(identity),
-    ...project,
+    ...projectOf(identity),
   })
   return { memories: hits.map((h) => ({ ...brief(h), score: h.scores.fused })) }
 }
@@ -215,8 +228,7 @@ async function recordEventTool(host: ToolHost, args: unknown, identity: ToolIden
     scope: {
       conversationId: a.conversation_id,
       ...who(identity),
-      ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
-      ...(identity.runId === undefined ? {} : { runId: identity.runId }),
+      ...runOf(identity),
     },
     actor: { type: a.actor_type ?? 'agent', id: a.actor_id ?? identity.agentId ?? 'agent' },
     content: eventContent(a),
@@ -237,8 +249,7 @@ async function recordTurnTool(host: ToolHost, args: unknown, identity: ToolIdent
     conversationId: a.conversation_id,
     scope: {
       ...who(identity),
-      ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
-      ...(identity.runId === undefined ? {} : { runId: identity.runId }),
+      ...runOf(identity),
     },
     user: a.user,
     agent: identity.agentId === undefined ? a.agent : { text: a.agent, actorId: identity.agentId },
@@ -358,8 +369,8 @@ async function buildContextTool(host: ToolHost, args: unknown, identity: ToolIde
     ...(a.max_tokens ? { maxTokens: a.max_tokens } : {}),
     ...(a.channel ? { channel: a.channel } : {}),
     ...who(identity),
-    ...(identity.agentId === undefined ? {} : { agentId: identity.agentId }),
-    ...(identity.projectId === undefined ? {} : { projectId: identity.projectId }),
+    ...agentOf(identity),
+    ...projectOf(identity),
   })
 }
 
