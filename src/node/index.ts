@@ -5,7 +5,7 @@ import { checkOptionNames, type ListsEveryKey } from '../core/kernel/input-walk.
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
 import { realPath } from './realpath.ts'
-import { bundledTemplate, holdsNoDatabase } from './template.ts'
+import { bundledTemplate, holdsNoDatabase, pgliteFsBundle } from './template.ts'
 import { MEMORY_SETTING_NAMES, type MemorySettings } from '../core/settings.ts'
 
 /** Settings `openMemory` has always taken as an explicit `undefined` too, the same as leaving them out. */
@@ -62,9 +62,11 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     // A new memory starts from the bundled template, as in the browser, instead of initdb.
     const fresh = options.dataDir === undefined || holdsNoDatabase(options.dataDir)
     const loadDataDir = options.loadDataDir ?? (fresh ? await bundledTemplate() : undefined)
+    const fsBundle = await pgliteFsBundle()
     pg = await openPGlite({
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
       ...(loadDataDir === undefined ? {} : { loadDataDir }),
+      ...(fsBundle ? { fsBundle } : {}),
       ...(options.cacheMB === undefined ? {} : { cacheMB: options.cacheMB }),
     })
   } catch (error) {

@@ -5,6 +5,7 @@ import { MemoryError } from '../core/kernel/errors.ts'
 import { checkCacheMB } from '../core/db/page-cache.ts'
 import { preparingQueries } from '../core/db/prepared.ts'
 import { Activity } from './activity.ts'
+import { TemplateMemoryFS } from './template-files.ts'
 
 export interface OpenPGliteOptions {
   /** `memory://`, a file path (Node), `idb://name` or `memfs2opfs://name` (browser). */
@@ -13,6 +14,8 @@ export interface OpenPGliteOptions {
   fs?: PGliteOptions['fs']
   /** A `dumpDataDir()` tarball to start from instead of running initdb. */
   loadDataDir?: Blob
+  /** PGlite's own files (`pglite.data`), read once by the caller instead of at every open. */
+  fsBundle?: Blob
   /** Postgres shared buffers in MiB (`MIN_CACHE_MB` to `MAX_CACHE_MB`), for this open; see `cacheSetting`. */
   cacheMB?: number
 }
@@ -78,10 +81,13 @@ const TIMESTAMPTZ = 1184
 /** PGlite with the extensions Engram needs, in Node or in a worker. */
 export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
   const cache = options.cacheMB === undefined ? [] : [cacheSetting(options.cacheMB)]
+  const inMemory = options.fs === undefined && (options.dataDir === undefined || options.dataDir.startsWith('memory://'))
+  const fromTemplate = inMemory && options.loadDataDir !== undefined
   return PGlite.create({
-    ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+    ...(options.dataDir === undefined || fromTemplate ? {} : { dataDir: options.dataDir }),
     ...(options.fs === undefined ? {} : { fs: options.fs }),
-    ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+    ...(fromTemplate ? { fs: new TemplateMemoryFS(options.loadDataDir!) } : options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+    ...(options.fsBundle === undefined ? {} : { fsBundle: options.fsBundle }),
     extensions: { vector },
     parsers: { [TIMESTAMPTZ]: parseTimestamptz },
     initDbStartParams: [...INITDB_PARAMS],

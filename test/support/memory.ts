@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { inject } from 'vitest'
 import { type OpenMemoryOptions, openMemory } from '../../src/node/index.ts'
+import { pgliteFsBundle } from '../../src/node/template.ts'
 import { openPGlite } from '../../src/runtime/pglite.ts'
 
 let template: Blob | undefined
@@ -25,5 +26,6 @@ export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataD
 
 /** A fresh, migrated PGlite for tests that drive SQL directly. */
 export async function openTestDb() {
-  return openPGlite({ loadDataDir: await templateBlob(), cacheMB: TEST_CACHE_MB })
+  const fsBundle = await pgliteFsBundle()
+  return openPGlite({ loadDataDir: await templateBlob(), ...(fsBundle ? { fsBundle } : {}), cacheMB: TEST_CACHE_MB })
 }

@@ -17,6 +17,26 @@ describe('foundation', () => {
     expect(ping.vector).toMatch(/^0\.\d+\.\d+$/)
   })
 
+  it('in-memory databases opened from one template start equal, and each keeps its writes to itself', async () => {
+    const template = await templateBlob()
+    const first = await openPGlite({ loadDataDir: template, cacheMB: 4 })
+    const second = await openPGlite({ loadDataDir: template, cacheMB: 4 })
+    try {
+      await first.exec("CREATE TABLE only_first (n int); INSERT INTO only_first VALUES (1); UPDATE schema_migrations SET name = name")
+      await first.exec('CHECKPOINT')
+      const seen = await second.query(`SELECT to_regclass('only_first') AS t`)
+      expect(seen.rows).toEqual([{ t: null }])
+      // A third, opened after the first wrote and checkpointed, still starts from the template.
+      const third = await openPGlite({ loadDataDir: template, cacheMB: 4 })
+      expect((await third.query(`SELECT to_regclass('only_first') AS t`)).rows).toEqual([{ t: null }])
+      expect((await third.query<{ version: number }>('SELECT max(version) AS version FROM schema_migrations')).rows[0]?.version).toBe(SCHEMA_VERSION)
+      await third.close()
+    } finally {
+      await first.close()
+      await second.close()
+    }
+  })
+
   it('migrate is idempotent', async () => {
     const db = await openTestDb()
     expect(await migrate(db)).toBe(SCHEMA_VERSION)

@@ -1,7 +1,7 @@
 /// <reference lib="webworker" />
 import type { ChangeSet, FileWrite } from '@electric-sql/pglite/memfs-frontend'
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
-import { parseTar } from 'nanotar'
+import { templateEntries } from '../../runtime/template-files.ts'
 import { MemoryError } from '../../core/kernel/errors.ts'
 import { deleteStorage, incompleteMarker, type StorageKind, storageKey } from './storage.ts'
 
@@ -90,19 +90,14 @@ export function splitLog(changes: ChangeSet): { log: ChangeSet; rest: ChangeSet 
 
 /** The files of a template (`dumpDataDir`, plain or gzipped) as one flush that writes them whole. */
 export async function templateChanges(template: Blob): Promise<ChangeSet> {
-  let bytes = new Uint8Array(await template.arrayBuffer())
-  if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
-    bytes = new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).arrayBuffer())
-  }
   const changes: ChangeSet = { ops: [], files: { wal: [], data: [], control: [] } }
-  for (const item of parseTar(bytes)) {
-    const path = `/${item.name.replace(/^\/+/, '').replace(/\/+$/, '')}`
-    if (item.type === 'directory') {
+  for (const entry of await templateEntries(template)) {
+    const path = entry.path
+    if (entry.kind === 'dir') {
       changes.ops.push({ op: 'mkdir', path })
       continue
     }
-    if (item.type !== 'file') continue
-    const data = item.data ?? new Uint8Array(0)
+    const data = entry.data
     const write: FileWrite = { path, size: data.length, full: true, truncate: true, chunks: data.length === 0 ? [] : [{ at: 0, data }] }
     if (inLog(path)) changes.files.wal.push(write)
     else if (path === '/global/pg_control') changes.files.control.push(write)
