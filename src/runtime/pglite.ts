@@ -95,6 +95,17 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
   })
 }
 
+/**
+ * Fetches and compiles PGlite's WebAssembly and reads its files, then lets go of the instance
+ * without starting a database. PGlite keeps the compiled module and the fetched files per
+ * worker, so the next open in this worker skips that work. A following tab does this while it
+ * waits, and takes over sooner when the owner closes (docs/BENCHMARKS.md, "A tab taking over").
+ */
+export async function prewarmPGlite(): Promise<void> {
+  const pg = await PGlite.create({ noInitDb: true })
+  await pg.close()
+}
+
 /** A `Db` that also says how busy it is. */
 export interface DurableDb extends Db {
   /** Calls queued or running, and when the last one ended. */

@@ -2,8 +2,9 @@ import { PGlite } from '@electric-sql/pglite'
 import { describe, expect, it } from 'vitest'
 import { migrate, SCHEMA_VERSION } from '../../src/core/db/schema/migrations.ts'
 import { createEngine } from '../../src/core/engine.ts'
-import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
+import { durableDb, openPGlite, prewarmPGlite } from '../../src/runtime/pglite.ts'
 import { openMemory } from '../../src/node/index.ts'
+import { pgliteFsBundle } from '../../src/node/template.ts'
 import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/db/page-cache.ts'
 import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
 import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
@@ -35,6 +36,15 @@ describe('foundation', () => {
       await first.close()
       await second.close()
     }
+  })
+
+  it("prewarmPGlite readies PGlite's files without opening a database, and an open after it works", async () => {
+    await prewarmPGlite()
+    // Node reads PGlite's own files once per process, from beside its module.
+    expect(await pgliteFsBundle()).toBeInstanceOf(Blob)
+    const pg = await openTestDb()
+    expect((await pg.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
+    await pg.close()
   })
 
   it('migrate is idempotent', async () => {

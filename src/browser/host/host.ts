@@ -12,7 +12,7 @@ import type { TelemetryEvent } from '../../core/kernel/telemetry.ts'
 import type { ModelLoadProgress, TransformersEmbedder } from '../../embed/transformers-embedder.ts'
 import { registerMemory } from '../storage/registry.ts'
 import { Activity } from '../../runtime/activity.ts'
-import { cacheSetting, type DurableDb, durableDb, openPGlite } from '../../runtime/pglite.ts'
+import { cacheSetting, type DurableDb, durableDb, openPGlite, prewarmPGlite } from '../../runtime/pglite.ts'
 import { checkThreads } from '../../embed/environment.ts'
 import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
 import { importEmbedder } from './embed-module.ts'
@@ -399,6 +399,8 @@ export class MemoryHost {
       await this.close()
       throw error
     }
+    // Ready for a takeover: PGlite's WebAssembly compiled and its files fetched here.
+    prewarmPGlite().catch((error: unknown) => console.warn('engram: could not prepare PGlite for a takeover', error))
     return info(false, false)
   }
 
