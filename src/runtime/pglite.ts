@@ -82,11 +82,17 @@ const TIMESTAMPTZ = 1184
 export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
   const cache = options.cacheMB === undefined ? [] : [cacheSetting(options.cacheMB)]
   const inMemory = options.fs === undefined && (options.dataDir === undefined || options.dataDir.startsWith('memory://'))
-  const fromTemplate = inMemory && options.loadDataDir !== undefined
+  // In memory, a template is copied in already parsed rather than unpacked by `loadDataDir`.
+  const source =
+    inMemory && options.loadDataDir !== undefined
+      ? { fs: new TemplateMemoryFS(options.loadDataDir) }
+      : {
+          ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+          ...(options.fs === undefined ? {} : { fs: options.fs }),
+          ...(options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+        }
   return PGlite.create({
-    ...(options.dataDir === undefined || fromTemplate ? {} : { dataDir: options.dataDir }),
-    ...(options.fs === undefined ? {} : { fs: options.fs }),
-    ...(fromTemplate ? { fs: new TemplateMemoryFS(options.loadDataDir!) } : options.loadDataDir === undefined ? {} : { loadDataDir: options.loadDataDir }),
+    ...source,
     ...(options.fsBundle === undefined ? {} : { fsBundle: options.fsBundle }),
     extensions: { vector },
     parsers: { [TIMESTAMPTZ]: parseTimestamptz },
@@ -99,7 +105,8 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
  * Fetches and compiles PGlite's WebAssembly and reads its files, then lets go of the instance
  * without starting a database. PGlite keeps the compiled module and the fetched files per
  * worker, so the next open in this worker skips that work. A following tab does this while it
- * waits, and takes over sooner when the owner closes (docs/BENCHMARKS.md, "A tab taking over").
+ * waits, and takes over sooner when the owner closes (docs/BENCHMARKS.md, "A following tab
+ * readies PGlite while it waits"). The instance's 128 MiB heap is let go at once.
  */
 export async function prewarmPGlite(): Promise<void> {
   const pg = await PGlite.create({ noInitDb: true })
