@@ -141,7 +141,6 @@ export function withMemory(model: Exclude<LanguageModel, string>, memory: Contex
   }
 }
 
-/** The built app in Chromium: the model gets ready both in its own worker and in the memory worker. */
 /**
  * A new memory in Node, from the installed package: it starts from the bundled template (whose
  * page cache is 64 MiB; initdb's is 128), and what it wrote is there when it opens again.
@@ -163,6 +162,7 @@ function checkNodeMemory(root) {
   check(out.cacheMB === 64 && out.events === 2, `a new memory in Node starts from the bundled template and keeps its writes (${JSON.stringify(out)})`)
 }
 
+/** The built app in Chromium: the model gets ready both in its own worker and in the memory worker. */
 async function loadModel(root) {
   const { chromium } = await import('@playwright/test')
   const { preview } = await import('vite')
