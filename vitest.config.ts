@@ -10,7 +10,9 @@ export default defineConfig({
     pool: 'forks',
     // Each worker imports the engine once and runs its files one after another, instead of
     // importing it again for every file (about 1.7 s each). No test mocks modules or globals,
-    // so files cannot see each other's changes; every test opens its own database.
+    // so files cannot see each other's changes. Every test gets a database of its own at the
+    // template's state: a new one, or one a finished test handed back, wiped and checked
+    // (test/support/database-pool.ts).
     isolate: false,
     // One test file per core, at least two. The default, one fewer than the cores, runs the
     // files one at a time on a two-core machine and leaves a core idle (README, "Development").

@@ -1,43 +1,13 @@
 import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import { createEngine, type Engine } from '../core/engine.ts'
-import { checkOptionNames, type ListsEveryKey } from '../core/kernel/input-walk.ts'
+import { checkOptionNames } from '../core/kernel/input-walk.ts'
 import { durableDb, openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
-import { realPath } from './realpath.ts'
 import { bundledTemplate, holdsNoDatabase, pgliteFsBundle } from './template.ts'
-import { MEMORY_SETTING_NAMES, type MemorySettings } from '../core/settings.ts'
+import { engineOptions, OPEN_MEMORY_OPTIONS, type OpenMemoryOptions } from './options.ts'
 
-/** Settings `openMemory` has always taken as an explicit `undefined` too, the same as leaving them out. */
-type TakesUndefined = 'statistics' | 'indexingPause' | 'vault'
-type OrUndefined<T> = { [K in keyof T]: T[K] | undefined }
-
-/** What `openMemory` takes: the memory's settings, and where its files live in this process. */
-export interface OpenMemoryOptions
-  extends Omit<MemorySettings, TakesUndefined>,
-    OrUndefined<Pick<MemorySettings, TakesUndefined>> {
-  /** A folder for the database files; omitted → in memory, gone on close. */
-  dataDir?: string
-  /**
-   * A `dumpDataDir()` tarball a new memory starts from, in place of the bundled template (an
-   * empty, migrated database). Tests pass their own; a folder that holds a database refuses it.
-   */
-  loadDataDir?: Blob
-  /**
-   * Resolve symlinks in document paths (and the local root) before they become keys, so a
-   * file reached by two paths is one document. Default true; false keeps paths as given.
-   */
-  resolveSymlinks?: boolean
-}
-
-/** Every option `openMemory` takes: any other is refused, so a misspelt one never goes unnoticed. */
-const OPEN_MEMORY_OPTIONS = [
-  'dataDir',
-  'loadDataDir',
-  ...MEMORY_SETTING_NAMES,
-  'resolveSymlinks',
-] as const satisfies readonly (keyof OpenMemoryOptions)[]
-const _everyOpenOption: ListsEveryKey<OpenMemoryOptions, typeof OPEN_MEMORY_OPTIONS> = true
+export type { OpenMemoryOptions }
 
 export type NodeMemory = Engine & {
   close(): Promise<void>
@@ -73,25 +43,13 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     release()
     throw error
   }
-  const workspace =
-    options.workspace?.mode === 'local' ? { mode: 'local' as const, root: resolve(options.workspace.root) } : undefined
   const db = durableDb(pg)
   let engine: Engine
   try {
     engine = await createEngine({
       // An open whose lock another process took fails every call from then on (src/node/lock.ts).
       db: lock ? whileHeld(db, lock) : db,
-      ...(options.now ? { now: options.now } : {}),
-      ...(options.embedder ? { embedder: options.embedder } : {}),
-      ...(options.indexing ? { indexing: options.indexing } : {}),
-      ...(options.statistics ? { statistics: options.statistics } : {}),
-      ...(options.indexingPause === undefined ? {} : { indexingPause: options.indexingPause }),
-      ...(options.dedupThreshold === undefined ? {} : { dedupThreshold: options.dedupThreshold }),
-      ...(options.scoring === undefined ? {} : { scoring: options.scoring }),
-      ...(options.tokenCounter === undefined ? {} : { tokenCounter: options.tokenCounter }),
-      ...(options.vault === undefined ? {} : { vault: options.vault }),
-      ...(workspace ? { workspace } : {}),
-      ...(options.resolveSymlinks === false ? {} : { resolvePath: realPath }),
+      ...engineOptions(options),
     })
   } catch (error) {
     await pg.close()

@@ -1,8 +1,13 @@
 import { readFile } from 'node:fs/promises'
+import type { PGlite } from '@electric-sql/pglite'
 import { inject } from 'vitest'
-import { type OpenMemoryOptions, openMemory } from '../../src/node/index.ts'
+import { createEngine } from '../../src/core/engine.ts'
+import { checkOptionNames } from '../../src/core/kernel/input-walk.ts'
+import { type NodeMemory, type OpenMemoryOptions, openMemory } from '../../src/node/index.ts'
+import { engineOptions, OPEN_MEMORY_OPTIONS } from '../../src/node/options.ts'
 import { pgliteFsBundle } from '../../src/node/template.ts'
-import { openPGlite } from '../../src/runtime/pglite.ts'
+import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
+import { giveBackDatabase, takeDatabase } from './database-pool.ts'
 
 let template: Blob | undefined
 
@@ -19,13 +24,35 @@ export async function templateBlob(): Promise<Blob> {
   return template
 }
 
-/** A fresh, migrated, in-memory memory built from the shared template. */
-export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataDir' | 'dataDir'> = {}) {
-  return openMemory({ cacheMB: TEST_CACHE_MB, ...options, loadDataDir: await templateBlob() })
+/** A fresh, migrated PGlite for tests that drive SQL directly. */
+export async function openTestDb(cacheMB = TEST_CACHE_MB): Promise<PGlite> {
+  const fsBundle = await pgliteFsBundle()
+  return openPGlite({ loadDataDir: await templateBlob(), ...(fsBundle ? { fsBundle } : {}), cacheMB })
 }
 
-/** A fresh, migrated PGlite for tests that drive SQL directly. */
-export async function openTestDb() {
-  const fsBundle = await pgliteFsBundle()
-  return openPGlite({ loadDataDir: await templateBlob(), ...(fsBundle ? { fsBundle } : {}), cacheMB: TEST_CACHE_MB })
+/**
+ * A fresh, migrated, in-memory memory, as `openMemory` opens one. Its database is one a closed
+ * test memory handed back, wiped to the template's state (test/support/database-pool.ts), or a
+ * new one.
+ */
+export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataDir' | 'dataDir'> = {}): Promise<NodeMemory> {
+  if (options.cacheMB !== undefined) return openMemory({ ...options, loadDataDir: await templateBlob() })
+  checkOptionNames(options, OPEN_MEMORY_OPTIONS, 'openMemory')
+  const pg = await takeDatabase(() => openTestDb())
+  const db = durableDb(pg)
+  let engine
+  try {
+    engine = await createEngine({ db, ...engineOptions(options) })
+  } catch (error) {
+    await giveBackDatabase(pg)
+    throw error
+  }
+  let closing: Promise<void> | undefined
+  const close = () =>
+    (closing ??= (async () => {
+      await engine.stopIndexing()
+      await db.close()
+      await giveBackDatabase(pg)
+    })())
+  return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
 }

@@ -100,6 +100,14 @@ function statementsOf(db: ProtocolDb): Statements {
   return statements
 }
 
+/**
+ * Forgets the statements prepared on `db`, once `DISCARD ALL` has closed them in the backend:
+ * a connection handed to a new engine then prepares its statements afresh.
+ */
+export function forgetPreparedStatements(db: Db): void {
+  if (isProtocolDb(db)) prepared.delete(db)
+}
+
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
   let at = 0
