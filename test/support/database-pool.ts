@@ -3,8 +3,8 @@ import { forgetPreparedStatements } from '../../src/core/db/prepared.ts'
 
 /**
  * Test databases that a closed test memory hands back, wiped to the template's state, for the
- * next test to open. Opening a PGlite costs about 250 ms of CPU here and a wipe about 40, and
- * the suite opens several hundred. A wipe is checked: a database whose schema, settings,
+ * next test to open. A wipe takes a fraction of an open's time (docs/BENCHMARKS.md, "The unit
+ * suite's time"), and the suite opens several hundred. A wipe is checked: a database whose schema, settings,
  * statistics or rows differ from the template's afterwards is closed instead of reused.
  */
 
