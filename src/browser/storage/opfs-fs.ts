@@ -64,10 +64,16 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
   #segments = new WalSegmentFiles(async () => (await this.#folder()).getDirectoryHandle('pg_wal', { create: true }))
   #folderHandle: Promise<FileSystemDirectoryHandle> | undefined
 
+  /** The folder's entries, read from construction on (`startEarly`), for `load`. */
+  #early: (() => AsyncGenerator<StorageEntry>) | undefined
+
   constructor(folder: string, { created = false, template = null }: { created?: boolean; template?: string | null } = {}) {
     super(folder)
     this.#creating = created
     this.#template = template
+    // PGlite reads the folder only once its WebAssembly is running: reading from now on
+    // overlaps that start (the caller holds the memory's lock, so nothing else writes here).
+    if (!created) this.#early = startEarly(this.#read())
   }
 
   override async apply(changes: ChangeSet, options: ApplyOptions): Promise<void> {
@@ -248,7 +254,13 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
     }
   }
 
-  override async *load(): AsyncGenerator<StorageEntry> {
+  override load(): AsyncGenerator<StorageEntry> {
+    const early = this.#early
+    this.#early = undefined
+    return early ? early() : this.#read()
+  }
+
+  async *#read(): AsyncGenerator<StorageEntry> {
     const root = await this.#folder()
 
     const files: { path: string; handle: FileSystemFileHandle }[] = []
@@ -295,6 +307,46 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
       // A segment cut short while it was made (before its length was set) held no records.
       if (entry.kind === 'file' && entry.data.length === 0 && isWalSegment(entry.path)) continue
       yield entry
+    }
+  }
+}
+
+/**
+ * Runs `source` from now on, keeping what it yields until the returned generator is read.
+ * A failure reaches the reader after the entries before it.
+ */
+export function startEarly<T>(source: AsyncIterable<T>): () => AsyncGenerator<T> {
+  const buffered: T[] = []
+  let taken = 0
+  let end: { error?: unknown } | undefined
+  let wake: (() => void) | undefined
+  void (async () => {
+    try {
+      for await (const item of source) {
+        buffered.push(item)
+        wake?.()
+      }
+      end = {}
+    } catch (error) {
+      end = { error }
+    }
+    wake?.()
+  })()
+  return async function* () {
+    for (;;) {
+      if (taken < buffered.length) {
+        const item = buffered[taken]!
+        // Let go of what was read: the file system owns it now.
+        buffered[taken++] = undefined as T
+        yield item
+        continue
+      }
+      if (end) {
+        if ('error' in end) throw end.error
+        return
+      }
+      await new Promise<void>((resolve) => (wake = resolve))
+      wake = undefined
     }
   }
 }
