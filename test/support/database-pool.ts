@@ -5,7 +5,8 @@ import { forgetPreparedStatements } from '../../src/core/db/prepared.ts'
  * Test databases that a closed test memory hands back, wiped to the template's state, for the
  * next test to open. A wipe takes a fraction of an open's time (docs/BENCHMARKS.md, "The unit
  * suite's time"), and the suite opens several hundred. A wipe is checked: a database whose schema, settings,
- * statistics or rows differ from the template's afterwards is closed instead of reused.
+ * statistics or rows differ from the template's afterwards, or whose log has grown past
+ * `WAL_SLACK_BYTES`, is closed instead of reused.
  */
 
 /** What a fresh database from the template holds, read once per process. */
@@ -15,6 +16,20 @@ interface Template {
   seeds: { table: string; columns: string; rows: string }[]
   sequences: { name: string; value: string | null }[]
   fingerprint: string
+  /** Bytes in `pg_wal`. */
+  walBytes: number
+}
+
+/**
+ * How far a wiped database's write-ahead log may outgrow the template's. A checkpoint keeps
+ * used segments for reuse (up to `min_wal_size`), and tests check that the log stays small.
+ */
+const WAL_SLACK_BYTES = 2 * 2 ** 20
+
+/** Bytes in the database's write-ahead log folder. */
+async function walBytes(pg: PGlite): Promise<number> {
+  const { rows } = await pg.query<{ bytes: number }>('SELECT coalesce(sum(size), 0)::float8 AS bytes FROM pg_ls_waldir()')
+  return rows[0]?.bytes ?? 0
 }
 
 /** Databases waiting for a test, and the most kept waiting. */
@@ -23,10 +38,10 @@ const MAX_IDLE = 4
 
 let template: Template | undefined
 
-/** How many databases this process opened, and how many times one was handed on. */
-const counts = { opened: 0, reused: 0 }
+/** How many databases this process opened, handed on, and closed instead of handing on. */
+const counts = { opened: 0, reused: 0, closed: 0 }
 
-/** How many databases this process opened, and how many times one was handed on. */
+/** How many databases this process opened, handed on, and closed instead of handing on. */
 export function poolCounts(): Readonly<typeof counts> {
   return { ...counts }
 }
@@ -92,7 +107,7 @@ async function readTemplate(pg: PGlite): Promise<Template> {
       `SELECT quote_ident(schemaname) || '.' || quote_ident(sequencename) AS name, last_value::text AS value FROM pg_sequences`,
     )
   ).rows
-  return { tables, indexes, seeds, sequences, fingerprint: await fingerprint(pg, tables) }
+  return { tables, indexes, seeds, sequences, fingerprint: await fingerprint(pg, tables), walBytes: await walBytes(pg) }
 }
 
 /** Brings a database back to the template's state; false when it could not be. */
@@ -123,6 +138,7 @@ async function wipe(pg: PGlite, t: Template): Promise<boolean> {
     await tx.exec(`DELETE FROM pg_statistic WHERE starelid IN (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE ${OWN_SCHEMA})`)
   })
   await pg.exec('CHECKPOINT')
+  if ((await walBytes(pg)) > t.walBytes + WAL_SLACK_BYTES) return false
   return (await fingerprint(pg, t.tables)) === t.fingerprint
 }
 
@@ -145,6 +161,10 @@ export async function giveBackDatabase(pg: PGlite): Promise<void> {
   delete (pg as { syncToFs?: unknown }).syncToFs
   const clean =
     !pg.closed && template !== undefined && idle.length < MAX_IDLE && (await wipe(pg, template).catch(() => false))
-  if (clean) idle.push(pg)
-  else if (!pg.closed) await pg.close()
+  if (clean) {
+    idle.push(pg)
+    return
+  }
+  counts.closed++
+  if (!pg.closed) await pg.close()
 }

@@ -30,7 +30,9 @@ describe('test databases', () => {
     await used.engine.waitForIndex()
     await used.db.exec('ANALYZE; SET enable_seqscan = off')
     expect(await contents(used.db)).not.toEqual(before)
+    const { closed } = poolCounts()
     await used[Symbol.asyncDispose]()
+    expect(poolCounts().closed).toBe(closed)
     expect(used.db.closed).toBe(true)
     await expect(used.db.query('SELECT 1')).rejects.toThrow(/handed back/)
 
@@ -39,6 +41,15 @@ describe('test databases', () => {
     expect(poolCounts().reused).toBe(reused + 1)
     expect(await contents(next.db)).toEqual(before)
     expect((await next.db.query(`SELECT current_setting('enable_seqscan') AS s`)).rows).toEqual([{ s: 'on' }])
+  })
+
+  it('a database whose log has grown is closed rather than handed on', async () => {
+    const used = await openTestEngine()
+    // Several MiB of log and nothing else: each message is a record of its own.
+    await used.db.exec(`SELECT pg_logical_emit_message(false, 'test', repeat('x', 1048576)) FROM generate_series(1, 6)`)
+    const { closed } = poolCounts()
+    await used[Symbol.asyncDispose]()
+    expect(poolCounts().closed).toBe(closed + 1)
   })
 
   it('a closed test memory hands its database on, and the next memory starts empty', async () => {
