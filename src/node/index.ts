@@ -1,18 +1,14 @@
 import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
-import { createEngine, type Engine } from '../core/engine.ts'
+import type { Db } from '../core/kernel/db.ts'
 import { checkOptionNames } from '../core/kernel/input-walk.ts'
-import { durableDb, openPGlite } from '../runtime/pglite.ts'
+import { openPGlite } from '../runtime/pglite.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
+import { memoryOver, type NodeMemory } from './memory.ts'
+import { OPEN_MEMORY_OPTIONS, type OpenMemoryOptions } from './options.ts'
 import { bundledTemplate, holdsNoDatabase, pgliteFsBundle } from './template.ts'
-import { engineOptions, OPEN_MEMORY_OPTIONS, type OpenMemoryOptions } from './options.ts'
 
-export type { OpenMemoryOptions }
-
-export type NodeMemory = Engine & {
-  close(): Promise<void>
-  [Symbol.asyncDispose](): Promise<void>
-}
+export type { NodeMemory, OpenMemoryOptions }
 
 /**
  * Opens a memory in-process in Node: the same engine the browser worker hosts.
@@ -43,32 +39,15 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     release()
     throw error
   }
-  const db = durableDb(pg)
-  let engine: Engine
-  try {
-    engine = await createEngine({
-      // An open whose lock another process took fails every call from then on (src/node/lock.ts).
-      db: lock ? whileHeld(db, lock) : db,
-      ...engineOptions(options),
-    })
-  } catch (error) {
-    await pg.close()
-    release()
-    throw error
-  }
-  let closing: Promise<void> | undefined
-  const close = () =>
-    (closing ??= (async () => {
-      try {
-        await engine.stopIndexing()
-        await db.close()
-        // Closing writes a checkpoint: not over the pages of the process that took the lock.
-        if (!pg.closed && lock?.lost !== true) await pg.close()
-      } finally {
-        release()
-      }
-    })())
-  return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
+  return memoryOver(pg, options, {
+    // An open whose lock another process took fails every call from then on (src/node/lock.ts).
+    ...(lock ? { guard: (db: Db) => whileHeld(db, lock) } : {}),
+    // Closing writes a checkpoint: not over the pages of the process that took the lock.
+    closeDatabase: async () => {
+      if (!pg.closed && lock?.lost !== true) await pg.close()
+    },
+    release,
+  })
 }
 
 export type { Embedder } from '../core/kernel/embedder.ts'

@@ -5,8 +5,7 @@ import { forgetPreparedStatements } from '../../src/core/db/prepared.ts'
  * Test databases that a closed test memory hands back, wiped to the template's state, for the
  * next test to open. A wipe takes a fraction of an open's time (docs/BENCHMARKS.md, "The unit
  * suite's time"), and the suite opens several hundred. A wipe is checked: a database whose schema, settings,
- * statistics or rows differ from the template's afterwards, or whose log has grown past
- * `WAL_SLACK_BYTES`, is closed instead of reused.
+ * statistics or rows differ from the template's afterwards is closed instead of reused.
  */
 
 /** What a fresh database from the template holds, read once per process. */
@@ -16,20 +15,28 @@ interface Template {
   seeds: { table: string; columns: string; rows: string }[]
   sequences: { name: string; value: string | null }[]
   fingerprint: string
-  /** Bytes in `pg_wal`. */
-  walBytes: number
+}
+
+/** The parts of PGlite's Emscripten module the log's folder is tidied with. */
+interface EmscriptenFiles {
+  ENV: { PGDATA: string }
+  FS: { readdir(path: string): string[]; unlink(path: string): void }
 }
 
 /**
- * How far a wiped database's write-ahead log may outgrow the template's. A checkpoint keeps
- * used segments for reuse (up to `min_wal_size`), and tests check that the log stays small.
+ * Removes the log segments past the one being written. A checkpoint renames used segments to
+ * future names for reuse; Postgres makes a segment anew when it finds none to reuse, so without
+ * them the log's folder is as small as a fresh database's.
  */
-const WAL_SLACK_BYTES = 2 * 2 ** 20
-
-/** Bytes in the database's write-ahead log folder. */
-async function walBytes(pg: PGlite): Promise<number> {
-  const { rows } = await pg.query<{ bytes: number }>('SELECT coalesce(sum(size), 0)::float8 AS bytes FROM pg_ls_waldir()')
-  return rows[0]?.bytes ?? 0
+async function dropRecycledSegments(pg: PGlite): Promise<void> {
+  const { rows } = await pg.query<{ current: string }>('SELECT pg_walfile_name(pg_current_wal_insert_lsn()) AS current')
+  const current = rows[0]?.current
+  if (!current) return
+  const mod = pg.Module as unknown as EmscriptenFiles
+  const folder = `${mod.ENV.PGDATA}/pg_wal`
+  for (const name of mod.FS.readdir(folder)) {
+    if (/^[0-9A-F]{24}$/.test(name) && name > current) mod.FS.unlink(`${folder}/${name}`)
+  }
 }
 
 /** Databases waiting for a test, and the most kept waiting. */
@@ -107,7 +114,7 @@ async function readTemplate(pg: PGlite): Promise<Template> {
       `SELECT quote_ident(schemaname) || '.' || quote_ident(sequencename) AS name, last_value::text AS value FROM pg_sequences`,
     )
   ).rows
-  return { tables, indexes, seeds, sequences, fingerprint: await fingerprint(pg, tables), walBytes: await walBytes(pg) }
+  return { tables, indexes, seeds, sequences, fingerprint: await fingerprint(pg, tables) }
 }
 
 /** Brings a database back to the template's state; false when it could not be. */
@@ -138,7 +145,7 @@ async function wipe(pg: PGlite, t: Template): Promise<boolean> {
     await tx.exec(`DELETE FROM pg_statistic WHERE starelid IN (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE ${OWN_SCHEMA})`)
   })
   await pg.exec('CHECKPOINT')
-  if ((await walBytes(pg)) > t.walBytes + WAL_SLACK_BYTES) return false
+  await dropRecycledSegments(pg)
   return (await fingerprint(pg, t.tables)) === t.fingerprint
 }
 

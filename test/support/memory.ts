@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import type { PGlite } from '@electric-sql/pglite'
 import { inject } from 'vitest'
-import { createEngine } from '../../src/core/engine.ts'
 import { checkOptionNames } from '../../src/core/kernel/input-walk.ts'
 import { type NodeMemory, type OpenMemoryOptions, openMemory } from '../../src/node/index.ts'
-import { engineOptions, OPEN_MEMORY_OPTIONS } from '../../src/node/options.ts'
+import { memoryOver } from '../../src/node/memory.ts'
+import { OPEN_MEMORY_OPTIONS } from '../../src/node/options.ts'
 import { pgliteFsBundle } from '../../src/node/template.ts'
-import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
+import { openPGlite } from '../../src/runtime/pglite.ts'
 import { giveBackDatabase, takeDatabase } from './database-pool.ts'
 
 let template: Blob | undefined
@@ -39,20 +39,5 @@ export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataD
   if (options.cacheMB !== undefined) return openMemory({ ...options, loadDataDir: await templateBlob() })
   checkOptionNames(options, OPEN_MEMORY_OPTIONS, 'openMemory')
   const pg = await takeDatabase(() => openTestDb())
-  const db = durableDb(pg)
-  let engine
-  try {
-    engine = await createEngine({ db, ...engineOptions(options) })
-  } catch (error) {
-    await giveBackDatabase(pg)
-    throw error
-  }
-  let closing: Promise<void> | undefined
-  const close = () =>
-    (closing ??= (async () => {
-      await engine.stopIndexing()
-      await db.close()
-      await giveBackDatabase(pg)
-    })())
-  return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
+  return memoryOver(pg, options, { closeDatabase: () => giveBackDatabase(pg) })
 }

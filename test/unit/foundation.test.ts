@@ -38,7 +38,7 @@ describe('foundation', () => {
     }
   })
 
-  it("prewarmPGlite readies PGlite's files without opening a database, and an open after it works", async () => {
+  it('prewarmPGlite starts and closes PGlite without a database, and an open after it works', async () => {
     await prewarmPGlite()
     // Node reads PGlite's own files once per process, from beside its module.
     expect(await pgliteFsBundle()).toBeInstanceOf(Blob)

@@ -1,0 +1,51 @@
+import type { PGlite } from '@electric-sql/pglite'
+import { createEngine, type Engine } from '../core/engine.ts'
+import type { Db } from '../core/kernel/db.ts'
+import { durableDb } from '../runtime/pglite.ts'
+import { engineOptions, type OpenMemoryOptions } from './options.ts'
+
+export type NodeMemory = Engine & {
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** What `memoryOver` does with the database around the engine. */
+export interface MemoryHooks {
+  /** Wraps the engine's view of the database (the data folder's lock). */
+  guard?: (db: Db) => Db
+  /** Ends the database once the engine has stopped, or has failed to start. */
+  closeDatabase: () => Promise<void>
+  /** Runs last, whether closing succeeded or not. */
+  release?: () => void
+}
+
+/**
+ * The engine over an open PGlite, as `openMemory` starts it. Its `close` stops the engine's
+ * background work, lets the calls in flight end, then closes the database through `hooks`.
+ */
+export async function memoryOver(pg: PGlite, options: OpenMemoryOptions, hooks: MemoryHooks): Promise<NodeMemory> {
+  const db = durableDb(pg)
+  let engine: Engine
+  try {
+    engine = await createEngine({ db: hooks.guard ? hooks.guard(db) : db, ...engineOptions(options) })
+  } catch (error) {
+    try {
+      await hooks.closeDatabase()
+    } finally {
+      hooks.release?.()
+    }
+    throw error
+  }
+  let closing: Promise<void> | undefined
+  const close = () =>
+    (closing ??= (async () => {
+      try {
+        await engine.stopIndexing()
+        await db.close()
+        await hooks.closeDatabase()
+      } finally {
+        hooks.release?.()
+      }
+    })())
+  return Object.assign(engine, { close, [Symbol.asyncDispose]: close })
+}
