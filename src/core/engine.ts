@@ -2,6 +2,8 @@ import { createArchives, restoreArchives } from './maintenance/archive.ts'
 import { createHitLog } from './maintenance/hits.ts'
 import { createChanges } from './retrieval/changes.ts'
 import { createConversationGraph } from './retrieval/conversations.ts'
+import { createCypher } from './cypher/cypher.ts'
+import type { OpenGraphDatabase } from './cypher/age-graphs.ts'
 import type { Db, Queryable } from './kernel/db.ts'
 import { withPreparedStatements } from './db/prepared.ts'
 import { createDocuments, type Observation } from './documents/documents.ts'
@@ -47,6 +49,11 @@ export interface EngineOptions extends Omit<MemorySettings, 'cacheMB'> {
    * reached by two paths is one document. The local root is resolved the same way.
    */
   resolvePath?: PathResolver
+  /**
+   * Opens the separate database `cypher` keeps its graphs in: a PGlite with Apache AGE.
+   * `openMemory` and the worker give one; without it, `cypher` fails with `NOT_SUPPORTED`.
+   */
+  graphDatabase?: OpenGraphDatabase
 }
 
 /** The engine's settings that are plain data (or a `CryptoKey`), so they can cross to a worker. */
@@ -80,12 +87,12 @@ const hasMethods = (value: unknown, names: readonly string[]): boolean =>
 function checkOptions(options: EngineOptions): void {
   if (options === null || typeof options !== 'object') throw new MemoryError('INVALID_INPUT', 'The engine takes an options object.')
   // Parsed on their own below: scoring, vault, indexingPause.
-  const { db, now, embedder, resolvePath, tokenCounter, scoring: _s, vault: _v, indexingPause: _p, ...plain } = options
+  const { db, now, embedder, resolvePath, tokenCounter, graphDatabase, scoring: _s, vault: _v, indexingPause: _p, ...plain } = options
   parseInput(plainOptions, plain, 'engine options')
   if (!hasMethods(db, ['query', 'exec', 'transaction'])) {
     throw new MemoryError('INVALID_INPUT', 'Invalid engine options at "db": a database with query, exec and transaction is required.')
   }
-  for (const [name, value] of Object.entries({ now, resolvePath, tokenCounter })) {
+  for (const [name, value] of Object.entries({ now, resolvePath, tokenCounter, graphDatabase })) {
     if (value !== undefined && typeof value !== 'function') {
       throw new MemoryError('INVALID_INPUT', `Invalid engine options at "${name}": a function is required.`)
     }
@@ -139,8 +146,8 @@ const ENGINE_RULES: MethodRules = {
   },
   // Listeners return their unsubscribe at once; stopping and tool calls throw what they meet.
   plain: ['telemetry.subscribe', 'onIndexProgress', 'onError', 'stopIndexing', 'callTool'],
-  // A change list moves the clock past its own end.
-  untracked: ['diffSince'],
+  // A change list, and the catch-up before a Cypher query, move the clock past their own end.
+  untracked: ['diffSince', 'cypher'],
 }
 
 /**
@@ -282,6 +289,7 @@ export async function createEngine(options: EngineOptions) {
   const retrieval = { ...createSearch(ctx), ...createContext(ctx) }
   const conversationGraph = { ...createGraph(ctx), ...createConversationGraph(ctx) }
   const indexing = indexer.api
+  const cypher = createCypher(ctx, options.graphDatabase)
 
   // Every public method, by its own name. `wrapMethods` adds what each needs, from ENGINE_RULES.
   // The features' methods close over the context and never use `this`.
@@ -368,15 +376,17 @@ export async function createEngine(options: EngineOptions) {
     archives: createArchives(ctx, fileFormat, ctx.hits),
     // The entity graph, and the conversation graph's edges and views.
     graph: { ...entityGraphApi(ctx), ...conversationGraph },
+    cypher: cypher.cypher,
     telemetry: telemetryApi(ctx.telemetry),
     onIndexProgress: indexing.onIndexProgress,
     onError: indexing.onError,
     /**
-     * Stops background work (indexing, statistics) and waits for what is in flight, and writes
-     * the retrieval hits noted since the last write of them; call before closing the database.
+     * Stops background work (indexing, statistics) and waits for what is in flight, writes the
+     * retrieval hits noted since the last write of them, and closes the Cypher graphs' database;
+     * call before closing the database.
      */
     async stopIndexing(): Promise<void> {
-      await Promise.all([indexer.stop(), statistics.stop()])
+      await Promise.all([indexer.stop(), statistics.stop(), cypher.close()])
       try {
         await ctx.hits.stop()
       } catch (cause) {

@@ -1,7 +1,9 @@
 import type { PGlite } from '@electric-sql/pglite'
 import { createEngine, type Engine } from '../core/engine.ts'
+import type { OpenGraphDatabase } from '../core/cypher/age-graphs.ts'
 import type { Db } from '../core/kernel/db.ts'
 import { durableDb } from '../runtime/pglite.ts'
+import { openGraphDatabase } from './graph-database.ts'
 import { engineOptions, type OpenMemoryOptions } from './options.ts'
 
 export type NodeMemory = Engine & {
@@ -17,6 +19,8 @@ export interface MemoryHooks {
   closeDatabase: () => Promise<void>
   /** Runs last, whether closing succeeded or not. */
   release?: () => void
+  /** Opens the Cypher graphs' database (default: `openGraphDatabase` with the bundled template). */
+  graphDatabase?: OpenGraphDatabase
 }
 
 /**
@@ -27,7 +31,11 @@ export async function memoryOver(pg: PGlite, options: OpenMemoryOptions, hooks: 
   const db = durableDb(pg)
   let engine: Engine
   try {
-    engine = await createEngine({ db: hooks.guard ? hooks.guard(db) : db, ...engineOptions(options) })
+    engine = await createEngine({
+      db: hooks.guard ? hooks.guard(db) : db,
+      ...engineOptions(options),
+      graphDatabase: hooks.graphDatabase ?? (() => openGraphDatabase()),
+    })
   } catch (error) {
     try {
       await hooks.closeDatabase()

@@ -18,6 +18,8 @@ export interface OpenPGliteOptions {
   fsBundle?: Blob
   /** Postgres shared buffers in MiB (`MIN_CACHE_MB` to `MAX_CACHE_MB`), for this open; see `cacheSetting`. */
   cacheMB?: number
+  /** Extensions beside pgvector, e.g. Apache AGE for the Cypher graph's database. */
+  extensions?: PGliteOptions['extensions']
 }
 
 /**
@@ -94,7 +96,7 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
   return PGlite.create({
     ...source,
     ...(options.fsBundle === undefined ? {} : { fsBundle: options.fsBundle }),
-    extensions: { vector },
+    extensions: { vector, ...options.extensions },
     parsers: { [TIMESTAMPTZ]: parseTimestamptz },
     initDbStartParams: [...INITDB_PARAMS],
     startParams: [...PGlite.defaultStartParams, ...[...WAL_SETTINGS, ...cache].flatMap((s) => ['-c', s])],

@@ -4,6 +4,7 @@ import { inject } from 'vitest'
 import { checkOptionNames } from '../../src/core/kernel/input-walk.ts'
 import { type NodeMemory, type OpenMemoryOptions, openMemory } from '../../src/node/index.ts'
 import { memoryOver } from '../../src/node/memory.ts'
+import { openGraphDatabase } from '../../src/node/graph-database.ts'
 import { OPEN_MEMORY_OPTIONS } from '../../src/node/options.ts'
 import { pgliteFsBundle } from '../../src/node/template.ts'
 import { openPGlite } from '../../src/runtime/pglite.ts'
@@ -39,5 +40,8 @@ export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataD
   if (options.cacheMB !== undefined) return openMemory({ ...options, loadDataDir: await templateBlob() })
   checkOptionNames(options, OPEN_MEMORY_OPTIONS, 'openMemory')
   const pg = await takeDatabase(() => openTestDb())
-  return memoryOver(pg, options, { closeDatabase: () => giveBackDatabase(pg) })
+  return memoryOver(pg, options, {
+    closeDatabase: () => giveBackDatabase(pg),
+    graphDatabase: async () => openGraphDatabase(await templateBlob()),
+  })
 }

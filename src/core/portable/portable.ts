@@ -635,6 +635,8 @@ async function loadRows(
   rebuildDerived: (tx: Queryable) => Promise<unknown>,
 ): Promise<void> {
   const catalog = await readCatalog(tx)
+  // Rows come in with their own, earlier times: the Cypher graph redraws itself whole.
+  await tx.query(`SELECT nextval('graph_resets')`)
   for (const table of rows.keys()) {
     if (!catalog.columns.has(table)) throw corrupt(`unknown table "${table}"`)
     const known = new Set((catalog.columns.get(table) ?? []).filter((c) => !c.generated).map((c) => c.column))

@@ -20,6 +20,7 @@ import { memoryExpiry } from './0017-memory-expiry.ts'
 import { edgeValidity } from './0018-edge-validity.ts'
 import { observedVersions } from './0019-observed-versions.ts'
 import { archivedTurns } from './0020-archived-turns.ts'
+import { graphCounters } from './0021-graph-counters.ts'
 
 export interface Migration {
   version: number
@@ -49,6 +50,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 18, name: 'edge-validity', sql: edgeValidity },
   { version: 19, name: 'observed-versions', sql: observedVersions },
   { version: 20, name: 'archived-turns', sql: archivedTurns },
+  { version: 21, name: 'graph-counters', sql: graphCounters },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0

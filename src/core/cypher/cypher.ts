@@ -1,0 +1,292 @@
+import type { EngineContext } from '../kernel/engine-context.ts'
+import { MemoryError } from '../kernel/errors.ts'
+import { jsonObject, type JsonObject } from '../kernel/json.ts'
+import { identifier } from '../kernel/scope.ts'
+import { timeInput, toDate } from '../kernel/time.ts'
+import { parseInput, z } from '../kernel/validate.ts'
+import { allowedSensitivities, readChannel } from '../privacy/channels.ts'
+import { cutNow } from '../retrieval/changes.ts'
+import { AgeGraph, type GraphDatabase, type OpenGraphDatabase, prepareGraphDatabase } from './age-graphs.ts'
+import { dollarTag, type GraphEdge, type GraphNode, KIND_KEY, parseAgtype, returnedNames, UnreadableQuery } from './cypher-text.ts'
+import { drawGraph, type GraphView } from './graph-rows.ts'
+
+/** The most rows one query returns (`limit`). */
+export const MAX_CYPHER_ROWS = 10_000
+/** How many graphs (one per scope, channel and `asOf` asked for) are kept up to date at once. */
+const MAX_GRAPHS = 4
+
+const cypherOptions = z
+  .object({
+    scope: z
+      .object({
+        tenantId: identifier.default('default'),
+        userId: identifier.optional(),
+        agentId: identifier.optional(),
+        projectId: identifier.optional(),
+      })
+      .strict()
+      .default({ tenantId: 'default' }),
+    channel: readChannel,
+    asOf: timeInput.optional(),
+    limit: z.number().int().min(1).max(MAX_CYPHER_ROWS).default(1000),
+  })
+  .strict()
+
+export type CypherOptions = z.input<typeof cypherOptions>
+
+/** A node in a result: its memory id, its label and its properties. */
+export interface CypherNode {
+  kind: 'node'
+  id: string
+  label: string
+  properties: JsonObject
+}
+
+/** A relationship in a result: `type` is its relation name (a tool's name, `VERSION_OF`, …). */
+export interface CypherRelationship {
+  kind: 'relationship'
+  id: string
+  type: string
+  start: string
+  end: string
+  properties: JsonObject
+}
+
+export type CypherValue =
+  | string
+  | number
+  | boolean
+  | null
+  | CypherNode
+  | CypherRelationship
+  | CypherValue[]
+  | { [key: string]: CypherValue }
+
+export interface CypherResult {
+  /** The names of the returned values, in order: an alias, or the expression's text. */
+  columns: string[]
+  rows: Record<string, CypherValue>[]
+  /** True when the query had more rows than `limit`; `rows` holds the first `limit`. */
+  truncated: boolean
+}
+
+interface Drawn {
+  graph: AgeGraph
+  /** The graph holds the rows dated up to here. */
+  to: Date
+  /** The counters as it was drawn; `writes` is empty when a call was still writing then. */
+  writes: string
+  resets: string
+}
+
+/**
+ * `memory.cypher`: read-only openCypher over the memory graph. Each scope, channel and
+ * `asOf` a query asks for gets a graph of its own in a separate AGE database, holding only the
+ * rows that reader may see, so no query can reach past them. A graph catches up with the
+ * memory before each query (src/core/cypher/graph-rows.ts says what it draws).
+ */
+export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase | undefined) {
+  let database: Promise<GraphDatabase> | undefined
+  const graphs = new Map<string, Drawn>()
+  let made = 0
+  let queue: Promise<unknown> = Promise.resolve()
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = queue.then(work, work)
+    queue = next.catch(() => {})
+    return next
+  }
+
+  const open = (): Promise<GraphDatabase> => {
+    if (!openDatabase) {
+      return Promise.reject(new MemoryError('NOT_SUPPORTED', 'This memory has no graph database for Cypher queries.'))
+    }
+    database ??= (async () => {
+      const db = await openDatabase()
+      try {
+        await prepareGraphDatabase(db)
+      } catch (error) {
+        await db.close()
+        throw error
+      }
+      return db
+    })().catch((error: unknown) => {
+      database = undefined
+      throw error
+    })
+    return database
+  }
+
+  /** The graph of `view`, caught up with every write committed before this call. */
+  async function caughtUp(db: GraphDatabase, view: GraphView): Promise<AgeGraph> {
+    const key = JSON.stringify(view)
+    const drawn = graphs.get(key)
+    const settled = ctx.earliestCall() === null
+    const cut = cutNow(ctx)
+    const to = view.asOf !== null && view.asOf < cut ? view.asOf : cut
+    const read = await ctx.db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ writes: string; resets: string; expired: boolean }>(
+        `SELECT (SELECT last_value FROM graph_writes)::text AS writes, (SELECT last_value FROM graph_resets)::text AS resets,
+                EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND expires_at > $2 AND expires_at <= $3) AS expired`,
+        [view.tenantId, drawn?.to ?? to, to],
+      )
+      const counters = rows[0] as { writes: string; resets: string; expired: boolean }
+      const whole = drawn === undefined || drawn.resets !== counters.resets
+      if (!whole && !counters.expired && (drawn.writes === counters.writes || drawn.to >= to)) return null
+      return { counters, whole, draft: await drawGraph(tx, view, { from: whole ? null : drawn.to, to }) }
+    })
+    if (read === null) {
+      graphs.delete(key)
+      graphs.set(key, drawn as Drawn)
+      return (drawn as Drawn).graph
+    }
+    graphs.delete(key)
+    let graph = drawn?.graph
+    try {
+      if (read.whole) {
+        await graph?.drop()
+        graph = await AgeGraph.create(db, `engram_graph_${++made}`)
+      }
+      await (graph as AgeGraph).apply(read.draft)
+    } catch (error) {
+      // A graph half brought up to date is drawn again whole by the next query.
+      await graph?.drop().catch(() => {})
+      throw error
+    }
+    graphs.set(key, { graph: graph as AgeGraph, to, writes: settled ? read.counters.writes : '', resets: read.counters.resets })
+    for (const [old, { graph: g }] of graphs) {
+      if (graphs.size <= MAX_GRAPHS) break
+      graphs.delete(old)
+      await g.drop()
+    }
+    return graph as AgeGraph
+  }
+
+  async function run(db: GraphDatabase, graph: AgeGraph, query: string, names: string[], params: JsonObject, limit: number) {
+    const tag = dollarTag(query)
+    const columns = names.map((_, i) => `c${i} agtype`).join(', ')
+    await db.exec('BEGIN READ ONLY')
+    try {
+      const { rows } = await db.query<Record<string, string | null>>(
+        `SELECT * FROM cypher('${graph.name}', ${tag}${query}${tag}, $1) AS (${columns}) LIMIT ${limit === 0 ? 0 : limit + 1}`,
+        [JSON.stringify(params)],
+      )
+      return rows
+    } catch (error) {
+      throw queryError(error)
+    } finally {
+      await db.exec('ROLLBACK')
+    }
+  }
+
+  return {
+    /**
+     * Runs a read-only openCypher query over the memory graph, as the reader `options` names
+     * sees it (scope, channel, `asOf`). Parameters are bound, never spliced into the text:
+     * write `$name` in the query and pass `{ name }`. A query that writes, or is not valid
+     * Cypher, fails with `INVALID_INPUT`. Labels and properties: docs/cypher.md.
+     *
+     * @example
+     * const { rows } = await memory.cypher(
+     *   'MATCH (m:Message)-[r]->(:Version)-[:VERSION_OF]->(d:Document) WHERE m.id = $id RETURN d.key AS path',
+     *   { id: turn.agentEventId },
+     * )
+     */
+    cypher(query: string, params?: JsonObject, options?: CypherOptions): Promise<CypherResult> {
+      const text = parseInput(z.string().trim().min(1).max(100_000), query, 'Cypher query')
+      const values = parseInput(jsonObject.optional(), params, 'Cypher parameters') ?? {}
+      const o = parseInput(cypherOptions, options ?? {}, 'Cypher options')
+      let names: string[]
+      let unreadable: UnreadableQuery | null = null
+      try {
+        names = returnedNames(text)
+      } catch (error) {
+        if (!(error instanceof UnreadableQuery)) throw error
+        // AGE parses it below, and names a syntax error more precisely.
+        unreadable = error
+        names = ['value']
+      }
+      const twice = names.find((n, i) => names.indexOf(n) !== i)
+      if (twice !== undefined) {
+        throw new MemoryError('INVALID_INPUT', `Invalid Cypher query: two values are returned as "${twice}"; give one an alias with AS.`)
+      }
+      const view: GraphView = {
+        tenantId: o.scope.tenantId,
+        userId: o.scope.userId ?? null,
+        agentId: o.scope.agentId ?? null,
+        projectId: o.scope.projectId ?? null,
+        sensitivities: allowedSensitivities(o.channel),
+        asOf: o.asOf === undefined ? null : toDate(o.asOf),
+      }
+      return serial(async () => {
+        const db = await open()
+        const graph = await caughtUp(db, view)
+        const rows = await run(db, graph, text, names, values, unreadable ? 0 : o.limit)
+        if (unreadable) throw unreadable
+        const kept = rows.slice(0, o.limit).map((row) => names.map((_, i) => parseAgtype(row[`c${i}`] ?? 'null')))
+        const ends = await graph.memoryIds(relationshipEnds(kept))
+        return {
+          columns: names,
+          rows: kept.map((values) => Object.fromEntries(names.map((name, i) => [name, toCypherValue(values[i], ends)]))),
+          truncated: rows.length > o.limit,
+        }
+      })
+    },
+
+    /** Drops every graph and closes the graph database (the memory is closing). */
+    close(): Promise<void> {
+      return serial(async () => {
+        const db = database
+        database = undefined
+        graphs.clear()
+        if (db) await (await db.catch(() => null))?.close()
+      })
+    },
+  }
+}
+
+/** An error of the query itself (syntax, an unknown function, a bad value) as `INVALID_INPUT`. */
+function queryError(error: unknown): unknown {
+  const code = (error as { code?: unknown }).code
+  if (typeof code !== 'string' || !/^(42|22|2F|25006)/.test(code)) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new MemoryError('INVALID_INPUT', `Invalid Cypher query: ${message}.`, { cause: error, details: { sqlstate: code } })
+}
+
+const isMarked = (value: unknown, kind: 'vertex' | 'edge'): boolean =>
+  value !== null && typeof value === 'object' && (value as Record<string, unknown>)[KIND_KEY] === kind
+
+/** The graph ids, as text, of the ends of every relationship in `values`. */
+function relationshipEnds(values: unknown): string[] {
+  const ends: string[] = []
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk)
+    else if (isMarked(v, 'edge')) ends.push(String((v as GraphEdge).start_id), String((v as GraphEdge).end_id))
+    else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk)
+  }
+  walk(values)
+  return [...new Set(ends)]
+}
+
+/** A parsed agtype value with its nodes and relationships named by memory ids. */
+function toCypherValue(value: unknown, ends: Map<string, string>): CypherValue {
+  if (Array.isArray(value)) return value.map((v) => toCypherValue(v, ends))
+  if (isMarked(value, 'vertex')) {
+    const node = value as GraphNode
+    return { kind: 'node', id: String(node.properties.id), label: node.label, properties: node.properties as JsonObject }
+  }
+  if (isMarked(value, 'edge')) {
+    const edge = value as GraphEdge
+    return {
+      kind: 'relationship',
+      id: String(edge.properties.id),
+      type: String(edge.properties.rel),
+      start: ends.get(String(edge.start_id)) ?? '',
+      end: ends.get(String(edge.end_id)) ?? '',
+      properties: edge.properties as JsonObject,
+    }
+  }
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toCypherValue(v, ends)]))
+  }
+  return value as CypherValue
+}
