@@ -92,7 +92,7 @@ export function engramAssets(): Plugin {
       resolve: { conditions: ['onnxruntime-web-use-extern-wasm', ...defaultClientConditions] },
       worker: { format: 'es' as const },
       // PGlite loads its WASM and data files by URL from its own package: not pre-bundled.
-      optimizeDeps: { exclude: ['@electric-sql/pglite', '@electric-sql/pglite-pgvector'] },
+      optimizeDeps: { exclude: ['@electric-sql/pglite', '@electric-sql/pglite-pgvector', '@electric-sql/pglite-age'] },
     }),
     configResolved(config) {
       assetsDir = config.build.assetsDir

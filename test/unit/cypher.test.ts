@@ -187,3 +187,14 @@ describe('cypher', () => {
     )
   }, 60_000)
 })
+
+describe('cypher time limit', () => {
+  it('stops a query past its time limit with TIMEOUT, and the next query runs', async () => {
+    const { memory } = await threeConversations()
+    const slow = 'UNWIND range(1, 100000000) AS i WITH i WHERE i = -1 RETURN i'
+    await expect(memory.cypher(slow, {}, { timeoutMs: 300 })).rejects.toMatchObject({ code: 'TIMEOUT' })
+    const { rows } = await memory.cypher('MATCH (m:Message) RETURN count(m) AS n')
+    expect(rows).toEqual([{ n: 6 }])
+    await memory.close()
+  })
+})

@@ -16,6 +16,7 @@ import { cacheSetting, type DurableDb, durableDb, openPGlite, prewarmPGlite } fr
 import { checkThreads } from '../../embed/environment.ts'
 import { canNestWorkers, createWorkerEmbedder } from './embed-remote.ts'
 import { importEmbedder } from './embed-module.ts'
+import { openWorkerGraphDatabase } from './graph-module.ts'
 import { DEFAULT_WARM_UP_TURNS, parseWarmUp } from '../../core/maintenance/warm-up.ts'
 import { moveLegacyIdbToPages } from '../storage/idb-migrate.ts'
 import { idbPageFileSystem } from '../storage/idb-pages.ts'
@@ -581,6 +582,7 @@ export class MemoryHost {
         db,
         ...(options.workspace ? { workspace: options.workspace } : {}),
         ...(embedder ? { embedder } : {}),
+        ...(canNestWorkers() ? { graphDatabase: () => this.#openGraphDatabase(options.templateUrl) } : {}),
       })
       this.#engine = engine
       engine.onIndexProgress((status) => this.#emit({ type: 'index', status }))
@@ -596,6 +598,15 @@ export class MemoryHost {
       throw error
     }
     return { created, fromTemplate: template !== undefined }
+  }
+
+  /**
+   * The Cypher graphs' database, in a worker of its own, from the template new memories start
+   * from (the browser keeps it cached); without one, the graph worker runs initdb (seconds).
+   */
+  async #openGraphDatabase(templateUrl: string | undefined) {
+    const template = templateUrl ? await fetchTemplate(templateUrl).catch(() => null) : null
+    return openWorkerGraphDatabase(template)
   }
 
   /**

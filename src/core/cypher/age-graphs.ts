@@ -10,6 +10,11 @@ export interface GraphDatabase {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<T>>
   exec(sql: string): Promise<unknown>
   close(): Promise<void>
+  /**
+   * Stops the database at once, with the query running in it (one in a thread of its own).
+   * Without it, `cypher` cannot hold a query to its time limit.
+   */
+  terminate?(): void
 }
 
 /** Opens an empty graph database (`openMemory` gives one that loads AGE on first use). */

@@ -12,6 +12,9 @@ import { drawGraph, type GraphView } from './graph-rows.ts'
 
 /** The most rows one query returns (`limit`). */
 export const MAX_CYPHER_ROWS = 10_000
+/** How long a query may run by default, and at most, once its graph is up to date (ms). */
+export const DEFAULT_CYPHER_TIMEOUT_MS = 10_000
+export const MAX_CYPHER_TIMEOUT_MS = 600_000
 /** How many graphs (one per scope, channel and `asOf` asked for) are kept up to date at once. */
 const MAX_GRAPHS = 4
 
@@ -29,6 +32,7 @@ const cypherOptions = z
     channel: readChannel,
     asOf: timeInput.optional(),
     limit: z.number().int().min(1).max(MAX_CYPHER_ROWS).default(1000),
+    timeoutMs: z.number().int().min(1).max(MAX_CYPHER_TIMEOUT_MS).default(DEFAULT_CYPHER_TIMEOUT_MS),
   })
   .strict()
 
@@ -161,20 +165,41 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
     return graph as AgeGraph
   }
 
-  async function run(db: GraphDatabase, graph: AgeGraph, query: string, names: string[], params: JsonObject, limit: number) {
+  /**
+   * Runs `query` in a read-only transaction. Past `timeoutMs` the database is stopped with
+   * the query in it (PGlite cannot cancel a statement), and every graph is drawn again, in a
+   * new database, by the next query.
+   */
+  async function run(db: GraphDatabase, graph: AgeGraph, query: string, names: string[], params: JsonObject, o: { limit: number; timeoutMs: number }) {
     const tag = dollarTag(query)
     const columns = names.map((_, i) => `c${i} agtype`).join(', ')
+    let timedOut = false
+    const stop = db.terminate?.bind(db)
+    const timer = stop
+      ? setTimeout(() => {
+          timedOut = true
+          database = undefined
+          graphs.clear()
+          stop()
+        }, o.timeoutMs)
+      : undefined
     await db.exec('BEGIN READ ONLY')
     try {
       const { rows } = await db.query<Record<string, string | null>>(
-        `SELECT * FROM cypher('${graph.name}', ${tag}${query}${tag}, $1) AS (${columns}) LIMIT ${limit === 0 ? 0 : limit + 1}`,
+        `SELECT * FROM cypher('${graph.name}', ${tag}${query}${tag}, $1) AS (${columns}) LIMIT ${o.limit === 0 ? 0 : o.limit + 1}`,
         [JSON.stringify(params)],
       )
       return rows
     } catch (error) {
+      if (timedOut) {
+        throw new MemoryError('TIMEOUT', `The Cypher query ran past its time limit of ${o.timeoutMs} ms and was stopped.`, {
+          details: { timeoutMs: o.timeoutMs },
+        })
+      }
       throw queryError(error)
     } finally {
-      await db.exec('ROLLBACK')
+      clearTimeout(timer)
+      if (!timedOut) await db.exec('ROLLBACK')
     }
   }
 
@@ -183,7 +208,8 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
      * Runs a read-only openCypher query over the memory graph, as the reader `options` names
      * sees it (scope, channel, `asOf`). Parameters are bound, never spliced into the text:
      * write `$name` in the query and pass `{ name }`. A query that writes, or is not valid
-     * Cypher, fails with `INVALID_INPUT`. Labels and properties: docs/cypher.md.
+     * Cypher, fails with `INVALID_INPUT`; one that runs past `timeoutMs` (default 10 s) is
+     * stopped and fails with `TIMEOUT`. Labels and properties: docs/cypher.md.
      *
      * @example
      * const { rows } = await memory.cypher(
@@ -220,7 +246,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
       return serial(async () => {
         const db = await open()
         const graph = await caughtUp(db, view)
-        const rows = await run(db, graph, text, names, values, unreadable ? 0 : o.limit)
+        const rows = await run(db, graph, text, names, values, { limit: unreadable ? 0 : o.limit, timeoutMs: o.timeoutMs })
         if (unreadable) throw unreadable
         const kept = rows.slice(0, o.limit).map((row) => names.map((_, i) => parseAgtype(row[`c${i}`] ?? 'null')))
         const ends = await graph.memoryIds(relationshipEnds(kept))
