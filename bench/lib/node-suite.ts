@@ -14,6 +14,7 @@ import { BENCH_SCOPE, embeddingSentences, makeQueries, makeTurns, sessionShape }
 import { meanTokens } from './tokens.ts'
 import { bruteForceTopK } from './brute-force.ts'
 import { latency, type Metric, median } from './metrics.ts'
+import { CYPHER_METRICS, cypherSuite } from './cypher-suite.ts'
 
 export interface SuiteOptions {
   size: number
@@ -381,6 +382,7 @@ export const NODE_METRICS = [
   'bruteforce_search_ms',
   'naive_pglite_insert_per_s',
   'embed_node_per_s',
+  ...CYPHER_METRICS,
 ]
 
 export async function runNodeSuite(options: SuiteOptions): Promise<SuiteOutput> {
@@ -401,6 +403,11 @@ export async function runNodeSuite(options: SuiteOptions): Promise<SuiteOutput> 
     if (['export_ms', 'export_bytes', 'import_ms', 'raw_dump_bytes'].some(options.wants)) {
       options.log('Node: export, import and raw dump')
       await portableSuite(data, options, out)
+    }
+    // Last on the memory: its bursts add turns.
+    if (CYPHER_METRICS.some(options.wants)) {
+      options.log('Node: Cypher beside SQL, and the catch-up after a burst')
+      await cypherSuite(data, options, out)
     }
   }
   if (options.wants('naive_pglite_insert_per_s')) {

@@ -49,7 +49,10 @@ export async function prepareGraphDatabase(db: GraphDatabase): Promise<void> {
 export class AgeGraph {
   readonly #db: GraphDatabase
   readonly name: string
-  readonly #labels = new Set<string>()
+  /** The graph's labels, each a node (`v`) or relationship (`e`) label. */
+  readonly #kinds = new Map<string, 'v' | 'e'>()
+  /** Whether the label tables have their indexes: made once the first drawing is in. */
+  #indexed = false
 
   private constructor(db: GraphDatabase, name: string) {
     this.#db = db
@@ -72,9 +75,22 @@ export class AgeGraph {
   }
 
   async #label(label: string, kind: 'v' | 'e'): Promise<void> {
-    if (this.#labels.has(label)) return
+    if (this.#kinds.has(label)) return
     await this.#db.query(kind === 'v' ? 'SELECT create_vlabel($1, $2)' : 'SELECT create_elabel($1, $2)', [this.name, label])
-    this.#labels.add(label)
+    this.#kinds.set(label, kind)
+    if (this.#indexed) await this.#db.exec(indexesOf(this.name, label, kind))
+  }
+
+  /**
+   * Indexes every label table: ids and properties of nodes (a match on `{id: $id}` reads the
+   * GIN index), and both ends of relationships. AGE makes none; without them each step of a
+   * pattern reads a whole table. Made after the first drawing, which is quicker than keeping
+   * them up while it loads; the planner's statistics are refreshed with them.
+   */
+  async #index(): Promise<void> {
+    await this.#db.exec([...this.#kinds].map(([label, kind]) => indexesOf(this.name, label, kind)).join('\n'))
+    await this.#db.exec(`ANALYZE ${[...this.#kinds.keys()].map((label) => `"${this.name}"."${label}"`).join(', ')}`)
+    this.#indexed = true
   }
 
   /**
@@ -92,6 +108,7 @@ export class AgeGraph {
       await this.#label(label, 'e')
       await this.#writeLinks(label, links)
     }
+    if (!this.#indexed) await this.#index()
   }
 
   async #writeNodes(label: string, nodes: NodeDraft[]): Promise<void> {
@@ -156,6 +173,14 @@ export class AgeGraph {
     )
     return new Map(rows.map((r) => [r.gid, r.id]))
   }
+}
+
+/** The indexes of one label table (see `#index`). */
+function indexesOf(graph: string, label: string, kind: 'v' | 'e'): string {
+  const table = `"${graph}"."${label}"`
+  return kind === 'v'
+    ? `CREATE INDEX ON ${table} (id); CREATE INDEX ON ${table} USING gin (properties);`
+    : `CREATE INDEX ON ${table} (id); CREATE INDEX ON ${table} (start_id); CREATE INDEX ON ${table} (end_id);`
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

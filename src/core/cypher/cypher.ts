@@ -120,8 +120,11 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
     return database
   }
 
-  /** The graph of `view`, caught up with every write committed before this call. */
-  async function caughtUp(db: GraphDatabase, view: GraphView): Promise<AgeGraph> {
+  /**
+   * The graph of `view`, caught up with every write committed before this call. The rows are
+   * read while `database` starts (a first query's thread boots meanwhile).
+   */
+  async function caughtUp(database: Promise<GraphDatabase>, view: GraphView): Promise<AgeGraph> {
     const key = JSON.stringify(view)
     const drawn = graphs.get(key)
     const settled = ctx.earliestCall() === null
@@ -148,7 +151,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
     try {
       if (read.whole) {
         await graph?.drop()
-        graph = await AgeGraph.create(db, `engram_graph_${++made}`)
+        graph = await AgeGraph.create(await database, `engram_graph_${++made}`)
       }
       await (graph as AgeGraph).apply(read.draft)
     } catch (error) {
@@ -244,8 +247,11 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
         asOf: o.asOf === undefined ? null : toDate(o.asOf),
       }
       return serial(async () => {
-        const db = await open()
-        const graph = await caughtUp(db, view)
+        const opening = open()
+        // A failed open is thrown below, after the rows are read.
+        opening.catch(() => {})
+        const graph = await caughtUp(opening, view)
+        const db = await opening
         const rows = await run(db, graph, text, names, values, { limit: unreadable ? 0 : o.limit, timeoutMs: o.timeoutMs })
         if (unreadable) throw unreadable
         const kept = rows.slice(0, o.limit).map((row) => names.map((_, i) => parseAgtype(row[`c${i}`] ?? 'null')))

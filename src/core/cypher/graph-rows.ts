@@ -79,7 +79,8 @@ export async function drawGraph(q: Queryable, view: GraphView, window: Window): 
           SELECT ev.kind AS label, ev.id, true AS visible, jsonb_build_object(
                    'id', ev.id, 'kind', ev.kind, 'role', ev.actor_type, 'actorId', ev.actor_id,
                    'text', CASE WHEN jsonb_typeof(ev.content -> 'text') = 'string' THEN ev.content ->> 'text' END,
-                   'content', ev.content, 'userId', ev.user_id, 'agentId', ev.agent_id,
+                   -- A message's content is its text: not held twice.
+                   'content', CASE WHEN ev.kind <> 'message' THEN ev.content END, 'userId', ev.user_id, 'agentId', ev.agent_id,
                    'conversationId', ev.conversation_id, 'runId', ev.run_id, 'turnIndex', ev.turn_index,
                    'channel', ev.channel, 'sensitivity', ev.sensitivity, 'tags', to_jsonb(ev.tags),
                    'createdAt', ${isoSql('ev.created_at')}) AS properties
