@@ -151,15 +151,17 @@ function checkNodeMemory(root) {
     const dataDir = process.argv[1]
     const first = await openMemory({ dataDir })
     await first.recordTurn({ conversationId: 'c', user: 'hello', agent: 'hi' })
+    const { rows } = await first.cypher('MATCH (m:Message) RETURN count(m) AS n')
     const { cacheMB } = await first.stats()
     await first.close()
     const again = await openMemory({ dataDir })
     const events = (await again.events.list({ conversationId: 'c' })).length
     await again.close()
-    console.log(JSON.stringify({ cacheMB, events }))
+    console.log(JSON.stringify({ cacheMB, events, messages: rows[0].n }))
   `
   const out = JSON.parse(execFileSync('node', ['--input-type=module', '-e', script, join(root, 'node-memory')], { cwd: root, encoding: 'utf8' }).trim().split('\n').at(-1))
   check(out.cacheMB === 64 && out.events === 2, `a new memory in Node starts from the bundled template and keeps its writes (${JSON.stringify(out)})`)
+  check(out.messages === 2, `a Cypher query in Node runs in the package's graph thread (${JSON.stringify(out)})`)
 }
 
 /** The built app in Chromium: the model gets ready both in its own worker and in the memory worker. */
@@ -184,6 +186,10 @@ async function loadModel(root) {
         return { state: 'still loading after 240 s' }
       })
       check(info.state === 'ready' && info.dedicatedWorker === dedicated, `the model loads ${dedicated ? 'in its own worker' : 'in the memory worker'} (${JSON.stringify(info)})`)
+      if (dedicated) {
+        const graph = await page.evaluate(() => globalThis.memory.cypher('MATCH (d:Document) RETURN count(d) AS n').then((r) => r.rows, (e) => String(e)))
+        check(JSON.stringify(graph) === '[{"n":0}]', `a Cypher query runs in the app's graph worker (${JSON.stringify(graph)})`)
+      }
       await page.close()
     }
   } finally {

@@ -13,6 +13,8 @@ export async function openGraphDatabase(template?: Blob): Promise<GraphDatabase>
   const [loadDataDir, fsBundle] = await Promise.all([template ?? bundledTemplate(), pgliteFsBundle()])
   const worker = new Worker(new URL('./graph-worker.mjs', import.meta.url), {
     workerData: { template: loadDataDir ?? null, fsBundle: fsBundle ?? null },
+    // Not the process's own flags: `--input-type`, say, refuses to start a file.
+    execArgv: [],
   })
   // The thread keeps the process alive only while a call waits for it: a memory left open
   // does not hold Node up.
