@@ -15,6 +15,7 @@ export { ERROR_CODES, type ErrorCode, MemoryError } from './core/kernel/errors.t
 export { deleteMemory, listMemories, type MemoryRecord } from './browser/storage/registry.ts'
 export type { BootInfo, Role, StorageInfo } from './browser/host/host.ts'
 export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from './core/retrieval/search.ts'
+export type { CypherNode, CypherOptions, CypherRelationship, CypherResult, CypherValue } from './core/cypher/lazy-cypher.ts'
 export type { Fusion, Scoring, ScoringInput } from './core/kernel/scoring.ts'
 export type {
   BuildContextInput,

@@ -2,7 +2,7 @@ import { createArchives, restoreArchives } from './maintenance/archive.ts'
 import { createHitLog } from './maintenance/hits.ts'
 import { createChanges } from './retrieval/changes.ts'
 import { createConversationGraph } from './retrieval/conversations.ts'
-import { createCypher } from './cypher/cypher.ts'
+import { lazyCypher } from './cypher/lazy-cypher.ts'
 import type { OpenGraphDatabase } from './cypher/age-graphs.ts'
 import type { Db, Queryable } from './kernel/db.ts'
 import { withPreparedStatements } from './db/prepared.ts'
@@ -289,7 +289,7 @@ export async function createEngine(options: EngineOptions) {
   const retrieval = { ...createSearch(ctx), ...createContext(ctx) }
   const conversationGraph = { ...createGraph(ctx), ...createConversationGraph(ctx) }
   const indexing = indexer.api
-  const cypher = createCypher(ctx, options.graphDatabase)
+  const cypher = lazyCypher(ctx, options.graphDatabase)
 
   // Every public method, by its own name. `wrapMethods` adds what each needs, from ENGINE_RULES.
   // The features' methods close over the context and never use `this`.

@@ -170,6 +170,7 @@ export { openSnapshot, type Snapshot, type SnapshotOptions } from '../core/porta
 export type { ExportManifest } from '../core/portable/portable.ts'
 export { anthropicTools, MEMORY_GUIDELINES, openAITools } from '../core/tools/agent-tools.ts'
 export type { SearchExplain, SearchHit, SearchMode, SearchOptions } from '../core/retrieval/search.ts'
+export type { CypherNode, CypherOptions, CypherRelationship, CypherResult, CypherValue } from '../core/cypher/lazy-cypher.ts'
 export { DEFAULT_SCORING, type Scoring, type ScoringInput } from '../core/kernel/scoring.ts'
 export {
   type BuildContextInput,

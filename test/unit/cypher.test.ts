@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/kernel/errors.ts'
 import { testClock } from '../support/clock.ts'
 import { openTestMemory } from '../support/memory.ts'
@@ -24,43 +24,76 @@ async function threeConversations() {
   return { memory, clock, t1, t2, t3 }
 }
 
-describe('cypher', () => {
+describe('cypher over one memory', () => {
+  let graph: Awaited<ReturnType<typeof threeConversations>>
+  beforeAll(async () => {
+    graph = await threeConversations()
+  })
+  afterAll(() => graph.memory.close())
+
+  // The queries of the README's "Ask the graph", word for word, here and below.
   it('follows a question to the documents it touched, their versions and other conversations', async () => {
-    const { memory, t1 } = await threeConversations()
+    const { memory, t1 } = graph
     const { columns, rows } = await memory.cypher(
       `MATCH (q:Message {id: $id})-[:MESSAGE]->(:Message)-[]->(:Version)-[:VERSION_OF]->(d:Document)
-       MATCH (v:Version)-[:VERSION_OF]->(d)
-       MATCH (m:Message)-[]->(:Version)-[:VERSION_OF]->(d)
-       WHERE m.conversationId <> q.conversationId
-       RETURN d.key AS document, collect(DISTINCT v.version) AS versions, collect(DISTINCT m.conversationId) AS conversations`,
+   MATCH (v:Version)-[:VERSION_OF]->(d)
+   OPTIONAL MATCH (m:Message)-[]->(:Version)-[:VERSION_OF]->(d) WHERE m.conversationId <> q.conversationId
+   RETURN d.key AS document, collect(DISTINCT v.version) AS versions, collect(DISTINCT m.conversationId) AS others`,
       { id: t1.userEventId },
     )
-    expect(columns).toEqual(['document', 'versions', 'conversations'])
+    expect(columns).toEqual(['document', 'versions', 'others'])
     expect(rows).toHaveLength(1)
     expect(rows[0]?.document).toBe('src/auth.ts')
     expect((rows[0]?.versions as number[]).sort()).toEqual([1, 2])
-    expect((rows[0]?.conversations as string[]).sort()).toEqual(['c2', 'c3'])
-    await memory.close()
+    expect((rows[0]?.others as string[]).sort()).toEqual(['c2', 'c3'])
   })
 
   it('returns nodes and relationships by their memory ids', async () => {
-    const { memory, t1 } = await threeConversations()
+    const { memory, t1 } = graph
     const { rows } = await memory.cypher('MATCH (a {id: $id})-[r]->(b) RETURN a, r, b', { id: t1.agentEventId })
     expect(rows).toHaveLength(1)
     expect(rows[0]?.a).toMatchObject({ kind: 'node', id: t1.agentEventId, label: 'Message' })
     expect(rows[0]?.r).toMatchObject({ kind: 'relationship', type: 'read_file', start: t1.agentEventId, end: t1.versionIds[0] })
     expect(rows[0]?.b).toMatchObject({ kind: 'node', id: t1.versionIds[0], label: 'Version' })
-    await memory.close()
   })
 
   it('refuses writes and bad syntax as INVALID_INPUT', async () => {
-    const { memory } = await threeConversations()
+    const { memory } = graph
     await expect(memory.cypher("CREATE (n:Memory {content: 'x'}) RETURN n")).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await expect(memory.cypher('MATCH (n RETURN n')).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringMatching(/syntax error/) })
     await expect(memory.cypher('MATCH (n) RETURN *')).rejects.toBeInstanceOf(MemoryError)
-    await memory.close()
   })
 
+  it('finds the subgraph within two hops of a match', async () => {
+    const { memory, t1, t2 } = graph
+    const { rows } = await memory.cypher('MATCH p = (n {id: $id})-[*1..2]-() RETURN p', { id: t1.agentEventId })
+    const ids = new Set(rows.flatMap((r) => (r.p as { kind: string; id: string }[]).filter((x) => x.kind === 'node').map((x) => x.id)))
+    // One hop: the question and the version read; two: the document and c2's reply, which read it too.
+    expect(ids).toEqual(new Set([t1.agentEventId, t1.userEventId, t1.versionIds[0], t1.documentIds[0], t2.agentEventId]))
+  })
+
+  it('finds the conversations that read a document this one edits', async () => {
+    const { memory } = graph
+    const { rows } = await memory.cypher(
+      `MATCH (me:Message {conversationId: $c})-[w]->(:Version)-[:VERSION_OF]->(d:Document) WHERE w.props.effect = 'write'
+   MATCH (other:Message)-[r]->(:Version)-[:VERSION_OF]->(d) WHERE other.conversationId <> $c AND r.props.effect = 'read'
+   RETURN DISTINCT other.conversationId AS conversation`,
+      { c: 'c2' },
+    )
+    expect(rows.map((r) => r.conversation).sort()).toEqual(['c1', 'c3'])
+  })
+
+  it('binds parameters, never splicing them into the query', async () => {
+    const { memory } = graph
+    const sly = "x'}) RETURN 1 AS n //"
+    const { rows } = await memory.cypher('MATCH (m:Message {text: $text}) RETURN m.id AS id', { text: sly })
+    expect(rows).toEqual([])
+    await expect(memory.cypher('MATCH (m:Message) RETURN m.id AS id', { text: 1n } as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+})
+
+describe('cypher as the memory changes', () => {
   it('sees a write committed before the query', async () => {
     const { memory, clock } = await threeConversations()
     const count = async () => (await memory.cypher('MATCH (m:Message) RETURN count(m) AS n')).rows[0]?.n
@@ -68,41 +101,6 @@ describe('cypher', () => {
     await memory.recordTurn({ conversationId: 'c4', user: 'hi', agent: 'hello' })
     clock.advance(1000)
     expect(await count()).toBe(8)
-    await memory.close()
-  })
-
-  it('finds the subgraph within two hops of a match', async () => {
-    const { memory, t1, t2 } = await threeConversations()
-    const { rows } = await memory.cypher('MATCH (n {id: $id})-[*1..2]-(m) RETURN DISTINCT m.id AS id', { id: t1.agentEventId })
-    const ids = new Set(rows.map((r) => r.id))
-    // One hop: the question and the version read; two: the document and c2's reply, which read it too.
-    expect(ids).toEqual(new Set([t1.userEventId, t1.versionIds[0], t1.documentIds[0], t2.agentEventId]))
-    await memory.close()
-  })
-
-  it('finds the conversations that read a document this one edits', async () => {
-    const { memory } = await threeConversations()
-    const { rows } = await memory.cypher(
-      `MATCH (me:Message {conversationId: $conversation})-[w]->(:Version)-[:VERSION_OF]->(d:Document)
-       WHERE w.props.effect = 'write'
-       MATCH (other:Message)-[r]->(:Version)-[:VERSION_OF]->(d)
-       WHERE other.conversationId <> $conversation AND r.props.effect = 'read'
-       RETURN DISTINCT other.conversationId AS conversation, d.key AS document ORDER BY conversation`,
-      { conversation: 'c2' },
-    )
-    expect(rows).toEqual([
-      { conversation: 'c1', document: 'src/auth.ts' },
-      { conversation: 'c3', document: 'src/auth.ts' },
-    ])
-    await memory.close()
-  })
-
-  it('binds parameters, never splicing them into the query', async () => {
-    const { memory } = await threeConversations()
-    const sly = "x'}) RETURN 1 AS n //"
-    const { rows } = await memory.cypher('MATCH (m:Message {text: $text}) RETURN m.id AS id', { text: sly })
-    expect(rows).toEqual([])
-    await expect(memory.cypher('MATCH (m:Message) RETURN m.id AS id', { text: 1n } as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await memory.close()
   })
 
