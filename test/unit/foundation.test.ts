@@ -101,7 +101,8 @@ describe('foundation', () => {
     const countEveryWrite = keywordStats
       .slice(keywordStats.indexOf('CREATE FUNCTION engram_keyword_stats_add()'), keywordStats.indexOf('CREATE FUNCTION engram_chunks_text_guard()'))
       .replaceAll('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION')
-    await pg.exec(`DROP INDEX doc_versions_observed;
+    await pg.exec(`DROP FUNCTION engram_graph_wrote() CASCADE; DROP SEQUENCE graph_writes; DROP SEQUENCE graph_resets;
+                   DROP INDEX doc_versions_observed;
                    ALTER TABLE edges DROP CONSTRAINT edges_valid_period; ALTER TABLE edges DROP COLUMN valid_from; ALTER TABLE edges DROP COLUMN valid_to;
                    DROP INDEX memories_expiring; ALTER TABLE memories DROP COLUMN expires_at;
                    DROP TABLE vault; DROP INDEX events_unsealed; DROP INDEX memories_unsealed;
