@@ -104,6 +104,23 @@ describe('cypher as the memory changes', () => {
     await memory.close()
   })
 
+  it('sees a write committed while an earlier call is still running, and what that call writes later', async () => {
+    const { memory, clock } = await threeConversations()
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    // A rehearsal that waits before it begins: a call running since before the turn below.
+    const warming = memory.warmUp({ turns: 1, beforeEach: () => gate })
+    clock.advance(1000)
+    await memory.recordTurn({ conversationId: 'c4', user: 'hi', agent: 'hello' })
+    const count = async () => (await memory.cypher("MATCH (m:Message {conversationId: 'c4'}) RETURN count(m) AS n")).rows[0]?.n
+    expect(await count()).toBe(2)
+    release()
+    await warming
+    await memory.recordTurn({ conversationId: 'c4', user: 'again', agent: 'yes' })
+    expect(await count()).toBe(4)
+    await memory.close()
+  })
+
   it('leaves out tombstoned edges, removed nodes, deleted memories and forgotten conversations', async () => {
     const { memory, clock, t1 } = await threeConversations()
     const fact = await memory.remember({ content: 'Login uses argon2', category: 'fact', relatedTo: [t1.documentIds[0] as string] })

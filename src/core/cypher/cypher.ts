@@ -74,11 +74,20 @@ export interface CypherResult {
   truncated: boolean
 }
 
+/** A query as checked: its text, the names of its columns, its parameters. */
+interface Query {
+  text: string
+  names: string[]
+  params: JsonObject
+  /** Set when the reader could not make the query out; AGE's parser then names the error. */
+  unreadable: UnreadableQuery | null
+}
+
 interface Drawn {
   graph: AgeGraph
-  /** The graph holds the rows dated up to here. */
-  to: Date
-  /** The counters as it was drawn; `writes` is empty when a call was still writing then. */
+  /** The next catch-up reads the rows dated after this. */
+  from: Date
+  /** The counters as the graph was drawn. */
   writes: string
   resets: string
 }
@@ -124,34 +133,40 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
    * The graph of `view`, caught up with every write committed before this call. The rows are
    * read while `database` starts (a first query's thread boots meanwhile).
    */
-  async function caughtUp(database: Promise<GraphDatabase>, view: GraphView): Promise<AgeGraph> {
+  async function caughtUp(opening: Promise<GraphDatabase>, view: GraphView): Promise<AgeGraph> {
     const key = JSON.stringify(view)
     const drawn = graphs.get(key)
-    const settled = ctx.earliestCall() === null
+    // The rows are read in one snapshot, and PGlite runs one transaction at a time: every write
+    // committed by then is read, up to now. A call still running may yet commit rows dated
+    // after the cut, so the next catch-up reads again from there (applying a row twice is
+    // harmless).
+    const now = ctx.now()
     const cut = cutNow(ctx)
-    const to = view.asOf !== null && view.asOf < cut ? view.asOf : cut
+    const latest = now > cut ? now : cut
+    const to = view.asOf !== null && view.asOf < latest ? view.asOf : latest
+    const from = cut < to ? cut : to
     const read = await ctx.db.transaction(async (tx) => {
       const { rows } = await tx.query<{ writes: string; resets: string; expired: boolean }>(
         `SELECT (SELECT last_value FROM graph_writes)::text AS writes, (SELECT last_value FROM graph_resets)::text AS resets,
                 EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND expires_at > $2 AND expires_at <= $3) AS expired`,
-        [view.tenantId, drawn?.to ?? to, to],
+        [view.tenantId, drawn?.from ?? to, to],
       )
       const counters = rows[0] as { writes: string; resets: string; expired: boolean }
       const whole = drawn === undefined || drawn.resets !== counters.resets
-      if (!whole && !counters.expired && (drawn.writes === counters.writes || drawn.to >= to)) return null
-      return { counters, whole, draft: await drawGraph(tx, view, { from: whole ? null : drawn.to, to }) }
+      if (!whole && !counters.expired && (drawn.writes === counters.writes || drawn.from >= to)) return null
+      return { counters, whole, draft: await drawGraph(tx, view, { from: whole ? null : drawn.from, to }) }
     })
+    graphs.delete(key)
     if (read === null) {
-      graphs.delete(key)
-      graphs.set(key, drawn as Drawn)
+      // Nothing was committed since: the next catch-up may start at this cut.
+      graphs.set(key, { ...(drawn as Drawn), from })
       return (drawn as Drawn).graph
     }
-    graphs.delete(key)
     let graph = drawn?.graph
     try {
       if (read.whole) {
         await graph?.drop()
-        graph = await AgeGraph.create(await database, `engram_graph_${++made}`)
+        graph = await AgeGraph.create(await opening, `engram_graph_${++made}`)
       }
       await (graph as AgeGraph).apply(read.draft)
     } catch (error) {
@@ -159,7 +174,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
       await graph?.drop().catch(() => {})
       throw error
     }
-    graphs.set(key, { graph: graph as AgeGraph, to, writes: settled ? read.counters.writes : '', resets: read.counters.resets })
+    graphs.set(key, { graph: graph as AgeGraph, from, writes: read.counters.writes, resets: read.counters.resets })
     for (const [old, { graph: g }] of graphs) {
       if (graphs.size <= MAX_GRAPHS) break
       graphs.delete(old)
@@ -173,9 +188,9 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
    * the query in it (PGlite cannot cancel a statement), and every graph is drawn again, in a
    * new database, by the next query.
    */
-  async function run(db: GraphDatabase, graph: AgeGraph, query: string, names: string[], params: JsonObject, o: { limit: number; timeoutMs: number }) {
-    const tag = dollarTag(query)
-    const columns = names.map((_, i) => `c${i} agtype`).join(', ')
+  async function run(db: GraphDatabase, graph: AgeGraph, q: Query, o: { limit: number; timeoutMs: number }) {
+    const tag = dollarTag(q.text)
+    const columns = q.names.map((_, i) => `c${i} agtype`).join(', ')
     let timedOut = false
     const stop = db.terminate?.bind(db)
     const timer = stop
@@ -189,8 +204,8 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
     await db.exec('BEGIN READ ONLY')
     try {
       const { rows } = await db.query<Record<string, string | null>>(
-        `SELECT * FROM cypher('${graph.name}', ${tag}${query}${tag}, $1) AS (${columns}) LIMIT ${o.limit === 0 ? 0 : o.limit + 1}`,
-        [JSON.stringify(params)],
+        `SELECT * FROM cypher('${graph.name}', ${tag}${q.text}${tag}, $1) AS (${columns}) LIMIT ${o.limit === 0 ? 0 : o.limit + 1}`,
+        [JSON.stringify(q.params)],
       )
       return rows
     } catch (error) {
@@ -203,6 +218,34 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
     } finally {
       clearTimeout(timer)
       if (!timedOut) await db.exec('ROLLBACK')
+    }
+  }
+
+  /**
+   * Catches the reader's graph up, then runs the query. A graph database that stopped (its
+   * thread died) is started again by the next query.
+   */
+  async function answer(view: GraphView, q: Query, o: { limit: number; timeoutMs: number }): Promise<CypherResult> {
+    try {
+      const opening = open()
+      // A failed open is thrown below, after the rows are read.
+      opening.catch(() => {})
+      const graph = await caughtUp(opening, view)
+      const rows = await run(await opening, graph, q, { limit: q.unreadable ? 0 : o.limit, timeoutMs: o.timeoutMs })
+      if (q.unreadable) throw q.unreadable
+      const kept = rows.slice(0, o.limit).map((row) => q.names.map((_, i) => parseAgtype(row[`c${i}`] ?? 'null')))
+      const ends = await graph.memoryIds(relationshipEnds(kept))
+      return {
+        columns: q.names,
+        rows: kept.map((row) => Object.fromEntries(q.names.map((name, i) => [name, toCypherValue(row[i], ends)]))),
+        truncated: rows.length > o.limit,
+      }
+    } catch (error) {
+      if (MemoryError.is(error, 'CLOSED')) {
+        database = undefined
+        graphs.clear()
+      }
+      throw error
     }
   }
 
@@ -224,20 +267,6 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
       const text = parseInput(z.string().trim().min(1).max(100_000), query, 'Cypher query')
       const values = parseInput(jsonObject.optional(), params, 'Cypher parameters') ?? {}
       const o = parseInput(cypherOptions, options ?? {}, 'Cypher options')
-      let names: string[]
-      let unreadable: UnreadableQuery | null = null
-      try {
-        names = returnedNames(text)
-      } catch (error) {
-        if (!(error instanceof UnreadableQuery)) throw error
-        // AGE parses it below, and names a syntax error more precisely.
-        unreadable = error
-        names = ['value']
-      }
-      const twice = names.find((n, i) => names.indexOf(n) !== i)
-      if (twice !== undefined) {
-        throw new MemoryError('INVALID_INPUT', `Invalid Cypher query: two values are returned as "${twice}"; give one an alias with AS.`)
-      }
       const view: GraphView = {
         tenantId: o.scope.tenantId,
         userId: o.scope.userId ?? null,
@@ -246,22 +275,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
         sensitivities: allowedSensitivities(o.channel),
         asOf: o.asOf === undefined ? null : toDate(o.asOf),
       }
-      return serial(async () => {
-        const opening = open()
-        // A failed open is thrown below, after the rows are read.
-        opening.catch(() => {})
-        const graph = await caughtUp(opening, view)
-        const db = await opening
-        const rows = await run(db, graph, text, names, values, { limit: unreadable ? 0 : o.limit, timeoutMs: o.timeoutMs })
-        if (unreadable) throw unreadable
-        const kept = rows.slice(0, o.limit).map((row) => names.map((_, i) => parseAgtype(row[`c${i}`] ?? 'null')))
-        const ends = await graph.memoryIds(relationshipEnds(kept))
-        return {
-          columns: names,
-          rows: kept.map((values) => Object.fromEntries(names.map((name, i) => [name, toCypherValue(values[i], ends)]))),
-          truncated: rows.length > o.limit,
-        }
-      })
+      return serial(() => answer(view, { text, params: values, ...columnsOf(text) }, o))
     },
 
     /** Drops every graph and closes the graph database (the memory is closing). */
@@ -274,6 +288,26 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
       })
     },
   }
+}
+
+/**
+ * The names of a query's columns, refusing a query that writes or returns two values by one
+ * name. A query the reader cannot make out gets one column, and is `unreadable`: AGE parses it
+ * then, and names a syntax error more precisely.
+ */
+function columnsOf(text: string): Pick<Query, 'names' | 'unreadable'> {
+  let names: string[]
+  try {
+    names = returnedNames(text)
+  } catch (error) {
+    if (!(error instanceof UnreadableQuery)) throw error
+    return { names: ['value'], unreadable: error }
+  }
+  const twice = names.find((n, i) => names.indexOf(n) !== i)
+  if (twice !== undefined) {
+    throw new MemoryError('INVALID_INPUT', `Invalid Cypher query: two values are returned as "${twice}"; give one an alias with AS.`)
+  }
+  return { names, unreadable: null }
 }
 
 /** An error of the query itself (syntax, an unknown function, a bad value) as `INVALID_INPUT`. */
