@@ -121,6 +121,28 @@ describe('cypher as the memory changes', () => {
     await memory.close()
   })
 
+  it("draws curated memories with what they supersede, derive from, matter for and belong to", async () => {
+    const { memory, t1 } = await threeConversations()
+    await memory.remember({ content: 'Two-space indent', category: 'preference', key: 'style', userId: 'ann' })
+    const now = await memory.remember({
+      content: 'Tabs, width 4',
+      category: 'preference',
+      key: 'style',
+      userId: 'ann',
+      context: 'formatting',
+      derivedFrom: [t1.userEventId],
+      relatedTo: [t1.documentIds[0] as string],
+    })
+    const { rows } = await memory.cypher(
+      `MATCH (m:Memory {id: $id})-[s:SUPERSEDES]->(old:Memory)
+       MATCH (m)-[:DERIVED_FROM]->(q:Message), (m)-[:RELEVANT_TO]->(d:Document), (m)-[:BELONGS_TO_CONTEXT]->(c:Context)
+       RETURN old.content AS old, old.status AS status, q.text AS question, d.key AS document, c.name AS context`,
+      { id: now.id },
+    )
+    expect(rows).toEqual([{ old: 'Two-space indent', status: 'superseded', question: 'how does login work?', document: 'src/auth.ts', context: 'formatting' }])
+    await memory.close()
+  })
+
   it('leaves out tombstoned edges, removed nodes, deleted memories and forgotten conversations', async () => {
     const { memory, clock, t1 } = await threeConversations()
     const fact = await memory.remember({ content: 'Login uses argon2', category: 'fact', relatedTo: [t1.documentIds[0] as string] })
