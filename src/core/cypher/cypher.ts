@@ -5,18 +5,16 @@ import { identifier } from '../kernel/scope.ts'
 import { timeInput, toDate } from '../kernel/time.ts'
 import { parseInput, z } from '../kernel/validate.ts'
 import { allowedSensitivities, readChannel } from '../privacy/channels.ts'
-import { cutNow } from '../retrieval/changes.ts'
-import { AgeGraph, type GraphDatabase, type OpenGraphDatabase, prepareGraphDatabase } from './age-graphs.ts'
+import { type AgeGraph, type GraphDatabase, type OpenGraphDatabase, prepareGraphDatabase } from './age-graphs.ts'
 import { dollarTag, type GraphEdge, type GraphNode, KIND_KEY, parseAgtype, returnedNames, UnreadableQuery } from './cypher-text.ts'
-import { drawGraph, type GraphView } from './graph-rows.ts'
+import type { GraphView } from './graph-rows.ts'
+import { ReaderGraphs } from './reader-graphs.ts'
 
 /** The most rows one query returns (`limit`). */
 export const MAX_CYPHER_ROWS = 10_000
 /** How long a query may run by default, and at most, once its graph is up to date (ms). */
 export const DEFAULT_CYPHER_TIMEOUT_MS = 10_000
 export const MAX_CYPHER_TIMEOUT_MS = 600_000
-/** How many graphs (one per scope, channel and `asOf` asked for) are kept up to date at once. */
-const MAX_GRAPHS = 4
 
 const cypherOptions = z
   .object({
@@ -83,15 +81,6 @@ interface Query {
   unreadable: UnreadableQuery | null
 }
 
-interface Drawn {
-  graph: AgeGraph
-  /** The next catch-up reads the rows dated after this. */
-  from: Date
-  /** The counters as the graph was drawn. */
-  writes: string
-  resets: string
-}
-
 /**
  * `memory.cypher`: read-only openCypher over the memory graph. Each scope, channel and
  * `asOf` a query asks for gets a graph of its own in a separate AGE database, holding only the
@@ -100,8 +89,7 @@ interface Drawn {
  */
 export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase | undefined) {
   let database: Promise<GraphDatabase> | undefined
-  const graphs = new Map<string, Drawn>()
-  let made = 0
+  const graphs = new ReaderGraphs(ctx)
   let queue: Promise<unknown> = Promise.resolve()
   const serial = <T>(work: () => Promise<T>): Promise<T> => {
     const next = queue.then(work, work)
@@ -130,60 +118,6 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
   }
 
   /**
-   * The graph of `view`, caught up with every write committed before this call. The rows are
-   * read while `database` starts (a first query's thread boots meanwhile).
-   */
-  async function caughtUp(opening: Promise<GraphDatabase>, view: GraphView): Promise<AgeGraph> {
-    const key = JSON.stringify(view)
-    const drawn = graphs.get(key)
-    // The rows are read in one snapshot, and PGlite runs one transaction at a time: every write
-    // committed by then is read, up to now. A call still running may yet commit rows dated
-    // after the cut, so the next catch-up reads again from there (applying a row twice is
-    // harmless).
-    const now = ctx.now()
-    const cut = cutNow(ctx)
-    const latest = now > cut ? now : cut
-    const to = view.asOf !== null && view.asOf < latest ? view.asOf : latest
-    const from = cut < to ? cut : to
-    const read = await ctx.db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ writes: string; resets: string; expired: boolean }>(
-        `SELECT (SELECT last_value FROM graph_writes)::text AS writes, (SELECT last_value FROM graph_resets)::text AS resets,
-                EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND expires_at > $2 AND expires_at <= $3) AS expired`,
-        [view.tenantId, drawn?.from ?? to, to],
-      )
-      const counters = rows[0] as { writes: string; resets: string; expired: boolean }
-      const whole = drawn === undefined || drawn.resets !== counters.resets
-      if (!whole && !counters.expired && (drawn.writes === counters.writes || drawn.from >= to)) return null
-      return { counters, whole, draft: await drawGraph(tx, view, { from: whole ? null : drawn.from, to }) }
-    })
-    graphs.delete(key)
-    if (read === null) {
-      // Nothing was committed since: the next catch-up may start at this cut.
-      graphs.set(key, { ...(drawn as Drawn), from })
-      return (drawn as Drawn).graph
-    }
-    let graph = drawn?.graph
-    try {
-      if (read.whole) {
-        await graph?.drop()
-        graph = await AgeGraph.create(await opening, `engram_graph_${++made}`)
-      }
-      await (graph as AgeGraph).apply(read.draft)
-    } catch (error) {
-      // A graph half brought up to date is drawn again whole by the next query.
-      await graph?.drop().catch(() => {})
-      throw error
-    }
-    graphs.set(key, { graph: graph as AgeGraph, from, writes: read.counters.writes, resets: read.counters.resets })
-    for (const [old, { graph: g }] of graphs) {
-      if (graphs.size <= MAX_GRAPHS) break
-      graphs.delete(old)
-      await g.drop()
-    }
-    return graph as AgeGraph
-  }
-
-  /**
    * Runs `query` in a read-only transaction. Past `timeoutMs` the database is stopped with
    * the query in it (PGlite cannot cancel a statement), and every graph is drawn again, in a
    * new database, by the next query.
@@ -197,7 +131,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
       ? setTimeout(() => {
           timedOut = true
           database = undefined
-          graphs.clear()
+          graphs.forget()
           stop()
         }, o.timeoutMs)
       : undefined
@@ -230,7 +164,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
       const opening = open()
       // A failed open is thrown below, after the rows are read.
       opening.catch(() => {})
-      const graph = await caughtUp(opening, view)
+      const graph = await graphs.caughtUp(opening, view)
       const rows = await run(await opening, graph, q, { limit: q.unreadable ? 0 : o.limit, timeoutMs: o.timeoutMs })
       if (q.unreadable) throw q.unreadable
       const kept = rows.slice(0, o.limit).map((row) => q.names.map((_, i) => parseAgtype(row[`c${i}`] ?? 'null')))
@@ -243,7 +177,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
     } catch (error) {
       if (MemoryError.is(error, 'CLOSED')) {
         database = undefined
-        graphs.clear()
+        graphs.forget()
       }
       throw error
     }
@@ -283,7 +217,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
       return serial(async () => {
         const db = database
         database = undefined
-        graphs.clear()
+        graphs.forget()
         if (db) await (await db.catch(() => null))?.close()
       })
     },
