@@ -146,7 +146,8 @@ const ENGINE_RULES: MethodRules = {
   },
   // Listeners return their unsubscribe at once; stopping and tool calls throw what they meet.
   plain: ['telemetry.subscribe', 'onIndexProgress', 'onError', 'stopIndexing', 'callTool'],
-  // A change list, and the catch-up before a Cypher query, move the clock past their own end.
+  // A change list moves the clock past its own end. A Cypher query writes nothing, so a change
+  // list need not wait for it.
   untracked: ['diffSince', 'cypher'],
 }
 
@@ -452,6 +453,7 @@ export async function createEngine(options: EngineOptions) {
     wrote: (rows) => {
       writes++
       indexer.nudge()
+      cypher.nudge()
       statistics.changed(rows)
     },
     telemetry: ctx.telemetry,

@@ -13,7 +13,7 @@ export interface MethodRules {
   timings: Readonly<Record<string, Timing<never>>>
   /** Listeners: they return at once, and their errors are thrown as they are. */
   plain: readonly string[]
-  /** Calls not noted as running (they read the clock's cut themselves). */
+  /** Calls not noted as running: a change list reads the clock's cut itself; a Cypher query writes nothing. */
   untracked: readonly string[]
 }
 

@@ -2,7 +2,12 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryError } from '../../src/core/kernel/errors.ts'
 import { testClock } from '../support/clock.ts'
-import { openTestMemory } from '../support/memory.ts'
+import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
+import { createEngine } from '../../src/core/engine.ts'
+import { CATCH_UP_QUIET_MS } from '../../src/core/cypher/cypher.ts'
+import type { GraphDatabase } from '../../src/core/cypher/age-graphs.ts'
+import { openGraphDatabase } from '../../src/node/graph-database.ts'
+import { durableDb } from '../../src/runtime/pglite.ts'
 
 /** Three conversations around one file: c1 reads it, c2 edits it, c3 reads the new version. */
 async function threeConversations() {
@@ -223,6 +228,40 @@ describe('cypher as the memory changes', () => {
       { numRuns: 12, seed: 20261207 },
     )
   }, 60_000)
+})
+
+describe('cypher in the background', () => {
+  it('brings drawn graphs up to date once writes pause, so the next query draws nothing', async () => {
+    const pg = await openTestDb()
+    let inserts = 0
+    const graphDatabase = async (): Promise<GraphDatabase> => {
+      const db = await openGraphDatabase(await templateBlob())
+      return {
+        ...db,
+        query: (sql, params) => {
+          if (/^\s*WITH x AS/.test(sql)) inserts++
+          return db.query(sql, params)
+        },
+        exec: (sql) => db.exec(sql),
+        close: () => db.close(),
+      }
+    }
+    const engine = await createEngine({ db: durableDb(pg), graphDatabase })
+    try {
+      const count = async () => (await engine.cypher('MATCH (m:Message) RETURN count(m) AS n')).rows[0]?.n
+      await engine.recordTurn({ conversationId: 'c1', user: 'hi', agent: 'hello' })
+      expect(await count()).toBe(2)
+      await engine.recordTurn({ conversationId: 'c1', user: 'again', agent: 'yes' })
+      await new Promise((resolve) => setTimeout(resolve, CATCH_UP_QUIET_MS + 500))
+      const before = inserts
+      expect(before).toBeGreaterThan(0)
+      expect(await count()).toBe(4)
+      expect(inserts).toBe(before)
+    } finally {
+      await engine.stopIndexing()
+      await pg.close()
+    }
+  })
 })
 
 describe('cypher time limit', () => {

@@ -12,6 +12,8 @@ import { ReaderGraphs } from './reader-graphs.ts'
 
 /** The most rows one query returns (`limit`). */
 export const MAX_CYPHER_ROWS = 10_000
+/** How long writes must pause before the graphs catch up in the background (ms). */
+export const CATCH_UP_QUIET_MS = 1000
 /** How long a query may run by default, and at most, once its graph is up to date (ms). */
 export const DEFAULT_CYPHER_TIMEOUT_MS = 10_000
 export const MAX_CYPHER_TIMEOUT_MS = 600_000
@@ -183,7 +185,22 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
     }
   }
 
+  // After writes pause, the graphs drawn so far catch up in the background, so the next query
+  // finds little to do. A failure here is left to that query, which catches up again.
+  let quiet: ReturnType<typeof setTimeout> | undefined
+  const nudge = () => {
+    const opening = database
+    if (!opening) return
+    clearTimeout(quiet)
+    const timer = setTimeout(() => void serial(() => graphs.catchUpAll(opening)).catch(() => {}), CATCH_UP_QUIET_MS)
+    // A pending catch-up does not keep Node running.
+    if (typeof timer === 'object' && 'unref' in timer) timer.unref()
+    quiet = timer
+  }
+
   return {
+    nudge,
+
     /**
      * Runs a read-only openCypher query over the memory graph, as the reader `options` names
      * sees it (scope, channel, `asOf`). Parameters are bound, never spliced into the text:
@@ -214,6 +231,7 @@ export function createCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase
 
     /** Drops every graph and closes the graph database (the memory is closing). */
     close(): Promise<void> {
+      clearTimeout(quiet)
       return serial(async () => {
         const db = database
         database = undefined

@@ -17,6 +17,10 @@ export function lazyCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase |
     async cypher(query: string, params?: JsonObject, options?: CypherOptions): Promise<CypherResult> {
       return (await load()).cypher(query, params, options)
     },
+    /** Tells the graphs, once Cypher has run, that the memory was written to. */
+    nudge(): void {
+      void loaded?.then((c) => c.nudge())
+    },
     async close(): Promise<void> {
       if (loaded) await (await loaded).close()
     },

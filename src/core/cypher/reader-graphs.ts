@@ -1,5 +1,4 @@
 import type { EngineContext } from '../kernel/engine-context.ts'
-import { cutNow } from '../retrieval/changes.ts'
 import { AgeGraph, type GraphDatabase } from './age-graphs.ts'
 import { drawGraph, type GraphView } from './graph-rows.ts'
 
@@ -7,6 +6,7 @@ import { drawGraph, type GraphView } from './graph-rows.ts'
 const MAX_GRAPHS = 4
 
 interface Drawn {
+  view: GraphView
   graph: AgeGraph
   /** The next catch-up reads the rows dated after this. */
   from: Date
@@ -37,14 +37,12 @@ export class ReaderGraphs {
     const key = JSON.stringify(view)
     const drawn = this.#graphs.get(key)
     // The rows are read in one snapshot, and PGlite runs one transaction at a time: every write
-    // committed by then is read, up to now. A call still running may yet commit rows dated
-    // after the cut, so the next catch-up reads again from there (applying a row twice is
-    // harmless).
+    // committed by then is read, up to now. A call still running, or one that starts within
+    // this millisecond, may yet commit rows dated from its start on, so the next catch-up reads
+    // again from just before it (a row applied twice is applied once). The clock is not moved.
     const now = this.#ctx.now()
-    const cut = cutNow(this.#ctx)
-    const latest = now > cut ? now : cut
-    const to = view.asOf !== null && view.asOf < latest ? view.asOf : latest
-    const from = cut < to ? cut : to
+    const to = view.asOf !== null && view.asOf < now ? view.asOf : now
+    const from = new Date(Math.min(to.getTime(), this.#ctx.earliestCall() ?? Infinity) - 1)
     const read = await this.#ctx.db.transaction(async (tx) => {
       const { rows } = await tx.query<{ writes: string; resets: string; expired: boolean }>(
         `SELECT (SELECT last_value FROM graph_writes)::text AS writes, (SELECT last_value FROM graph_resets)::text AS resets,
@@ -74,13 +72,18 @@ export class ReaderGraphs {
       await graph?.drop().catch(() => {})
       throw error
     }
-    this.#graphs.set(key, { graph: graph as AgeGraph, from, writes: read.counters.writes, resets: read.counters.resets })
+    this.#graphs.set(key, { view, graph: graph as AgeGraph, from, writes: read.counters.writes, resets: read.counters.resets })
     for (const [old, { graph: g }] of this.#graphs) {
       if (this.#graphs.size <= MAX_GRAPHS) break
       this.#graphs.delete(old)
       await g.drop()
     }
     return graph as AgeGraph
+  }
+
+  /** Brings every graph up to date, as a query of its reader would. */
+  async catchUpAll(opening: Promise<GraphDatabase>): Promise<void> {
+    for (const { view } of [...this.#graphs.values()]) await this.caughtUp(opening, view)
   }
 
   /** Forgets every graph (their database stopped, or is to be closed). */

@@ -42,23 +42,20 @@ const dated = <T extends { created_at: string }>(r: T) => ({ ...r, created_at: n
 
 const options = z.object({ until: timeInput.optional(), tenantId: identifier.optional() }).strict()
 
-/**
- * Where a read of what changed up to now ends: now, or just before the earliest engine call
- * still running began, since what it writes is dated then or later and is not committed yet.
- * The engine's clock then moves past it, so a write after the cut is dated after it too: each
- * row is in the read cut after it was committed, or in the next (since = this cut). The
- * caller itself must not be noted as running (`untracked` in ENGINE_RULES).
- */
-export function cutNow(ctx: EngineContext): Date {
-  const now = ctx.now()
-  const earliest = ctx.earliestCall()
-  const to = earliest !== null && earliest <= now.getTime() ? new Date(earliest - 1) : now
-  ctx.cutAt(to)
-  return to
-}
-
 export function createChanges(ctx: EngineContext) {
-  const cut = () => cutNow(ctx)
+  /**
+   * Where a list asked for up to now ends: now, or just before the earliest engine call still
+   * running began, since what it writes is dated then or later and is not committed yet. The
+   * engine's clock then moves past it, so a write after the cut is dated after it too: each
+   * row is in the list cut after it was committed, or in the next (since = this until).
+   */
+  function cut(): Date {
+    const now = ctx.now()
+    const earliest = ctx.earliestCall()
+    const to = earliest !== null && earliest <= now.getTime() ? new Date(earliest - 1) : now
+    ctx.cutAt(to)
+    return to
+  }
 
   return {
     /**
