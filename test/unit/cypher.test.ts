@@ -88,6 +88,15 @@ describe('cypher over one memory', () => {
     expect(rows.map((r) => r.conversation).sort()).toEqual(['c1', 'c3'])
   })
 
+  it('returns at most limit rows, and says when more matched', async () => {
+    const { memory } = graph
+    const some = await memory.cypher('MATCH (m:Message) RETURN m.id AS id', {}, { limit: 4 })
+    expect(some.rows).toHaveLength(4)
+    expect(some.truncated).toBe(true)
+    const all = await memory.cypher('MATCH (m:Message) RETURN m.id AS id', {}, { limit: 6 })
+    expect(all).toMatchObject({ truncated: false, rows: { length: 6 } })
+  })
+
   it('binds parameters, never splicing them into the query', async () => {
     const { memory } = graph
     const sly = "x'}) RETURN 1 AS n //"
@@ -228,6 +237,19 @@ describe('cypher as the memory changes', () => {
       { numRuns: 12, seed: 20261207 },
     )
   }, 60_000)
+})
+
+describe('cypher without a graph database', () => {
+  it('fails with NOT_SUPPORTED', async () => {
+    const pg = await openTestDb()
+    const engine = await createEngine({ db: durableDb(pg) })
+    try {
+      await expect(engine.cypher('MATCH (m:Message) RETURN m.id AS id')).rejects.toMatchObject({ code: 'NOT_SUPPORTED' })
+    } finally {
+      await engine.stopIndexing()
+      await pg.close()
+    }
+  })
 })
 
 describe('cypher in the background', () => {
