@@ -168,7 +168,9 @@ export class AgeGraph {
   async memoryIds(gids: readonly string[]): Promise<Map<string, string>> {
     if (gids.length === 0) return new Map()
     const { rows } = await this.#db.query<{ id: string; gid: string }>(
-      `SELECT id, gid::text AS gid FROM "${this.name}".engram_ids WHERE kind = 'node' AND gid::text = ANY($1::text[])`,
+      // Compared as graph ids (text reaches graphid only through agtype), so the index on gid serves.
+      `SELECT id, gid::text AS gid FROM "${this.name}".engram_ids
+       WHERE kind = 'node' AND gid IN (SELECT (x::agtype)::graphid FROM unnest($1::text[]) AS x)`,
       [gids],
     )
     return new Map(rows.map((r) => [r.gid, r.id]))

@@ -19,10 +19,12 @@ export function lazyCypher(ctx: EngineContext, openDatabase: OpenGraphDatabase |
     },
     /** Tells the graphs, once Cypher has run, that the memory was written to. */
     nudge(): void {
-      void loaded?.then((c) => c.nudge())
+      // A module that failed to load has nothing to nudge; the next query reports the failure.
+      loaded?.then((c) => c.nudge()).catch(() => {})
     },
     async close(): Promise<void> {
-      if (loaded) await (await loaded).close()
+      const cypher = await loaded?.catch(() => null)
+      await cypher?.close()
     },
   }
 }
