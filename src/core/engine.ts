@@ -4,7 +4,7 @@ import { createChanges } from './retrieval/changes.ts'
 import { createConversationGraph } from './retrieval/conversations.ts'
 import { lazyCypher } from './cypher/lazy-cypher.ts'
 import type { OpenGraphDatabase } from './cypher/age-graphs.ts'
-import type { Db, Queryable } from './kernel/db.ts'
+import type { Backend, Db, Queryable } from './kernel/db.ts'
 import { withPreparedStatements } from './db/prepared.ts'
 import { createDocuments, type Observation } from './documents/documents.ts'
 import { VectorCache } from './kernel/embedder.ts'
@@ -54,6 +54,8 @@ export interface EngineOptions extends Omit<MemorySettings, 'cacheMB'> {
    * `openMemory` and the worker give one; without it, `cypher` fails with `NOT_SUPPORTED`.
    */
   graphDatabase?: OpenGraphDatabase
+  /** What hosts `db` (default `pglite`); `openMemory({ postgres })` passes `postgres`. */
+  backend?: Backend
 }
 
 /** The engine's settings that are plain data (or a `CryptoKey`), so they can cross to a worker. */
@@ -69,6 +71,7 @@ export interface PingResult {
 const plainOptions = z
   .object({
     indexing: z.enum(['auto', 'manual']).optional(),
+    backend: z.enum(['pglite', 'postgres']).optional(),
     statistics: z.enum(['auto', 'manual']).optional(),
     dedupThreshold: z.number().min(0).max(1).optional(),
     workspace: z
@@ -185,6 +188,7 @@ export async function createEngine(options: EngineOptions) {
   }
   const ctx: EngineContext = {
     db: withPreparedStatements(options.db),
+    backend: options.backend ?? 'pglite',
     now,
     cutAt: (at) => {
       floor = Math.max(floor, at.getTime() + 1)
@@ -233,6 +237,7 @@ export async function createEngine(options: EngineOptions) {
     mode: options.statistics ?? DEFAULT_MEMORY_SETTINGS.statistics,
     onError: (cause) => reportStatisticsError(cause),
     pause,
+    backend: ctx.backend,
   })
   await statistics.start(ctx.embedder?.id ?? null)
   ctx.changed = statistics.changed

@@ -2,8 +2,10 @@ import { resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import type { Db } from '../core/kernel/db.ts'
 import { checkOptionNames } from '../core/kernel/input-walk.ts'
-import { openPGlite } from '../runtime/pglite.ts'
+import { durableDb, openPGlite } from '../runtime/pglite.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
 import { lockDataDir, whileHeld } from './lock.ts'
+import { openServerDatabase, type PostgresPool, type PostgresTarget } from './postgres.ts'
 import { memoryOver, type NodeMemory } from './memory.ts'
 import { OPEN_MEMORY_OPTIONS, type OpenMemoryOptions } from './options.ts'
 import { bundledTemplate, holdsNoDatabase, pgliteFsBundle } from './template.ts'
@@ -20,6 +22,7 @@ export type { NodeMemory, OpenMemoryOptions }
  */
 export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeMemory> {
   checkOptionNames(options, OPEN_MEMORY_OPTIONS, 'openMemory')
+  if (options.postgres !== undefined) return openServerMemory(options.postgres, options)
   // One open per data folder: a second would write over this one's writes (src/node/lock.ts).
   const lock = options.dataDir === undefined ? undefined : await lockDataDir(resolve(options.dataDir))
   const release = () => lock?.release()
@@ -39,7 +42,7 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     release()
     throw error
   }
-  return memoryOver(pg, options, {
+  return memoryOver(durableDb(pg), options, {
     // An open whose lock another process took fails every call from then on (src/node/lock.ts).
     ...(lock ? { guard: (db: Db) => whileHeld(db, lock) } : {}),
     // Closing writes a checkpoint: not over the pages of the process that took the lock.
@@ -48,6 +51,28 @@ export async function openMemory(options: OpenMemoryOptions = {}): Promise<NodeM
     },
     release,
   })
+}
+
+/**
+ * A memory on a PostgreSQL server. Without pgvector there it is keyword-only: a given embedder
+ * is set aside with a warning, and `stats().vectorSearch` is false.
+ */
+async function openServerMemory(target: PostgresTarget, options: OpenMemoryOptions): Promise<NodeMemory> {
+  if (!(typeof target === 'string' && target.length > 0) && typeof (target as Partial<PostgresPool> | null)?.connect !== 'function') {
+    throw new MemoryError('INVALID_INPUT', 'openMemory: "postgres" takes a connection string or a node-postgres Pool.')
+  }
+  const local = (['dataDir', 'loadDataDir', 'cacheMB'] as const).filter((name) => options[name] !== undefined)
+  if (local.length > 0) {
+    throw new MemoryError('INVALID_INPUT', `openMemory: "postgres" keeps the memory on the server; ${local.map((n) => `"${n}"`).join(' and ')} cannot be given with it.`)
+  }
+  const db = await openServerDatabase(target)
+  let settings = options
+  if (!db.vectors && options.embedder !== undefined) {
+    const { embedder: _set, ...rest } = options
+    settings = rest
+    console.warn('Engram: this PostgreSQL server has no pgvector, so the memory is keyword-only; the embedder is not used.')
+  }
+  return memoryOver(db, settings, { backend: 'postgres', closeDatabase: () => db.close() })
 }
 
 export type { Embedder } from '../core/kernel/embedder.ts'

@@ -17,6 +17,8 @@ const HELP = `engram-mcp — long-term memory for an MCP client, kept on this ma
 
 Options:
   --data-dir DIR        where the memory lives (default ~/.engram/mcp)
+  --postgres URL        keep the memory on a PostgreSQL server instead (a connection
+                        string; needs the pg package), e.g. with --port for many clients
   --user ID             whose memories the tools read and write (default: none)
   --agent ID            the agent the tools act as
   --project ID          the project for project-scoped memories
@@ -47,6 +49,7 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
     args: [...argv],
     options: {
       'data-dir': { type: 'string' },
+      postgres: { type: 'string' },
       user: { type: 'string' },
       agent: { type: 'string' },
       project: { type: 'string' },
@@ -75,12 +78,16 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
   }
   // Refused before the memory opens (which takes seconds).
   parseInput(toolIdentity, identity, '--user, --agent, --project or --tenant')
+  const postgres = values.postgres
+  if (postgres !== undefined && values['data-dir'] !== undefined) throw new Error('--data-dir and --postgres name two places for one memory: give one')
   const dataDir = resolve(values['data-dir'] ?? join(homedir(), '.engram', 'mcp'))
+  // What the log names: the folder, or the server without its password.
+  const where = postgres === undefined ? dataDir : withoutPassword(postgres)
   const root = values['workspace-root']
   // The model loads while the memory already answers (by keywords until it is there).
   const embedder = values['no-embedder'] ? undefined : createTransformersEmbedder()
   const memory = await openMemory({
-    dataDir,
+    ...(postgres === undefined ? { dataDir } : { postgres }),
     ...(embedder ? { embedder } : {}),
     ...(root === undefined ? {} : { workspace: { mode: 'local' as const, root } }),
   })
@@ -92,7 +99,7 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
       await memory.close()
       throw error
     }
-    io.stderr.write(`engram-mcp: serving ${dataDir} at ${http.url}\n`)
+    io.stderr.write(`engram-mcp: serving ${where} at ${http.url}\n`)
     // Served until the process is stopped.
     await new Promise<void>((done) => {
       if (io.signal?.aborted) done()
@@ -108,11 +115,22 @@ export async function runMcpCli(argv: readonly string[], io: CliIo): Promise<voi
     server.onclose = done
   })
   await server.connect(transport)
-  io.stderr.write(`engram-mcp: serving ${dataDir}\n`)
+  io.stderr.write(`engram-mcp: serving ${where}\n`)
   // The client ends the session by closing our stdin, or stops the process.
   io.stdin.on('end', () => void server.close())
   if (io.signal?.aborted) void server.close()
   io.signal?.addEventListener('abort', () => void server.close(), { once: true })
   await closed
   await memory.close()
+}
+
+/** A connection string with its password blanked, for the log. */
+function withoutPassword(connection: string): string {
+  try {
+    const url = new URL(connection)
+    if (url.password) url.password = '***'
+    return url.toString()
+  } catch {
+    return 'a PostgreSQL server'
+  }
 }

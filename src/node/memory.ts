@@ -1,8 +1,6 @@
-import type { PGlite } from '@electric-sql/pglite'
 import { createEngine, type Engine } from '../core/engine.ts'
 import type { OpenGraphDatabase } from '../core/cypher/age-graphs.ts'
-import type { Db } from '../core/kernel/db.ts'
-import { durableDb } from '../runtime/pglite.ts'
+import type { Backend, Db } from '../core/kernel/db.ts'
 import { openGraphDatabase } from './graph-database.ts'
 import { engineOptions, type OpenMemoryOptions } from './options.ts'
 
@@ -21,19 +19,24 @@ export interface MemoryHooks {
   release?: () => void
   /** Opens the Cypher graphs' database (default: `openGraphDatabase` with the bundled template). */
   graphDatabase?: OpenGraphDatabase
+  /** What hosts the database (default `pglite`). */
+  backend?: Backend
 }
 
+/** The engine's database, with a `close` that lets the calls in flight end first (`durableDb`). */
+export type ClosingDb = Db & { close(): Promise<void> }
+
 /**
- * The engine over an open PGlite, as `openMemory` starts it. Its `close` stops the engine's
+ * The engine over an open database (`durableDb` of a PGlite, or a server's), as `openMemory` starts it. Its `close` stops the engine's
  * background work, lets the calls in flight end, then closes the database through `hooks`.
  */
-export async function memoryOver(pg: PGlite, options: OpenMemoryOptions, hooks: MemoryHooks): Promise<NodeMemory> {
-  const db = durableDb(pg)
+export async function memoryOver(db: ClosingDb, options: OpenMemoryOptions, hooks: MemoryHooks): Promise<NodeMemory> {
   let engine: Engine
   try {
     engine = await createEngine({
       db: hooks.guard ? hooks.guard(db) : db,
       ...engineOptions(options),
+      ...(hooks.backend ? { backend: hooks.backend } : {}),
       graphDatabase: hooks.graphDatabase ?? (() => openGraphDatabase()),
     })
   } catch (error) {

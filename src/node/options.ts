@@ -2,6 +2,7 @@ import { resolve } from 'node:path'
 import type { EngineOptions } from '../core/engine.ts'
 import type { ListsEveryKey } from '../core/kernel/input-walk.ts'
 import { MEMORY_SETTING_NAMES, type MemorySettings } from '../core/settings.ts'
+import type { PostgresTarget } from './postgres.ts'
 import { realPath } from './realpath.ts'
 
 /** Settings `openMemory` has always taken as an explicit `undefined` too, the same as leaving them out. */
@@ -14,6 +15,11 @@ export interface OpenMemoryOptions
     OrUndefined<Pick<MemorySettings, TakesUndefined>> {
   /** A folder for the database files; omitted → in memory, gone on close. */
   dataDir?: string
+  /**
+   * A PostgreSQL server to keep the memory in, in place of a folder: a connection string or a
+   * node-postgres `Pool` (install `pg`). One memory uses a database at a time (docs/postgres.md).
+   */
+  postgres?: PostgresTarget
   /**
    * A `dumpDataDir()` tarball a new memory starts from, in place of the bundled template (an
    * empty, migrated database). Tests pass their own; a folder that holds a database refuses it.
@@ -29,6 +35,7 @@ export interface OpenMemoryOptions
 /** Every option `openMemory` takes: any other is refused, so a misspelt one never goes unnoticed. */
 export const OPEN_MEMORY_OPTIONS = [
   'dataDir',
+  'postgres',
   'loadDataDir',
   ...MEMORY_SETTING_NAMES,
   'resolveSymlinks',

@@ -7,8 +7,10 @@ import { memoryOver } from '../../src/node/memory.ts'
 import { openGraphDatabase } from '../../src/node/graph-database.ts'
 import { OPEN_MEMORY_OPTIONS } from '../../src/node/options.ts'
 import { pgliteFsBundle } from '../../src/node/template.ts'
-import { openPGlite } from '../../src/runtime/pglite.ts'
+import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
+import { testBackend } from './backend.ts'
 import { giveBackDatabase, takeDatabase } from './database-pool.ts'
+import { openServerTestMemory } from './server-memory.ts'
 
 let template: Blob | undefined
 
@@ -37,10 +39,12 @@ export async function openTestDb(cacheMB = TEST_CACHE_MB): Promise<PGlite> {
  * new one.
  */
 export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataDir' | 'dataDir'> = {}): Promise<NodeMemory> {
+  const backend = testBackend()
+  if (backend !== 'pglite') return openServerTestMemory(backend, options)
   if (options.cacheMB !== undefined) return openMemory({ ...options, loadDataDir: await templateBlob() })
   checkOptionNames(options, OPEN_MEMORY_OPTIONS, 'openMemory')
   const pg = await takeDatabase(() => openTestDb())
-  return memoryOver(pg, options, {
+  return memoryOver(durableDb(pg), options, {
     closeDatabase: () => giveBackDatabase(pg),
     graphDatabase: async () => openGraphDatabase(await templateBlob()),
   })

@@ -8,9 +8,10 @@ import { pgliteFsBundle } from '../../src/node/template.ts'
 import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/db/page-cache.ts'
 import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
 import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
+import { itWithVectors } from '../support/backend.ts'
 
 describe('foundation', () => {
-  it('opens a migrated memory with pgvector and answers ping', async () => {
+  itWithVectors('opens a migrated memory with pgvector and answers ping', async () => {
     await using memory = await openTestMemory()
     const ping = await memory.ping()
     expect(ping.schemaVersion).toBe(SCHEMA_VERSION)

@@ -79,9 +79,14 @@ describe('unknown options', () => {
       message: expect.stringContaining('"dataDirr"'),
       details: { unknown: ['dataDirr'] },
     })
-    await expect(openMemory({ dataDir, postgres: 'postgres://x' } as never)).rejects.toMatchObject({
+    await expect(openMemory({ dataDir, postgress: 'postgres://x' } as never)).rejects.toMatchObject({
       code: 'INVALID_INPUT',
-      details: { unknown: ['postgres'] },
+      details: { unknown: ['postgress'] },
+    })
+    // Two places for one memory: a folder and a server.
+    await expect(openMemory({ dataDir, postgres: 'postgres://x' })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('"dataDir"'),
     })
     await expect(openMemory(42 as never)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     const { existsSync } = await import('node:fs')

@@ -10,6 +10,7 @@ import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
 import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
+import { itWithVectors } from '../support/backend.ts'
 
 const clock = () => steppingClock()
 
@@ -24,7 +25,7 @@ async function rejects(p: Promise<unknown>, code: string): Promise<MemoryError> 
 }
 
 describe('curated memories', () => {
-  it('save, recall, supersede with a near duplicate, delete: the whole lifecycle', async () => {
+  itWithVectors('save, recall, supersede with a near duplicate, delete: the whole lifecycle', async () => {
     const embedder = createTestEmbedder({
       table: {
         'User prefers tabs for indentation': atSimilarity(1),
@@ -113,7 +114,7 @@ describe('curated memories', () => {
     expect((await memory.memories.get(a.id))?.embedModel).toBeNull()
   })
 
-  it('a text asked about again is not embedded again: recall, search and a fact searched then saved share their vectors', async () => {
+  itWithVectors('a text asked about again is not embedded again: recall, search and a fact searched then saved share their vectors', async () => {
     const embedder = createTestEmbedder()
     await using memory = await openTestMemory({ embedder, indexing: 'manual' })
     await memory.remember({ content: 'Ann prefers tabs', category: 'preference', userId: 'ann' })
@@ -142,7 +143,7 @@ describe('curated memories', () => {
     expect(failing.calls).toBe(6)
   })
 
-  it('the near-duplicate threshold is an engine option, 0.92 by default', async () => {
+  itWithVectors('the near-duplicate threshold is an engine option, 0.92 by default', async () => {
     expect(DEFAULT_DEDUP_THRESHOLD).toBe(0.92)
     const table = { 'A one': atSimilarity(1), 'A two': atSimilarity(0.8), 'A three': atSimilarity(0.91), 'A four': atSimilarity(0.925) }
     {
@@ -481,7 +482,7 @@ describe('curated memories', () => {
     expect((await memory.memories.list()).length).toBe(1)
   })
 
-  it('recall leaves out memories that match neither by meaning nor by words', async () => {
+  itWithVectors('recall leaves out memories that match neither by meaning nor by words', async () => {
     const table = {
       'User likes jazz': atSimilarity(0.3),
       'music taste': atSimilarity(1),
@@ -494,7 +495,7 @@ describe('curated memories', () => {
     expect(await memory.recall('music taste', { minSimilarity: 0.5 })).toEqual([])
   })
 
-  it('fuses by z-scores: a keyword match far above the rest beats what the vector list barely prefers; rrf ranks them the other way', async () => {
+  itWithVectors('fuses by z-scores: a keyword match far above the rest beats what the vector list barely prefers; rrf ranks them the other way', async () => {
     const { query, strong: strongText, barely: barelyText, others, table } = standoutCase()
     await using memory = await openTestMemory({ embedder: createTestEmbedder({ dims: 8, table }) })
     const save = (content: string) => memory.remember({ content, category: 'fact', dedup: 'exact' })
@@ -654,7 +655,7 @@ describe('curated memories', () => {
     expect((await copy.memories.get(leave.id))?.expiresAt?.toISOString()).toBe('2025-03-07T00:00:00.000Z')
   })
 
-  it('memory operations are reported to telemetry subscribers', async () => {
+  itWithVectors('memory operations are reported to telemetry subscribers', async () => {
     const table = { 'Old fact': atSimilarity(1), 'Old fact, revised': atSimilarity(0.95) }
     await using memory = await openTestMemory({ embedder: createTestEmbedder({ table }) })
     const events: TelemetryEvent[] = []
@@ -750,7 +751,7 @@ describe('memories as of a time', () => {
     await expect(memory.memories.list({ asOf: 'yesterday' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
-  it('recall and search rank each memory as it was: its text then (keywords and a vector of it), its status and expiry then', async () => {
+  itWithVectors('recall and search rank each memory as it was: its text then (keywords and a vector of it), its status and expiry then', async () => {
     const c = testClock('2025-04-01T09:00:00.000Z')
     const embedder = createTestEmbedder()
     await using memory = await openTestMemory({ now: c.now, embedder })
@@ -813,7 +814,7 @@ describe('memories as of a time', () => {
     expect((await memory.memories.get(coffee.id))?.useCount).toBe(0)
   })
 
-  it('recall as of a time whose past text the embedder cannot embed fails as MODEL_UNAVAILABLE; the present still answers', async () => {
+  itWithVectors('recall as of a time whose past text the embedder cannot embed fails as MODEL_UNAVAILABLE; the present still answers', async () => {
     const c = testClock('2025-04-01T09:00:00.000Z')
     let failing = false
     await using memory = await openTestMemory({

@@ -4,11 +4,11 @@ import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { openMemory } from '../../src/node/index.ts'
 import { lockDataDir } from '../../src/node/lock.ts'
 import { codeOf } from '../support/errors.ts'
+import { startHolder } from '../support/holder.ts'
 import { templateBlob } from '../support/memory.ts'
 
 const dirs: string[] = []
@@ -116,24 +116,11 @@ describe('a data folder is opened once at a time', () => {
     'a holder writing back to back keeps its lock, and one killed is taken over at once',
     async () => {
       const dataDir = await folder()
-      const holder = spawn(process.execPath, ['bench/run.mjs', 'test/support/lock-holder.ts'], {
-        env: { ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_TEMPLATE: inject('templateDataDir') },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      })
-      const exited = new Promise((resolve) => holder.on('exit', resolve))
-      let acknowledged = 0
-      // Writing: the holder has opened the memory and had writes acknowledged.
-      const writing = new Promise<void>((resolve, reject) => {
-        createInterface({ input: holder.stdout }).on('line', (line) => {
-          const wrote = /^wrote (\d+)$/.exec(line)
-          if (!wrote) return
-          acknowledged = Number(wrote[1])
-          resolve()
-        })
-        void exited.then(() => reject(new Error('the holder exited before writing')))
-      })
+      const holder = startHolder({ ENGRAM_DATA_DIR: dataDir, ENGRAM_TEMPLATE: inject('templateDataDir') })
+      let killed: number
       try {
-        await writing
+        // Writing: the holder has opened the memory and had writes acknowledged.
+        await holder.writing
         // The lock names a live process and is never renewed, so it has no stale period to
         // outlast: a few tries while the holder writes show it, however long they wait.
         const refusals: string[] = []
@@ -143,11 +130,9 @@ describe('a data folder is opened once at a time', () => {
         }
         expect(refusals).toEqual(Array(3).fill('LOCKED_BY_OTHER_PROCESS'))
       } finally {
-        holder.kill('SIGKILL')
+        killed = await holder.kill()
       }
-      const killed = performance.now()
-      await exited
-      const seen = acknowledged
+      const seen = holder.acknowledged()
       // The lock on its own: opening the database after it takes what the machine takes.
       const lock = await lockDataDir(dataDir)
       const tookMs = performance.now() - killed

@@ -28,6 +28,7 @@ import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestEngine } from '../support/engine.ts'
 import { openTestMemory } from '../support/memory.ts'
 import { say } from '../support/events.ts'
+import { itWithVectors } from '../support/backend.ts'
 
 /** What `planSearch` reads of an engine: `db` with its statements kept prepared, the default scoring. */
 function searchContext(db: Db, now: () => Date, embedder: Embedder): EngineContext {
@@ -155,7 +156,7 @@ describe('search', () => {
     expect(await ids({ scope: { conversationId: 'c3' } })).toEqual([c.eventId])
   })
 
-  it('as of a time, a search gives the hits and scores a search then gave: the keyword statistics leave out the chunks created since', async () => {
+  itWithVectors('as of a time, a search gives the hits and scores a search then gave: the keyword statistics leave out the chunks created since', async () => {
     const clock = testClock('2025-01-01T00:00:00Z')
     await using memory = await openTestMemory({ now: clock.now, embedder: createTestEmbedder() })
     for (let n = 0; n < 6; n++) {
@@ -651,7 +652,7 @@ describe('search', () => {
     await expect(memory.search('x', { weights: { dateMatch: -1 } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
   })
 
-  it('says a vector search waits for a model still loading (MODEL_LOADING), and one that failed to load is unavailable', async () => {
+  itWithVectors('says a vector search waits for a model still loading (MODEL_LOADING), and one that failed to load is unavailable', async () => {
     let fail!: (cause: Error) => void
     const loading = new Promise<Embedder>((_, reject) => (fail = reject))
     await using memory = await openTestMemory({ embedder: loading })

@@ -144,3 +144,9 @@ export async function payVectorDebt(db: Db): Promise<boolean> {
   })
   return true
 }
+
+/**
+ * True when pgvector is installed. A PostgreSQL server without it gets a stand-in `vector` type
+ * that holds none (schema/0001-base.ts): its memory is keyword-only.
+ */
+export const PGVECTOR_SQL = `EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')`

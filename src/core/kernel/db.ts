@@ -37,6 +37,13 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
 }
 
+/**
+ * What hosts the database: PGlite in this process (or a worker), or a PostgreSQL server. A
+ * server runs its own checkpoints and autovacuum and sizes its own buffer pool, so the engine
+ * leaves those to it.
+ */
+export type Backend = 'pglite' | 'postgres'
+
 /** Runs a data-changing statement (without its RETURNING) and counts the rows it changed. */
 export async function countChanged(tx: Queryable, sql: string, params: unknown[] = []): Promise<number> {
   const { rows } = await tx.query<{ n: number }>(`WITH x AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM x`, params)

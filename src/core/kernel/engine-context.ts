@@ -1,4 +1,4 @@
-import type { Db, Queryable } from './db.ts'
+import type { Backend, Db, Queryable } from './db.ts'
 import type { Embedder, VectorCache } from './embedder.ts'
 import type { Scoring } from './scoring.ts'
 import type { Telemetry } from './telemetry.ts'
@@ -10,6 +10,7 @@ import type { JsonValue } from './json.ts'
  */
 export interface EngineContext {
   db: Db
+  backend: Backend
   now: () => Date
   /** Moves `now` past `at` (see `diffSince`); `now` never runs back. */
   cutAt: (at: Date) => void

@@ -1,4 +1,4 @@
-import type { Db } from '../kernel/db.ts'
+import type { Backend, Db } from '../kernel/db.ts'
 import { type IndexingPause, otherModel, untilPause } from './indexer.ts'
 import { growCache } from '../db/page-cache.ts'
 import { ALL_CHUNKS_SQL, payVectorDebt } from '../db/vectors.ts'
@@ -38,6 +38,8 @@ export interface StatisticsOptions {
    * none has come for `quietMs`, `maxWaitMs` at most. Without it, on the next macrotask.
    */
   pause?: IndexingPause
+  /** A server (`postgres`) checkpoints and sizes its buffer pool itself: the refresh leaves both to it. */
+  backend?: Backend
 }
 
 /**
@@ -110,9 +112,11 @@ export function createStatistics(db: Db, options: StatisticsOptions) {
       for (const name of names) await db.exec(`VACUUM "${name}"`)
       // One statement, so a concurrent search waits for all of it or none.
       await db.exec(`ANALYZE ${names.map((n) => `"${n}"`).join(', ')}`)
-      // No checkpointer runs in PGlite: without this the write-ahead log only grows.
-      await db.exec('CHECKPOINT')
-      await growCache(db)
+      if (options.backend !== 'postgres') {
+        // No checkpointer runs in PGlite: without this the write-ahead log only grows.
+        await db.exec('CHECKPOINT')
+        await growCache(db)
+      }
       const { rows } = await db.query<{ n: number }>(
         `SELECT greatest(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = 'chunks'::regclass`,
       )

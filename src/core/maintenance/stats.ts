@@ -1,3 +1,5 @@
+import type { Backend } from '../kernel/db.ts'
+import { PGVECTOR_SQL } from '../db/vectors.ts'
 import type { VaultStatus } from '../privacy/vault.ts'
 import type { EngineContext } from '../kernel/engine-context.ts'
 import type { IndexStatus } from './indexer.ts'
@@ -23,6 +25,13 @@ export interface Stats {
   newestEventAt: string | null
   /** Whether `high` is sealed at rest: `none`, `open` or `locked` (docs/privacy.md, "Encryption at rest"). */
   vault: VaultStatus
+  /** What hosts the memory: `pglite`, or `postgres` (a server, `openMemory({ postgres })`). */
+  backend: Backend
+  /**
+   * Whether `search` can rank by meaning: the memory has an embedder (loaded or loading) and its
+   * database has pgvector. A server without pgvector is keyword-only.
+   */
+  vectorSearch: boolean
 }
 
 export function createStats(
@@ -46,6 +55,7 @@ export function createStats(
         cache_mb: number
         oldest: string | null
         newest: string | null
+        pgvector: boolean
       }>(
         // term_stats and the mark of how far it has counted change when the writes pause, with
         // nothing written (schema/0009-keyword-pending.ts): left out of the counts.
@@ -58,7 +68,8 @@ export function createStats(
                 (SELECT coalesce(max(version), 0) FROM schema_migrations) AS schema_version,
                 (pg_size_bytes(current_setting('shared_buffers')) / 1048576)::int AS cache_mb,
                 (SELECT min(created_at) FROM events) AS oldest,
-                (SELECT max(created_at) FROM events) AS newest`,
+                (SELECT max(created_at) FROM events) AS newest,
+                ${PGVECTOR_SQL} AS pgvector`,
       )
       const row = rows[0]
       // Counted once, by the indexer, through its two partial indexes: the cost follows what waits.
@@ -74,6 +85,8 @@ export function createStats(
         newestEventAt: row?.newest ? new Date(row.newest).toISOString() : null,
         indexing: status,
         vault: ctx.vault.status,
+        backend: ctx.backend,
+        vectorSearch: row?.pgvector === true && (ctx.embedder !== null || ctx.embedderLoading),
       }
     },
   }

@@ -4,7 +4,7 @@ import { MemoryError } from '../kernel/errors.ts'
 import { memoryHash, sha256Hex } from '../kernel/hash.ts'
 import { judgeImportedRows, judgeImportedVectors, MAX_IMPORTED_COUNTER, redactImportedRows, refuseOversizedLine } from './import-rules.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
-import { buildVectorIndexes, bulkWorthIt, dropVectorIndexes, INDEXED_CHUNKS_SQL, INDEXED_MEMORIES_SQL, MISSING_VECTORS_SQL } from '../db/vectors.ts'
+import { buildVectorIndexes, bulkWorthIt, dropVectorIndexes, INDEXED_CHUNKS_SQL, INDEXED_MEMORIES_SQL, MISSING_VECTORS_SQL, PGVECTOR_SQL } from '../db/vectors.ts'
 import { parseInput, z } from '../kernel/validate.ts'
 import { SEALED_PREFIX, type Vault, vaultLocked } from '../privacy/vault.ts'
 
@@ -592,6 +592,19 @@ const SEALED_COLUMNS: Record<string, readonly string[]> = {
  * no event marked sealed; and each memory's hash is made again from its text, so a memory is
  * found as a duplicate of its own text only.
  */
+/** Sets every `vector` column of the file's rows to null, and the `embed_model` naming its model. */
+function dropVectorColumns(rows: ParsedFile['rows'], catalog: Catalog): void {
+  for (const [table, tableRows] of rows) {
+    const columns = (catalog.columns.get(table) ?? []).filter((c) => c.type === 'vector').map((c) => c.column)
+    for (const row of tableRows) {
+      for (const column of columns) {
+        row[column] = null
+        if ('embed_model' in row) row.embed_model = null
+      }
+    }
+  }
+}
+
 async function judgeRows(rows: Map<string, Record<string, unknown>[]>): Promise<void> {
   for (const [table, columns] of Object.entries(SEALED_COLUMNS)) {
     for (const row of rows.get(table) ?? []) {
@@ -649,6 +662,9 @@ async function loadRows(
       await tx.exec(`DELETE FROM ${quoteIdent(table)}`)
     }
   }
+  // A database without pgvector (a keyword-only server) holds no vectors: the rows come without.
+  const { rows: installed } = await tx.query<{ pgvector: boolean }>(`SELECT ${PGVECTOR_SQL} AS pgvector`)
+  if (installed[0]?.pgvector !== true) dropVectorColumns(rows, catalog)
   // Many new memories with vectors: their HNSW index is built once after they are in.
   const memoryIds = (rows.get('memories') ?? []).flatMap((r) => (r.vector == null ? [] : [String(r.id)]))
   let droppedMemoryIndexes: string[] = []
@@ -719,7 +735,7 @@ async function loadRows(
   // Many vectors: build the HNSW index once instead of inserting them one by one.
   // Only the chunks of the events this load added take the file's vectors.
   const added = new Set(newEvents)
-  const restorable = vectors.filter((v) => added.has(v.source_id))
+  const restorable = installed[0]?.pgvector ? vectors.filter((v) => added.has(v.source_id)) : []
   let dropped: string[] = []
   if (bulkWorthIt(restorable.length, 0)) {
     const { rows: counts } = await tx.query<{ open: number; indexed: number }>(

@@ -3,7 +3,15 @@
  * edges) is append-only; chunks and vectors are derived and can be rebuilt.
  */
 export const base = `
-CREATE EXTENSION IF NOT EXISTS vector;
+-- A server without pgvector gets a stand-in type that holds no vectors: the memory is
+-- keyword-only there (src/node/postgres.ts). PGlite always has pgvector.
+DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+    CREATE EXTENSION IF NOT EXISTS vector;
+  ELSE
+    CREATE DOMAIN vector AS real[];
+  END IF;
+END $$;
 
 CREATE TABLE engram_meta (
   key   text PRIMARY KEY,

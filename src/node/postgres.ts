@@ -1,0 +1,232 @@
+import { types } from '@electric-sql/pglite'
+import type pg from 'pg'
+import type { Client, PoolClient, QueryConfig } from 'pg'
+import type { Db, QueryOptions, QueryResult, Queryable } from '../core/kernel/db.ts'
+import { MemoryError } from '../core/kernel/errors.ts'
+import { parseTimestamptz } from '../runtime/pglite.ts'
+
+/**
+ * The engine over a PostgreSQL server, through node-postgres.
+ *
+ * A memory holds one connection for its life and runs its statements one at a time, as it does
+ * on PGlite: a transaction has the connection to itself, so every rule the engine keeps for
+ * PGlite (turn numbers, revisions, keyword statistics) holds on the server unchanged. The
+ * connection also holds a session lock on the database, so one memory writes a database at a
+ * time; a second open fails with `LOCKED_BY_OTHER_PROCESS`. The lock ends with the connection,
+ * so a process that dies frees the database at once.
+ *
+ * Values cross as PGlite sends and reads them: each parameter is written by its type, which the
+ * server tells once per statement text, and each column is read by PGlite's parsers. So the
+ * engine sees the same values on both backends.
+ */
+export interface ServerDatabase extends Db {
+  /** Whether the server has pgvector: without it the memory is keyword-only. */
+  readonly vectors: boolean
+  /** Ends the connection (and so the lock); a connection from a pool goes back to it. */
+  close(): Promise<void>
+}
+
+/** A connection string (`postgres://user:pass@host:5432/db`) or a node-postgres `Pool`. */
+export type PostgresTarget = string | PostgresPool
+
+/** The part of a node-postgres `Pool` a memory uses (typed here, so apps without `pg` still compile). */
+export interface PostgresPool {
+  connect(): Promise<unknown>
+}
+
+/** The session lock's key: one memory per database (`pg_try_advisory_lock`). */
+const LOCK_KEY = 0x656e6772 // "engr"
+
+/** Statement texts whose parameter types are remembered; past this, the oldest is dropped. */
+const MAX_DESCRIBED = 512
+
+/** The head of a `CREATE TEMP TABLE name [ON COMMIT DROP] AS query` statement. */
+const CREATE_TABLE_AS = /^\s*CREATE\s+TEMP(?:ORARY)?\s+TABLE\s+\w+\s+(?:ON\s+COMMIT\s+DROP\s+)?AS\s/i
+
+type Serializer = (value: unknown) => string | Uint8Array
+type Parser = (text: string, typeId?: number) => unknown
+
+export async function openServerDatabase(target: PostgresTarget): Promise<ServerDatabase> {
+  const client = await connect(target)
+  try {
+    await client.query(`SET TIME ZONE 'UTC'`)
+    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [LOCK_KEY])
+    if (rows[0]?.locked !== true) {
+      throw new MemoryError(
+        'LOCKED_BY_OTHER_PROCESS',
+        'Another Engram memory has this PostgreSQL database open: one memory writes a database at a time.',
+      )
+    }
+    return await serverDb(client)
+  } catch (error) {
+    await release(client, error)
+    throw error
+  }
+}
+
+type Connection = Client | PoolClient
+
+async function connect(target: PostgresTarget): Promise<Connection> {
+  try {
+    if (typeof target !== 'string') return (await target.connect()) as PoolClient
+    const pg = await loadDriver()
+    const client = new pg.Client({ connectionString: target })
+    await client.connect()
+    return client
+  } catch (error) {
+    if (MemoryError.is(error)) throw error
+    throw new MemoryError('STORAGE_UNAVAILABLE', `Could not connect to PostgreSQL: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+async function loadDriver(): Promise<typeof pg> {
+  try {
+    return (await import('pg')).default
+  } catch (cause) {
+    throw new MemoryError('NOT_SUPPORTED', 'openMemory({ postgres }) needs the "pg" package: npm install pg', { cause })
+  }
+}
+
+/**
+ * Ends the connection, or gives a pool's back as it came: `DISCARD ALL` drops the lock and the
+ * time zone this memory set on it. One that fails that, or any other error, is destroyed.
+ */
+async function release(client: Connection, error?: unknown): Promise<void> {
+  if (!('release' in client)) {
+    await client.end().catch(() => {})
+    return
+  }
+  const failed = error ?? (await client.query('DISCARD ALL').then(() => undefined, (cause: unknown) => cause))
+  client.release(failed instanceof Error ? failed : failed === undefined ? undefined : true)
+}
+
+async function serverDb(client: Connection): Promise<ServerDatabase> {
+  const { serializers, parsers } = await typeHandlers(client)
+  const described = new Map<string, number[]>()
+  let closed = false
+  // A lost connection fails every later call (node-postgres reports it as an event).
+  let lost: MemoryError | undefined
+  client.on('error', (cause) => {
+    lost = new MemoryError('STORAGE_UNAVAILABLE', `The connection to PostgreSQL was lost: ${cause.message}`, { cause })
+  })
+  const whileOpen = <T>(fn: () => Promise<T>) => async () => {
+    if (closed) throw new MemoryError('CLOSED', 'This memory is closed.')
+    if (lost) throw lost
+    try {
+      return await fn()
+    } catch (error) {
+      // A call cut short by the lost connection says so, not what the driver threw.
+      throw lost ?? error
+    }
+  }
+  // One statement or transaction at a time, in call order, as PGlite runs them; and inside a
+  // transaction one statement at a time, as the engine may issue several at once.
+  const exclusive = queue()
+  const inTransaction = queue()
+  const paramTypes = async (sql: string): Promise<number[]> => {
+    const known = described.get(sql)
+    if (known) return known
+    // The server's reading of each parameter's type: the statement prepared, asked, dropped.
+    // `PREPARE` takes no `CREATE TABLE … AS`: its query has the parameters.
+    await client.query(`PREPARE engram_describe AS ${sql.replace(CREATE_TABLE_AS, '')}`)
+    try {
+      const { rows } = await client.query<{ types: number[] }>(
+        `SELECT parameter_types::oid[] AS types FROM pg_prepared_statements WHERE name = 'engram_describe'`,
+      )
+      const oids = (rows[0]?.types ?? []).map(Number)
+      if (described.size >= MAX_DESCRIBED) described.delete(described.keys().next().value as string)
+      described.set(sql, oids)
+      return oids
+    } finally {
+      await client.query('DEALLOCATE engram_describe')
+    }
+  }
+  const run = async <T>(sql: string, params: unknown[] = [], options?: QueryOptions): Promise<QueryResult<T>> => {
+    const oids = params.length === 0 ? [] : await paramTypes(sql)
+    const values = params.map((value, i) => {
+      if (value === null || value === undefined) return null
+      const oid = oids[i] ?? 0
+      const serialize = options?.serializers?.[oid] ?? serializers[oid]
+      // PGlite writes a value of a type it has no serializer for as its string form.
+      return serialize ? serialize(value) : (value as { toString(): string }).toString()
+    })
+    const parse = (oid: number) => options?.parsers?.[oid] ?? parsers[oid]
+    const config: QueryConfig = {
+      text: sql,
+      values: values.map((v) => (v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v)),
+      types: {
+        getTypeParser: ((oid: number) => {
+          const parser = parse(oid)
+          return parser ? (text: string) => parser(text, oid) : (text: string) => text
+        }) as never,
+      },
+    }
+    const result = await client.query(config)
+    return { rows: result.rows as T[], ...(result.rowCount === null ? {} : { affectedRows: result.rowCount }) }
+  }
+  const exec = (sql: string) => client.query(sql)
+  const tx: Queryable = {
+    query: (sql, params, options) => inTransaction(() => run(sql, params, options)),
+    exec: (sql) => inTransaction(() => exec(sql)),
+  }
+  return {
+    vectors: await hasVectors(client),
+    query: (sql, params, options) => exclusive(whileOpen(() => run(sql, params, options))),
+    exec: (sql) => exclusive(whileOpen(() => exec(sql))),
+    transaction: (fn) =>
+      exclusive(whileOpen(async () => {
+        await client.query('BEGIN')
+        try {
+          const result = await fn(tx)
+          await client.query('COMMIT')
+          return result
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {})
+          throw error
+        }
+      })),
+    close: async () => {
+      if (closed) return
+      await exclusive(async () => {
+        closed = true
+      })
+      await release(client)
+    },
+  }
+}
+
+/** Runs the functions given to it one at a time, in call order. */
+function queue(): <T>(fn: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve()
+  return (fn) => {
+    const next = tail.then(fn, fn)
+    tail = next.catch(() => {})
+    return next
+  }
+}
+
+/**
+ * PGlite's serializers and parsers by type oid, with those of the server's array types, which
+ * PGlite also derives from the element types at start.
+ */
+async function typeHandlers(client: Connection): Promise<{ serializers: Record<number, Serializer>; parsers: Record<number, Parser> }> {
+  const serializers: Record<number, Serializer> = { ...(types.serializers as Record<number, Serializer>) }
+  const parsers: Record<number, Parser> = { ...(types.parsers as Record<number, Parser>), [types.TIMESTAMPTZ]: parseTimestamptz }
+  const { rows } = await client.query<{ oid: number; typarray: number }>(
+    `SELECT b.oid::int AS oid, b.typarray::int AS typarray
+     FROM pg_catalog.pg_type a JOIN pg_catalog.pg_type b ON b.oid = a.typelem
+     WHERE a.typcategory = 'A' GROUP BY b.oid, b.typarray`,
+  )
+  for (const { oid, typarray } of rows) {
+    serializers[typarray] = (value) => types.arraySerializer(value, serializers[oid] as never, typarray)
+    parsers[typarray] = (text) => types.arrayParser(text, parsers[oid] as never, typarray)
+  }
+  return { serializers, parsers }
+}
+
+async function hasVectors(client: Connection): Promise<boolean> {
+  const { rows } = await client.query<{ available: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`,
+  )
+  return rows[0]?.available === true
+}
