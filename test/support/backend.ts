@@ -1,4 +1,5 @@
 import { it } from 'vitest'
+import { getCurrentTest } from 'vitest/suite'
 
 /**
  * What the test memories run on (vitest.config.ts runs the API tests on each): `pglite` in
@@ -16,3 +17,11 @@ export function testBackend(): TestBackend {
 
 /** A test that needs vector search: skipped on the test server, which has no pgvector. */
 export const itWithVectors = it.skipIf(testBackend() === 'postgres')
+
+/**
+ * Skips the running test on a server backend. For tests that open PGlite themselves (a test
+ * engine, a raw database): they run in the `pglite` project already.
+ */
+export function skipOnServer(): void {
+  if (testBackend() !== 'pglite') getCurrentTest()?.context.skip('opens PGlite itself: it runs in the pglite project')
+}

@@ -1,6 +1,7 @@
 import { createEngine, type EngineOptions } from '../../src/core/engine.ts'
 import { giveBackDatabase, takeDatabase } from './database-pool.ts'
-import { openTestDb } from './memory.ts'
+import { skipOnServer } from './backend.ts'
+import { newTestDb } from './memory.ts'
 
 /**
  * A fresh database and an engine over it, for tests that also need raw SQL (triggers,
@@ -11,7 +12,8 @@ import { openTestDb } from './memory.ts'
  * that gets the same database from the pool.
  */
 export async function openTestEngine(options: Omit<EngineOptions, 'db'> = {}) {
-  const pg = await takeDatabase(() => openTestDb())
+  skipOnServer()
+  const pg = await takeDatabase(() => newTestDb())
   let disposed = false
   const db = new Proxy(pg, {
     // PGlite's methods use private fields: they run on the instance, not on the handle. Once

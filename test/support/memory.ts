@@ -8,7 +8,7 @@ import { openGraphDatabase } from '../../src/node/graph-database.ts'
 import { OPEN_MEMORY_OPTIONS } from '../../src/node/options.ts'
 import { pgliteFsBundle } from '../../src/node/template.ts'
 import { durableDb, openPGlite } from '../../src/runtime/pglite.ts'
-import { testBackend } from './backend.ts'
+import { skipOnServer, testBackend } from './backend.ts'
 import { giveBackDatabase, takeDatabase } from './database-pool.ts'
 import { openServerTestMemory } from './server-memory.ts'
 
@@ -27,8 +27,17 @@ export async function templateBlob(): Promise<Blob> {
   return template
 }
 
-/** A fresh, migrated PGlite for tests that drive SQL directly. */
+/**
+ * A fresh, migrated PGlite for tests that drive SQL directly. It is PGlite whatever the
+ * backend, so on a server backend the test is skipped: it ran in the `pglite` project.
+ */
 export async function openTestDb(cacheMB = TEST_CACHE_MB): Promise<PGlite> {
+  skipOnServer()
+  return newTestDb(cacheMB)
+}
+
+/** A fresh, migrated PGlite from the template, as the pool of test databases opens one. */
+export async function newTestDb(cacheMB = TEST_CACHE_MB): Promise<PGlite> {
   const fsBundle = await pgliteFsBundle()
   return openPGlite({ loadDataDir: await templateBlob(), ...(fsBundle ? { fsBundle } : {}), cacheMB })
 }
@@ -43,7 +52,7 @@ export async function openTestMemory(options: Omit<OpenMemoryOptions, 'loadDataD
   if (backend !== 'pglite') return openServerTestMemory(backend, options)
   if (options.cacheMB !== undefined) return openMemory({ ...options, loadDataDir: await templateBlob() })
   checkOptionNames(options, OPEN_MEMORY_OPTIONS, 'openMemory')
-  const pg = await takeDatabase(() => openTestDb())
+  const pg = await takeDatabase(() => newTestDb())
   return memoryOver(durableDb(pg), options, {
     closeDatabase: () => giveBackDatabase(pg),
     graphDatabase: async () => openGraphDatabase(await templateBlob()),

@@ -4,7 +4,7 @@ import { inject } from 'vitest'
 import { type NodeMemory, type OpenMemoryOptions, openMemory } from '../../src/node/index.ts'
 import { databaseUrl, SERVER_TEMPLATE } from './postgres-server.ts'
 import { giveBackDatabase, takeDatabase } from './database-pool.ts'
-import { openTestDb } from './memory.ts'
+import { newTestDb } from './memory.ts'
 
 /** The test cluster, or null where PostgreSQL is not installed (the server tests are skipped). */
 export const testPostgresUrl = (): string | null => inject('postgresUrl')
@@ -56,7 +56,7 @@ export async function openServerTestMemory(
 
 /** A test PGlite (from the pool) served over the PostgreSQL protocol on a free local port. */
 async function serveTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const pglite = await takeDatabase(() => openTestDb())
+  const pglite = await takeDatabase(() => newTestDb())
   const server = new PGLiteSocketServer({ db: pglite, port: 0 })
   await server.start()
   return {
