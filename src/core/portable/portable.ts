@@ -586,12 +586,6 @@ const SEALED_COLUMNS: Record<string, readonly string[]> = {
   memory_history: ['old_value', 'new_value'],
 }
 
-/**
- * What an export file from anyone must say of itself: no sealed text where a vault seals (an
- * export opens it, so sealed text there was put by hand and no key of this memory opens it),
- * no event marked sealed; and each memory's hash is made again from its text, so a memory is
- * found as a duplicate of its own text only.
- */
 /** Sets every `vector` column of the file's rows to null, and the `embed_model` naming its model. */
 function dropVectorColumns(rows: ParsedFile['rows'], catalog: Catalog): void {
   for (const [table, tableRows] of rows) {
@@ -605,6 +599,12 @@ function dropVectorColumns(rows: ParsedFile['rows'], catalog: Catalog): void {
   }
 }
 
+/**
+ * What an export file from anyone must say of itself: no sealed text where a vault seals (an
+ * export opens it, so sealed text there was put by hand and no key of this memory opens it),
+ * no event marked sealed; and each memory's hash is made again from its text, so a memory is
+ * found as a duplicate of its own text only.
+ */
 async function judgeRows(rows: Map<string, Record<string, unknown>[]>): Promise<void> {
   for (const [table, columns] of Object.entries(SEALED_COLUMNS)) {
     for (const row of rows.get(table) ?? []) {
