@@ -1,27 +1,48 @@
-import { it } from 'vitest'
-import { getCurrentTest } from 'vitest/suite'
+import { it, type TestFunction, TestRunner } from 'vitest'
 
 /**
- * What the test memories run on (vitest.config.ts runs the API tests on each): `pglite` in
- * this process; `postgres`, the run's own PostgreSQL server (without pgvector: keyword-only);
- * `wire`, a PGlite with pgvector served over the PostgreSQL protocol (pglite-socket), for the
- * vector path through the server adapter.
+ * What a test memory runs on. `npm run test:unit` runs every unit test on `pglite`, then the API
+ * test files again on a server (vitest.server.config.ts, `ENGRAM_TEST_BACKEND=server`): a test
+ * there gets `postgres`, the run's own PostgreSQL server without pgvector (keyword-only), or,
+ * when it needs vectors (`itWithVectors`), `wire`: a PGlite with pgvector served over the
+ * PostgreSQL protocol (pglite-socket). Both go through the server adapter.
  */
 export type TestBackend = 'pglite' | 'postgres' | 'wire'
 
-export function testBackend(): TestBackend {
-  const backend = process.env.ENGRAM_TEST_BACKEND ?? 'pglite'
-  if (backend !== 'pglite' && backend !== 'postgres' && backend !== 'wire') throw new Error(`unknown test backend ${backend}`)
-  return backend
+/** Set while a test that needs vectors runs (the tests of a file run one at a time). */
+let needsVectors = false
+
+function onServer(): boolean {
+  const run = process.env.ENGRAM_TEST_BACKEND ?? 'pglite'
+  if (run !== 'pglite' && run !== 'server') throw new Error(`unknown test backend ${run}`)
+  return run === 'server'
 }
 
-/** A test that needs vector search: skipped on the test server, which has no pgvector. */
-export const itWithVectors = it.skipIf(testBackend() === 'postgres')
+export function testBackend(): TestBackend {
+  if (!onServer()) return 'pglite'
+  return needsVectors ? 'wire' : 'postgres'
+}
+
+/** A test that needs vector search: on the server run, its memories go over the wire to pgvector. */
+export function itWithVectors(name: string, fn: TestFunction, timeout?: number): void {
+  it(
+    name,
+    async (context) => {
+      needsVectors = true
+      try {
+        await fn(context)
+      } finally {
+        needsVectors = false
+      }
+    },
+    timeout,
+  )
+}
 
 /**
- * Skips the running test on a server backend. For tests that open PGlite themselves (a test
- * engine, a raw database): they run in the `pglite` project already.
+ * Skips the running test on the server run. For tests that open PGlite themselves (a test
+ * engine, a raw database): they ran in the PGlite run already.
  */
 export function skipOnServer(): void {
-  if (testBackend() !== 'pglite') getCurrentTest()?.context.skip('opens PGlite itself: it runs in the pglite project')
+  if (onServer()) TestRunner.getCurrentTest()?.context.skip('opens PGlite itself: it runs in the PGlite run')
 }

@@ -8,10 +8,9 @@ import { pgliteFsBundle } from '../../src/node/template.ts'
 import { cacheFor, DEFAULT_CACHE_MB, growCache, MAX_CACHE_MB } from '../../src/core/db/page-cache.ts'
 import { openTestDb, openTestMemory, templateBlob } from '../support/memory.ts'
 import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
-import { itWithVectors } from '../support/backend.ts'
 
 describe('foundation', () => {
-  itWithVectors('opens a migrated memory with pgvector and answers ping', async () => {
+  it('opens a migrated memory with pgvector and answers ping', async () => {
     await using memory = await openTestMemory()
     const ping = await memory.ping()
     expect(ping.schemaVersion).toBe(SCHEMA_VERSION)
