@@ -20,7 +20,7 @@ import { parseTimestamptz } from '../runtime/pglite.ts'
  * engine sees the same values on both backends.
  */
 export interface ServerDatabase extends Db {
-  /** Whether the server has pgvector: without it the memory is keyword-only. */
+  /** Whether the memory holds vectors (`hasVectors`): without pgvector it is keyword-only. */
   readonly vectors: boolean
   /** Ends the connection (and so the lock); a connection from a pool goes back to it. */
   close(): Promise<void>
@@ -153,7 +153,8 @@ async function serverDb(client: Connection): Promise<ServerDatabase> {
     const parse = (oid: number) => options?.parsers?.[oid] ?? parsers[oid]
     const config: QueryConfig = {
       text: sql,
-      values: values.map((v) => (v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v)),
+      // node-postgres sends a Uint8Array (a binary vector) as binary, the rest as text.
+      values,
       types: {
         getTypeParser: ((oid: number) => {
           const parser = parse(oid)
@@ -224,9 +225,16 @@ async function typeHandlers(client: Connection): Promise<{ serializers: Record<n
   return { serializers, parsers }
 }
 
+/**
+ * Whether the memory holds vectors: pgvector is installed in its database, or, in a database
+ * that is not a memory yet, the server has it to install. A memory made without it keeps its
+ * stand-in type (schema/0001-base.ts), also once the server gets pgvector.
+ */
 async function hasVectors(client: Connection): Promise<boolean> {
-  const { rows } = await client.query<{ available: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available`,
+  const { rows } = await client.query<{ vectors: boolean }>(
+    `SELECT CASE WHEN to_regtype('vector') IS NULL
+                 THEN EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')
+                 ELSE EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') END AS vectors`,
   )
-  return rows[0]?.available === true
+  return rows[0]?.vectors === true
 }

@@ -11,6 +11,7 @@ import { createTestEmbedder } from '../support/embedder.ts'
 import { codeOf } from '../support/errors.ts'
 import { startHolder } from '../support/holder.ts'
 import { templateBlob } from '../support/memory.ts'
+import { databaseUrl } from '../support/postgres-server.ts'
 import { makeServerDatabase, testPostgresUrl } from '../support/server-memory.ts'
 
 // The API tests run on the server too (vitest.config.ts, project `postgres`); these test what
@@ -54,10 +55,9 @@ describe.skipIf(testPostgresUrl() === null)('a memory on a PostgreSQL server', (
     await fresh.connect()
     const name = `engram_fresh_${process.pid}`
     await fresh.query(`CREATE DATABASE ${name}`)
-    const url = new URL(testPostgresUrl() ?? '')
-    url.pathname = `/${name}`
+    const url = databaseUrl(testPostgresUrl() ?? '', name)
     try {
-      const opens = await Promise.allSettled([1, 2, 3].map(() => openMemory({ postgres: url.toString() })))
+      const opens = await Promise.allSettled([1, 2, 3].map(() => openMemory({ postgres: url })))
       const opened = opens.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))
       expect(opened).toHaveLength(1)
       expect(opens.flatMap((o) => (o.status === 'rejected' ? [(o.reason as { code?: string }).code] : []))).toEqual([
@@ -65,7 +65,7 @@ describe.skipIf(testPostgresUrl() === null)('a memory on a PostgreSQL server', (
         'LOCKED_BY_OTHER_PROCESS',
       ])
       await opened[0]?.close()
-      const check = new pg.Client(url.toString())
+      const check = new pg.Client(url)
       await check.connect()
       const { rows } = await check.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
       await check.end()

@@ -590,11 +590,10 @@ const SEALED_COLUMNS: Record<string, readonly string[]> = {
 function dropVectorColumns(rows: ParsedFile['rows'], catalog: Catalog): void {
   for (const [table, tableRows] of rows) {
     const columns = (catalog.columns.get(table) ?? []).filter((c) => c.type === 'vector').map((c) => c.column)
+    if (columns.length === 0) continue
     for (const row of tableRows) {
-      for (const column of columns) {
-        row[column] = null
-        if ('embed_model' in row) row.embed_model = null
-      }
+      for (const column of columns) row[column] = null
+      if ('embed_model' in row) row.embed_model = null
     }
   }
 }
