@@ -36,6 +36,7 @@ import { parseInput } from './kernel/validate.ts'
 import { MemoryError } from './kernel/errors.ts'
 import { type MethodRules, wrapMethods } from './methods.ts'
 import type { EngineContext } from './kernel/engine-context.ts'
+import { type InTurn, type WriteLock, writeTurns } from './kernel/write-turns.ts'
 import { z } from 'zod'
 
 export { DEFAULT_DEDUP_THRESHOLD }
@@ -56,6 +57,12 @@ export interface EngineOptions extends Omit<MemorySettings, 'cacheMB'> {
   graphDatabase?: OpenGraphDatabase
   /** What hosts `db` (default `pglite`); `openMemory({ postgres })` passes `postgres`. */
   backend?: Backend
+  /**
+   * The lock that processes writing the same database share (`openMemory({ postgres })` gives
+   * a server's advisory lock): write calls and the migrations then run in turns (see
+   * `writeTurns`). Without it, this engine is its database's only writer.
+   */
+  writeLock?: WriteLock
 }
 
 /** The engine's settings that are plain data (or a `CryptoKey`), so they can cross to a worker. */
@@ -90,10 +97,14 @@ const hasMethods = (value: unknown, names: readonly string[]): boolean =>
 function checkOptions(options: EngineOptions): void {
   if (options === null || typeof options !== 'object') throw new MemoryError('INVALID_INPUT', 'The engine takes an options object.')
   // Parsed on their own below: scoring, vault, indexingPause.
-  const { db, now, embedder, resolvePath, tokenCounter, graphDatabase, scoring: _s, vault: _v, indexingPause: _p, ...plain } = options
+  const { db, now, embedder, resolvePath, tokenCounter, graphDatabase, writeLock, scoring: _s, vault: _v, indexingPause: _p, ...plain } =
+    options
   parseInput(plainOptions, plain, 'engine options')
   if (!hasMethods(db, ['query', 'exec', 'transaction'])) {
     throw new MemoryError('INVALID_INPUT', 'Invalid engine options at "db": a database with query, exec and transaction is required.')
+  }
+  if (writeLock !== undefined && !hasMethods(writeLock, ['acquire', 'release'])) {
+    throw new MemoryError('INVALID_INPUT', 'Invalid engine options at "writeLock": a lock with acquire and release is required.')
   }
   for (const [name, value] of Object.entries({ now, resolvePath, tokenCounter, graphDatabase })) {
     if (value !== undefined && typeof value !== 'function') {
@@ -152,6 +163,18 @@ const ENGINE_RULES: MethodRules = {
   // A change list moves the clock past its own end. A Cypher query writes nothing, so a change
   // list need not wait for it.
   untracked: ['diffSince', 'cypher'],
+  // Reads take no write turn. Indexing writes vectors only, as background indexing does, which
+  // takes none either. A change list and a Cypher catch-up cut the clock, so they take one.
+  reads: [
+    'ping', 'indexing', 'waitForIndex', 'indexNow', 'rebuildIndex', 'embed', 'refreshStatistics', 'workspace',
+    'events.get', 'events.list', 'events.supersededBy', 'artifacts.get',
+    'documents.get', 'documents.history', 'documents.interactions', 'documents.version', 'documents.signals', 'documents.stalenessOf',
+    'stats', 'exportFile', 'search', 'turns', 'buildContext', 'recall',
+    'memories.get', 'memories.list', 'memories.search', 'memories.history', 'memories.contexts',
+    'kv.get', 'kv.list', 'kv.namespaces', 'kv.history', 'archives.candidates', 'archives.list',
+    'graph.getNode', 'graph.nodeHistory', 'graph.nodes', 'graph.neighbors', 'graph.relations', 'graph.verify',
+    'graph.out', 'graph.in', 'graph.walk', 'graph.conversation', 'vault.status', 'vault.check',
+  ],
 }
 
 /**
@@ -220,16 +243,28 @@ export async function createEngine(options: EngineOptions) {
   let reportHitsError = (_cause: unknown): void => {}
   // Background indexing and the statistics refresh wait for the same pause in the writes.
   const pause = parseIndexingPause(options.indexingPause)
-  const schemaVersion = await migrate(ctx.db)
-  // A vault made now is made below, with the sealing and the archives it needs, in one
-  // transaction, once the file format that restores archives exists.
-  const makingVault = vaultKey !== undefined && (await openVault(ctx.db, undefined)).status === 'none'
-  if (!makingVault) {
-    ctx.vault = await openVault(ctx.db, vaultKey)
-    // Rows stored plain before the vault was given are sealed now, all in one transaction.
-    if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault))
-  }
-  if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
+  // Where several processes write the database, write calls take turns, and so does the open.
+  const inTurn: InTurn = options.writeLock
+    ? writeTurns(options.writeLock, {
+        raise: (at) => {
+          floor = Math.max(floor, at)
+        },
+        latest: () => (Number.isFinite(floor) ? floor : null),
+      })
+    : (fn) => fn()
+  const { schemaVersion, makingVault } = await inTurn(async () => {
+    const schemaVersion = await migrate(ctx.db)
+    // A vault made now is made below, with the sealing and the archives it needs, in one
+    // transaction, once the file format that restores archives exists.
+    const makingVault = vaultKey !== undefined && (await openVault(ctx.db, undefined)).status === 'none'
+    if (!makingVault) {
+      ctx.vault = await openVault(ctx.db, vaultKey)
+      // Rows stored plain before the vault was given are sealed now, all in one transaction.
+      if (ctx.vault.status === 'open') await ctx.db.transaction((tx) => sealStored(tx, ctx.vault))
+    }
+    if (ctx.embedder) await ensureVectorIndex(ctx.db, ctx.embedder.dims)
+    return { schemaVersion, makingVault }
+  })
   // A failed background refresh only leaves older statistics (the next writes retry it); it is
   // reported to `onError` listeners.
   let reportStatisticsError = (_cause: unknown): void => {}
@@ -288,7 +323,7 @@ export async function createEngine(options: EngineOptions) {
       throw error
     }
   }
-  if (makingVault) await makeVault(vaultKey)
+  if (makingVault && vaultKey) await inTurn(() => makeVault(vaultKey))
   const events = createEvents(ctx)
   const documents = createDocuments(ctx)
   const portable = createPortable(ctx, fileFormat)
@@ -468,6 +503,7 @@ export async function createEngine(options: EngineOptions) {
       return () => running.delete(token)
     },
     vault: () => ctx.vault,
+    ...(options.writeLock ? { inTurn } : {}),
   })
   return api
 }

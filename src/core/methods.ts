@@ -2,6 +2,7 @@ import { type Api, mapFunctions, memoryErrors } from './db/errors.ts'
 import type { Vault } from './kernel/engine-context.ts'
 import { type Telemetry, type Timing, timedCall } from './kernel/telemetry.ts'
 import { openedCall } from './privacy/vault.ts'
+import type { InTurn } from './kernel/write-turns.ts'
 
 type Call = (...args: unknown[]) => unknown
 
@@ -15,6 +16,12 @@ export interface MethodRules {
   plain: readonly string[]
   /** Calls not noted as running: a change list reads the clock's cut itself; a Cypher query writes nothing. */
   untracked: readonly string[]
+  /**
+   * Calls that neither write nor cut the clock, so they need no write turn when several
+   * processes write one database (listeners in `plain` need none either). Any other call takes
+   * one: a write missing here only waits for its turn.
+   */
+  reads: readonly string[]
 }
 
 export interface MethodHooks {
@@ -24,13 +31,16 @@ export interface MethodHooks {
   /** Notes a call as running; returns its end. */
   begin: () => () => void
   vault: () => Vault
+  /** Runs a call in this process's turn to write, where several processes write the database. */
+  inTurn?: InTurn
 }
 
 /**
  * The public API: each method of `methods` wrapped once, in this order from the inside out.
  * A write tells background work it wrote; errors become `MemoryError`s; timed calls report to
- * telemetry; the call is noted as running until it settles; what it returns is opened by the
- * vault. A rule naming a method that does not exist is a bug, and throws at once.
+ * telemetry; the call is noted as running until it settles; it waits for a write turn where
+ * several processes write the database; what it returns is opened by the vault. A rule naming
+ * a method that does not exist is a bug, and throws at once.
  */
 export function wrapMethods<T extends Api>(methods: T, rules: MethodRules, hooks: MethodHooks): T {
   const seen = new Set<string>()
@@ -43,9 +53,10 @@ export function wrapMethods<T extends Api>(methods: T, rules: MethodRules, hooks
     const timing = rules.timings[path]
     if (timing !== undefined) fn = timedCall(fn, path, timing, hooks.telemetry)
     if (!rules.untracked.includes(path)) fn = tracked(fn, hooks.begin)
+    if (hooks.inTurn && !rules.reads.includes(path) && !rules.plain.includes(path)) fn = inTurn(fn, hooks.inTurn)
     return openedCall(fn, hooks.vault)
   })
-  const named = [...Object.keys(rules.writes), ...Object.keys(rules.timings), ...rules.plain, ...rules.untracked]
+  const named = [...Object.keys(rules.writes), ...Object.keys(rules.timings), ...rules.plain, ...rules.untracked, ...rules.reads]
   const missing = named.filter((path) => !seen.has(path))
   if (missing.length > 0) throw new Error(`engine: no method ${missing.join(', ')}`)
   return api
@@ -75,4 +86,9 @@ function tracked(call: Call, begin: () => () => void): Call {
     end()
     return result
   }
+}
+
+/** `call` run in a write turn (see `writeTurns`). */
+function inTurn(call: Call, turn: InTurn): Call {
+  return (...args: unknown[]) => turn(async () => call(...args))
 }

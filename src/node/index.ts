@@ -72,7 +72,7 @@ async function openServerMemory(target: PostgresTarget, options: OpenMemoryOptio
     settings = rest
     console.warn('Engram: this PostgreSQL server has no pgvector, so the memory is keyword-only; the embedder is not used.')
   }
-  return memoryOver(db, settings, { backend: 'postgres', closeDatabase: () => db.close() })
+  return memoryOver(db, settings, { backend: 'postgres', writeLock: db.writeLock, closeDatabase: () => db.close() })
 }
 
 export type { Embedder } from '../core/kernel/embedder.ts'

@@ -1,6 +1,7 @@
 import { createEngine, type Engine } from '../core/engine.ts'
 import type { OpenGraphDatabase } from '../core/cypher/age-graphs.ts'
 import type { Backend, Db } from '../core/kernel/db.ts'
+import type { WriteLock } from '../core/kernel/write-turns.ts'
 import { openGraphDatabase } from './graph-database.ts'
 import { engineOptions, type OpenMemoryOptions } from './options.ts'
 
@@ -21,14 +22,17 @@ export interface MemoryHooks {
   graphDatabase?: OpenGraphDatabase
   /** What hosts the database (default `pglite`). */
   backend?: Backend
+  /** The lock write calls take turns on, where several processes write the database. */
+  writeLock?: WriteLock
 }
 
 /** The engine's database, with a `close` that lets the calls in flight end first (`durableDb`). */
 export type ClosingDb = Db & { close(): Promise<void> }
 
 /**
- * The engine over an open database (`durableDb` of a PGlite, or a server's), as `openMemory` starts it. Its `close` stops the engine's
- * background work, lets the calls in flight end, then closes the database through `hooks`.
+ * The engine over an open database (`durableDb` of a PGlite, or a server's), as `openMemory`
+ * starts it. Its `close` stops the engine's background work, lets the calls in flight end, then
+ * closes the database through `hooks`.
  */
 export async function memoryOver(db: ClosingDb, options: OpenMemoryOptions, hooks: MemoryHooks): Promise<NodeMemory> {
   let engine: Engine
@@ -37,6 +41,7 @@ export async function memoryOver(db: ClosingDb, options: OpenMemoryOptions, hook
       db: hooks.guard ? hooks.guard(db) : db,
       ...engineOptions(options),
       ...(hooks.backend ? { backend: hooks.backend } : {}),
+      ...(hooks.writeLock ? { writeLock: hooks.writeLock } : {}),
       graphDatabase: hooks.graphDatabase ?? (() => openGraphDatabase()),
     })
   } catch (error) {

@@ -2,18 +2,19 @@ import { types } from '@electric-sql/pglite'
 import type pg from 'pg'
 import type { Client, PoolClient, QueryConfig } from 'pg'
 import type { Db, QueryOptions, QueryResult, Queryable } from '../core/kernel/db.ts'
+import type { WriteLock } from '../core/kernel/write-turns.ts'
 import { MemoryError } from '../core/kernel/errors.ts'
 import { parseTimestamptz } from '../runtime/pglite.ts'
 
 /**
  * The engine over a PostgreSQL server, through node-postgres.
  *
- * A memory holds one connection for its life and runs its statements one at a time, as it does
- * on PGlite: a transaction has the connection to itself, so every rule the engine keeps for
- * PGlite (turn numbers, revisions, keyword statistics) holds on the server unchanged. The
- * connection also holds a session lock on the database, so one memory writes a database at a
- * time; a second open fails with `LOCKED_BY_OTHER_PROCESS`. The lock ends with the connection,
- * so a process that dies frees the database at once.
+ * A memory holds one connection for its statements and runs them one at a time, as it does on
+ * PGlite: a transaction has the connection to itself. Several processes may open the same
+ * database: their write calls take turns (src/core/kernel/write-turns.ts) under an advisory lock
+ * that a second connection holds, so each turn sees the database as a lone writer would, and
+ * reads go on meanwhile. The lock ends with its connection, so a process that dies in its turn
+ * frees the database at once.
  *
  * Values cross as PGlite sends and reads them: each parameter is written by its type, which the
  * server tells once per statement text, and each column is read by PGlite's parsers. So the
@@ -22,7 +23,9 @@ import { parseTimestamptz } from '../runtime/pglite.ts'
 export interface ServerDatabase extends Db {
   /** Whether the memory holds vectors (`hasVectors`): without pgvector it is keyword-only. */
   readonly vectors: boolean
-  /** Ends the connection (and so the lock); a connection from a pool goes back to it. */
+  /** The lock that write turns take, shared with every process on this database. */
+  readonly writeLock: WriteLock
+  /** Ends the connections (and so the lock); connections from a pool go back to it. */
   close(): Promise<void>
 }
 
@@ -34,8 +37,8 @@ export interface PostgresPool {
   connect(): Promise<unknown>
 }
 
-/** The session lock's key: one memory per database (`pg_try_advisory_lock`). */
-const LOCK_KEY = 0x656e6772 // "engr"
+/** The key of the advisory lock that write turns take (`pg_advisory_lock`). */
+const WRITE_KEY = 0x656e6772 // "engr"
 
 /** Statement texts whose parameter types are remembered; past this, the oldest is dropped. */
 const MAX_DESCRIBED = 512
@@ -48,18 +51,23 @@ type Parser = (text: string, typeId?: number) => unknown
 
 export async function openServerDatabase(target: PostgresTarget): Promise<ServerDatabase> {
   const client = await connect(target)
+  let locking: Connection | undefined
   try {
     await client.query(`SET TIME ZONE 'UTC'`)
-    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [LOCK_KEY])
-    if (rows[0]?.locked !== true) {
-      throw new MemoryError(
-        'LOCKED_BY_OTHER_PROCESS',
-        'Another Engram memory has this PostgreSQL database open: one memory writes a database at a time.',
-      )
+    locking = await connect(target)
+    const lock = lockOn(locking)
+    const db = await serverDb(client)
+    return {
+      ...db,
+      writeLock: lock,
+      close: async () => {
+        await db.close()
+        await lock.close()
+      },
     }
-    return await serverDb(client)
   } catch (error) {
     await release(client, error)
+    if (locking) await release(locking, error)
     throw error
   }
 }
@@ -100,7 +108,7 @@ async function release(client: Connection, error?: unknown): Promise<void> {
   client.release(failed instanceof Error ? failed : failed === undefined ? undefined : true)
 }
 
-async function serverDb(client: Connection): Promise<ServerDatabase> {
+async function serverDb(client: Connection): Promise<Omit<ServerDatabase, 'writeLock'>> {
   const { serializers, parsers } = await typeHandlers(client)
   const described = new Map<string, number[]>()
   let closed = false
@@ -192,6 +200,65 @@ async function serverDb(client: Connection): Promise<ServerDatabase> {
         closed = true
       })
       await release(client)
+    },
+  }
+}
+
+/**
+ * The write lock, held by its own connection so that reads go on while a process waits for its
+ * turn. The writers' clock is a row of `writer_clock`, once the migrations have made it.
+ */
+function lockOn(client: Connection): WriteLock & { close(): Promise<void> } {
+  let closed = false
+  let lost: MemoryError | undefined
+  let clockMade = false
+  client.on('error', (cause) => {
+    lost = new MemoryError('STORAGE_UNAVAILABLE', `The connection to PostgreSQL was lost: ${cause.message}`, { cause })
+  })
+  const usable = () => {
+    if (closed) throw new MemoryError('CLOSED', 'This memory is closed.')
+    if (lost) throw lost
+  }
+  const hasClock = async () => {
+    if (!clockMade) {
+      const { rows } = await client.query<{ made: boolean }>(`SELECT to_regclass('writer_clock') IS NOT NULL AS made`)
+      clockMade = rows[0]?.made === true
+    }
+    return clockMade
+  }
+  return {
+    acquire: async () => {
+      usable()
+      try {
+        await client.query('SELECT pg_advisory_lock($1)', [WRITE_KEY])
+        if (!(await hasClock())) return null
+        const { rows } = await client.query<{ ms: number | null }>(`SELECT (extract(epoch FROM at) * 1000)::float8 AS ms FROM writer_clock`)
+        return rows[0]?.ms ?? null
+      } catch (error) {
+        throw lost ?? error
+      }
+    },
+    release: async (clock) => {
+      try {
+        if (clock !== null && (await hasClock())) {
+          await client.query(
+            `INSERT INTO writer_clock (at) VALUES (to_timestamp($1::float8 / 1000))
+             ON CONFLICT (id) DO UPDATE SET at = greatest(writer_clock.at, excluded.at)`,
+            [clock],
+          )
+        }
+        await client.query('SELECT pg_advisory_unlock($1)', [WRITE_KEY])
+      } catch (error) {
+        // A lock that could not be freed must not stay held: the connection ends, and the lock with it.
+        lost ??= new MemoryError('STORAGE_UNAVAILABLE', `The write lock could not be freed: ${(error as Error).message}`, { cause: error })
+        await release(client, error)
+        throw lost
+      }
+    },
+    close: async () => {
+      if (closed) return
+      closed = true
+      await release(client, lost)
     },
   }
 }

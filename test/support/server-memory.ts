@@ -57,7 +57,7 @@ export async function openServerTestMemory(
 /** A test PGlite (from the pool) served over the PostgreSQL protocol on a free local port. */
 async function serveTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const pglite = await takeDatabase(() => newTestDb())
-  const server = new PGLiteSocketServer({ db: pglite, port: 0 })
+  const server = new PGLiteSocketServer({ db: pglite, port: 0, maxConnections: 2 })
   await server.start()
   return {
     url: `postgres://postgres@${server.getServerConn()}/postgres`,

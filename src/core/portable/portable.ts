@@ -56,6 +56,7 @@ const NOT_EXPORTED = new Set([
   'vector_debt',
   'vault',
   'schema_migrations',
+  'writer_clock',
 ])
 
 export interface ExportOptions {
