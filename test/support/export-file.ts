@@ -16,7 +16,7 @@ export async function editedExport(file: Blob, table: string, edit: (row: Record
     edit(row.r)
     return `${prefix},"r":${JSON.stringify(row.r)}}`
   })
-  ;(manifest.tables[table] as { sha256: string }).sha256 = await sha256Hex(body.filter((l) => l.startsWith(prefix)).join('\n'))
+  ;(manifest.tables[table] as { sha256: string }).sha256 = sha256Hex(body.filter((l) => l.startsWith(prefix)).join('\n'))
   const jsonl = `${[JSON.stringify(manifest), ...body].join('\n')}\n`
   const gz = await new Response(new Blob([jsonl]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()
   return new Blob([bytes.subarray(0, 9), gz])

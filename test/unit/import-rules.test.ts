@@ -47,7 +47,7 @@ async function openFile(file: Blob) {
     for (const [table, info] of Object.entries(tables)) {
       const own = out.filter((_, i) => copy[i]?.t === table)
       info.count = own.length
-      info.sha256 = await sha256Hex(own.join('\n'))
+      info.sha256 = sha256Hex(own.join('\n'))
     }
     const jsonl = `${[JSON.stringify({ ...manifest, tables }), ...out].join('\n')}\n`
     const gz = await new Response(new Blob([jsonl]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()

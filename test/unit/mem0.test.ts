@@ -159,7 +159,7 @@ describe('mem0-compatible Memory: CRUD', () => {
     expect(item).toEqual({
       id,
       memory: 'I prefer dark mode',
-      hash: await memoryHash('I prefer dark mode'),
+      hash: memoryHash('I prefer dark mode'),
       metadata: { tag: 'ui' },
       created_at: '2025-03-01T10:00:01.000Z',
       updated_at: '2025-03-01T10:00:01.000Z',
@@ -182,7 +182,7 @@ describe('mem0-compatible Memory: CRUD', () => {
     await mem.update(id, 'new text')
     const item = await mem.get(id)
     expect(item?.memory).toBe('new text')
-    expect(item?.hash).toBe(await memoryHash('new text'))
+    expect(item?.hash).toBe(memoryHash('new text'))
     expect(item?.updated_at).not.toBe(item?.created_at)
   })
 

@@ -95,9 +95,24 @@ describe('curated memories', () => {
     const b = await memory.remember({ content: '  deploys go through github actions ', category: 'fact' })
     expect(b).toEqual({ id: a.id, action: 'unchanged' })
     expect(await memory.memories.list()).toHaveLength(1)
-    expect((await memory.memories.get(a.id))?.hash).toBe(
-      await memoryHash('deploys go through github actions'),
-    )
+    expect((await memory.memories.get(a.id))?.hash).toBe(memoryHash('deploys go through github actions'))
+  })
+
+  it('remember is not held back while other agents keep the database busy', async () => {
+    await using memory = await openTestMemory()
+    let writes = 0
+    const agents = [0, 1, 2].map(async (a) => {
+      for (let i = 0; i < 50; i++) {
+        await memory.kv.put('user:ann', 'progress', `agent-${a}`, { i })
+        writes++
+      }
+    })
+    await memory.remember({ content: 'Ann prefers tea', category: 'preference', userId: 'ann' })
+    const meanwhile = writes
+    await Promise.all(agents)
+    // Back-to-back calls leave no moment for a task to run: a remember that awaited one
+    // (a Web Crypto digest) ended only after all the agents' writes.
+    expect(meanwhile).toBeLessThan(150)
   })
 
   it('without an embedder, dedup is exact text only and recall is keyword only', async () => {
@@ -419,7 +434,7 @@ describe('curated memories', () => {
       id,
       content: 'Builds use vite',
       confidence: 0.8,
-      hash: await memoryHash('builds use vite'),
+      hash: memoryHash('builds use vite'),
     })
     expect((await memory.recall('vite')).map((h) => h.id)).toEqual([id])
     const history = await memory.memories.history(id)
@@ -740,7 +755,7 @@ describe('memories as of a time', () => {
     ])
     const then = await memory.memories.get(home.id, { asOf: t1 })
     expect(then).toMatchObject({ content: 'Ann lives in Bergen', status: 'active', metadata: {}, confidence: 0.7 })
-    expect(then?.hash).toBe(await memoryHash('Ann lives in Bergen'))
+    expect(then?.hash).toBe(memoryHash('Ann lives in Bergen'))
     expect((await memory.memories.get(tea.id, { asOf: t3 }))?.supersededBy).toBeNull()
     expect((await memory.memories.get(tea.id, { asOf: t4 }))?.supersededBy).toBe(coffee.id)
     expect(await memory.memories.get(coffee.id, { asOf: t3 })).toBeNull()
@@ -780,7 +795,7 @@ describe('memories as of a time', () => {
 
     // The text then: its keywords and its vector, embedded now from that text.
     const [bergen] = await memory.recall('Bergen', { ...ann, asOf: t1 })
-    expect(bergen).toMatchObject({ id: home.id, content: 'Ann lives in Bergen', hash: await memoryHash('Ann lives in Bergen') })
+    expect(bergen).toMatchObject({ id: home.id, content: 'Ann lives in Bergen', hash: memoryHash('Ann lives in Bergen') })
     const [q, then] = await embedder.embed(['Bergen', 'Ann lives in Bergen'])
     const cosine = (q as Float32Array).reduce((sum, x, i) => sum + x * ((then as Float32Array)[i] as number), 0)
     expect(bergen?.scores.vector).toBeCloseTo(cosine, 5)

@@ -294,7 +294,7 @@ describe('one-file export and import', () => {
       delete row.r.document_id
       return `{"t":"edges","r":${JSON.stringify(row.r)}}`
     })
-    edges.sha256 = await sha256Hex(body.filter((l) => l.startsWith('{"t":"edges"')).join('\n'))
+    edges.sha256 = sha256Hex(body.filter((l) => l.startsWith('{"t":"edges"')).join('\n'))
     const jsonl = `${[JSON.stringify(manifest), ...body].join('\n')}\n`
     const gz = await new Response(new Blob([jsonl]).stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer()
 
@@ -373,10 +373,10 @@ describe('one-file export and import', () => {
 
     // A memory whose hash names another text: it is that memory's own text that dedupes.
     const other = 'Deploys happen on Fridays'
-    const plantedHash = await memoryHash(other)
+    const plantedHash = memoryHash(other)
     await target.engine.importFile(await edited('memories', (r) => void (r.hash = plantedHash)))
     const [imported] = await target.engine.memories.list({ userId: 'u1' })
-    expect(imported?.hash).toBe(await memoryHash('The user prefers tabs over spaces'))
+    expect(imported?.hash).toBe(memoryHash('The user prefers tabs over spaces'))
     expect((await target.engine.remember({ content: 'the user prefers TABS over spaces', category: 'preference', userId: 'u1' })).id).toBe(imported?.id)
     const deploys = await target.engine.remember({ content: other, category: 'fact', userId: 'u1' })
     expect(deploys.id).not.toBe(imported?.id)

@@ -309,7 +309,7 @@ async function graphScope(s: Mem0Scope): Promise<string> {
     ...(s.runId === undefined ? [] : [`run=${escape(s.runId)}`]),
   ]
   const key = `${GRAPH_SCOPE_PREFIX}${parts.join(' ')}`
-  return key.length <= MAX_GRAPH_SCOPE ? key : `mem0 sha256=${await sha256Hex(key)}`
+  return key.length <= MAX_GRAPH_SCOPE ? key : `mem0 sha256=${sha256Hex(key)}`
 }
 
 /** The longest entity name kept. */

@@ -75,7 +75,7 @@ export async function prepareSight(
       { details: { bytes, limit: MAX_DOCUMENT_BYTES } },
     )
   }
-  const hash = await sha256Hex(sight.content)
+  const hash = sha256Hex(sight.content)
   if (sight.contentHash !== undefined && sight.contentHash !== hash) {
     throw new MemoryError('INVALID_INPUT', 'contentHash does not match the SHA-256 of content', {
       details: { given: sight.contentHash, computed: hash },

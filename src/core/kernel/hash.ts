@@ -1,10 +1,15 @@
+import { sha256 } from '@noble/hashes/sha2.js'
+import { bytesToHex } from '@noble/hashes/utils.js'
+
 const encoder = new TextEncoder()
 
-/** Hex SHA-256 of a string (UTF-8) or bytes, via Web Crypto (Node 20+, browsers, workers). */
-export async function sha256Hex(input: string | Uint8Array): Promise<string> {
-  const bytes = typeof input === 'string' ? encoder.encode(input) : input
-  const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>)
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('')
+/**
+ * Hex SHA-256 of a string (UTF-8) or bytes. Computed in JavaScript, at once: Web Crypto's digest
+ * resolves as a task, and while many calls keep a PGlite busy on microtasks, no task runs, so a
+ * call awaiting one waited behind all the others.
+ */
+export function sha256Hex(input: string | Uint8Array): string {
+  return bytesToHex(sha256(typeof input === 'string' ? encoder.encode(input) : input))
 }
 
 /** Lowercased, whitespace-collapsed, trimmed: two texts with the same normal form are the same memory. */
@@ -13,6 +18,6 @@ export function normalizeMemoryText(text: string): string {
 }
 
 /** A memory's plain hash (a sealed memory's is a keyed one, src/core/privacy/vault.ts). */
-export function memoryHash(text: string): Promise<string> {
+export function memoryHash(text: string): string {
   return sha256Hex(normalizeMemoryText(text))
 }

@@ -265,7 +265,7 @@ async function normaliseToolResult(raw: JsonObject) {
         id: artifactId,
         content: output,
         bytes: utf8Length(output),
-        sha256: await sha256Hex(output),
+        sha256: sha256Hex(output),
         mediaType: typeof rest.mediaType === 'string' ? rest.mediaType : 'text/plain',
       }
     : undefined

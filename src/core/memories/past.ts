@@ -179,7 +179,7 @@ export async function memoriesAsOf(q: Queryable, rows: MemoryRow[], at: Date): P
     const c = h.changes ?? {}
     if (h.event === 'UPDATE' && h.old_value !== null && h.old_value !== m.content) {
       m.content = h.old_value
-      m.hash = isSealed(h.old_value) ? m.hash : await memoryHash(h.old_value)
+      m.hash = isSealed(h.old_value) ? m.hash : memoryHash(h.old_value)
     }
     if (Array.isArray(c.status)) m.status = old<MemoryStatus>(c.status)
     if ('supersededBy' in c) m.superseded_by = null

@@ -36,7 +36,7 @@ export async function embedText(ctx: EngineContext, content: string): Promise<Me
  * whenever the vault is open, so that a sealed memory of the same text is found.
  */
 export async function sealedMemory(ctx: EngineContext, content: string, sensitivity: string): Promise<StoredText> {
-  const plainHash = await memoryHash(content)
+  const plainHash = memoryHash(content)
   const { vault } = ctx
   const sealing = sensitivity === 'high' && vault.status !== 'none'
   const mac = vault.status === 'open' ? await vault.mac(normalizeMemoryText(content)) : undefined

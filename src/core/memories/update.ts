@@ -38,7 +38,7 @@ export async function updateMemory(
   const { value: u, redactions } = redactChanges(parsed)
   if (u.content !== undefined) refuseSealedLookalike(u.content, 'content')
   const vector = u.content === undefined ? null : await embedText(ctx, u.content)
-  const hash = u.content === undefined ? null : await memoryHash(u.content)
+  const hash = u.content === undefined ? null : memoryHash(u.content)
   const expiresAt = u.expiresAt === undefined || u.expiresAt === null ? null : toDate(u.expiresAt)
   const at = ctx.now()
   const row = await ctx.db.transaction(async (tx) => {

@@ -417,7 +417,7 @@ export async function redactImportedRows(rows: Map<string, Record<string, unknow
         r.meta = { ...meta, ...redactionMeta(mergeRedactions(before.filter(isCount), found)) }
       }
       if (table === 'artifacts' && typeof r.content === 'string') {
-        r.sha256 = await sha256Hex(r.content)
+        r.sha256 = sha256Hex(r.content)
         r.bytes = utf8Length(r.content)
       }
     }

@@ -369,7 +369,7 @@ async function parseFile(text: string): Promise<ParsedFile> {
     if (expected.count !== tableLines.length) {
       throw corrupt(`"${table}" has ${tableLines.length} rows, the manifest says ${expected.count}`)
     }
-    if ((await sha256Hex(tableLines.join('\n'))) !== expected.sha256) {
+    if (sha256Hex(tableLines.join('\n')) !== expected.sha256) {
       throw corrupt(`the checksum of "${table}" does not match`)
     }
     if (table === VECTORS) vectors.push(...(parsed as unknown as ParsedFile['vectors']))
@@ -438,7 +438,7 @@ export function createFileFormat(
         const prefix = `{"t":${JSON.stringify(table)},"r":`
         let lines = rows.map((r) => `${prefix}${r.row}}`)
         if (options.open && ctx.vault.status !== 'none') lines = await openLines(ctx.vault, table, lines)
-        tables[table] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: columns.map((c) => c.column) }
+        tables[table] = { count: lines.length, sha256: sha256Hex(lines.join('\n')), columns: columns.map((c) => c.column) }
         body.push(...lines)
       }
       const vectorsWhere = only ? only.vectors : 'true'
@@ -453,7 +453,7 @@ export function createFileFormat(
         const lines = rows.map((r) =>
           JSON.stringify({ t: VECTORS, r: { source_id: r.source_id, ord: r.ord, model: r.model, v: vectorToBase64(r.v) } }),
         )
-        tables[VECTORS] = { count: lines.length, sha256: await sha256Hex(lines.join('\n')), columns: [] }
+        tables[VECTORS] = { count: lines.length, sha256: sha256Hex(lines.join('\n')), columns: [] }
         body.push(...lines)
       }
       const manifest: ExportManifest = {
@@ -572,7 +572,7 @@ async function openLines(vault: Vault, table: string, lines: string[]): Promise<
         row.meta = meta
       }
       if (table === 'memories' && typeof row.content === 'string' && r.content !== row.content) {
-        row.hash = await memoryHash(row.content)
+        row.hash = memoryHash(row.content)
       }
       return JSON.stringify({ t, r: row })
     }),
@@ -624,7 +624,7 @@ async function judgeRows(rows: Map<string, Record<string, unknown>[]>): Promise<
     }
   }
   for (const row of rows.get('memories') ?? []) {
-    if (typeof row.content === 'string') row.hash = await memoryHash(row.content)
+    if (typeof row.content === 'string') row.hash = memoryHash(row.content)
   }
 }
 
