@@ -219,35 +219,32 @@ function lockOn(client: Connection): WriteLock & { close(): Promise<void> } {
     if (closed) throw new MemoryError('CLOSED', 'This memory is closed.')
     if (lost) throw lost
   }
-  const hasClock = async () => {
-    if (!clockMade) {
-      const { rows } = await client.query<{ made: boolean }>(`SELECT to_regclass('writer_clock') IS NOT NULL AS made`)
-      clockMade = rows[0]?.made === true
-    }
-    return clockMade
-  }
+  // One round trip each way: the statements of one simple query each read the database afresh,
+  // so the clock is read once the lock is held. Until the table is seen, it is looked for.
+  const readClock = 'SELECT (extract(epoch FROM at) * 1000)::float8 AS ms FROM writer_clock'
+  const lookForClock = `SELECT to_regclass('writer_clock') IS NOT NULL AS made`
   return {
     acquire: async () => {
       usable()
       try {
-        await client.query('SELECT pg_advisory_lock($1)', [WRITE_KEY])
-        if (!(await hasClock())) return null
-        const { rows } = await client.query<{ ms: number | null }>(`SELECT (extract(epoch FROM at) * 1000)::float8 AS ms FROM writer_clock`)
-        return rows[0]?.ms ?? null
+        const results = (await client.query(`SELECT pg_advisory_lock(${WRITE_KEY}); ${clockMade ? readClock : lookForClock}`)) as unknown as pg.QueryResult[]
+        const row = results[1]?.rows[0] as { ms?: number | null; made?: boolean } | undefined
+        if (clockMade) return row?.ms ?? null
+        clockMade = row?.made === true
+        return clockMade ? ((await client.query<{ ms: number | null }>(readClock)).rows[0]?.ms ?? null) : null
       } catch (error) {
         throw lost ?? error
       }
     },
     release: async (clock) => {
+      // A clock given before the migrations made the table is not stored: the next turn reads none.
+      const store =
+        clock !== null && clockMade && Number.isFinite(clock)
+          ? `INSERT INTO writer_clock (at) VALUES (to_timestamp(${clock} / 1000.0))
+             ON CONFLICT (id) DO UPDATE SET at = greatest(writer_clock.at, excluded.at); `
+          : ''
       try {
-        if (clock !== null && (await hasClock())) {
-          await client.query(
-            `INSERT INTO writer_clock (at) VALUES (to_timestamp($1::float8 / 1000))
-             ON CONFLICT (id) DO UPDATE SET at = greatest(writer_clock.at, excluded.at)`,
-            [clock],
-          )
-        }
-        await client.query('SELECT pg_advisory_unlock($1)', [WRITE_KEY])
+        await client.query(`${store}SELECT pg_advisory_unlock(${WRITE_KEY})`)
       } catch (error) {
         // A lock that could not be freed must not stay held: the connection ends, and the lock with it.
         lost ??= new MemoryError('STORAGE_UNAVAILABLE', `The write lock could not be freed: ${(error as Error).message}`, { cause: error })
