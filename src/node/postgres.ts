@@ -210,6 +210,7 @@ async function serverDb(client: Connection): Promise<Omit<ServerDatabase, 'write
  */
 function lockOn(client: Connection): WriteLock & { close(): Promise<void> } {
   let closed = false
+  let ended = false
   let lost: MemoryError | undefined
   let clockMade = false
   client.on('error', (cause) => {
@@ -238,16 +239,19 @@ function lockOn(client: Connection): WriteLock & { close(): Promise<void> } {
     },
     release: async (clock) => {
       // A clock given before the migrations made the table is not stored: the next turn reads none.
+      // The clock commits before the lock is freed: the statements of one simple query share one
+      // transaction unless it is spelled out, and an unlock takes effect at once.
       const store =
         clock !== null && clockMade && Number.isFinite(clock)
-          ? `INSERT INTO writer_clock (at) VALUES (to_timestamp(${clock} / 1000.0))
-             ON CONFLICT (id) DO UPDATE SET at = greatest(writer_clock.at, excluded.at); `
+          ? `BEGIN; INSERT INTO writer_clock (at) VALUES (to_timestamp(${clock} / 1000.0))
+             ON CONFLICT (id) DO UPDATE SET at = greatest(writer_clock.at, excluded.at); COMMIT; `
           : ''
       try {
         await client.query(`${store}SELECT pg_advisory_unlock(${WRITE_KEY})`)
       } catch (error) {
         // A lock that could not be freed must not stay held: the connection ends, and the lock with it.
         lost ??= new MemoryError('STORAGE_UNAVAILABLE', `The write lock could not be freed: ${(error as Error).message}`, { cause: error })
+        ended = true
         await release(client, error)
         throw lost
       }
@@ -255,7 +259,7 @@ function lockOn(client: Connection): WriteLock & { close(): Promise<void> } {
     close: async () => {
       if (closed) return
       closed = true
-      await release(client, lost)
+      if (!ended) await release(client, lost)
     },
   }
 }

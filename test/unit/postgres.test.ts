@@ -127,6 +127,8 @@ describe.skipIf(testPostgresUrl() === null)('a memory on a PostgreSQL server', (
     await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [new URL(database.url).pathname.slice(1)])
     await admin.end()
     await expect.poll(() => codeOf(memory.memories.list({ userId: 'ann' }))).toBe('STORAGE_UNAVAILABLE')
+    // A write fails the same way: its turn's lock went with the other connection.
+    expect(await codeOf(memory.kv.put('user:ann', 'prefs', 'tea', { n: 1 }))).toBe('STORAGE_UNAVAILABLE')
     await memory.close()
   })
 
