@@ -112,11 +112,9 @@ async function serverDb(client: Connection): Promise<Omit<ServerDatabase, 'write
   const { serializers, parsers } = await typeHandlers(client)
   const described = new Map<string, number[]>()
   let closed = false
-  // A lost connection fails every later call (node-postgres reports it as an event).
+  // A lost connection fails every later call.
   let lost: MemoryError | undefined
-  client.on('error', (cause) => {
-    lost = new MemoryError('STORAGE_UNAVAILABLE', `The connection to PostgreSQL was lost: ${cause.message}`, { cause })
-  })
+  const unwatch = watchLoss(client, (error) => (lost = error))
   const whileOpen = <T>(fn: () => Promise<T>) => async () => {
     if (closed) throw new MemoryError('CLOSED', 'This memory is closed.')
     if (lost) throw lost
@@ -199,6 +197,7 @@ async function serverDb(client: Connection): Promise<Omit<ServerDatabase, 'write
       await exclusive(async () => {
         closed = true
       })
+      unwatch()
       await release(client)
     },
   }
@@ -213,9 +212,7 @@ function lockOn(client: Connection): WriteLock & { close(): Promise<void> } {
   let ended = false
   let lost: MemoryError | undefined
   let clockMade = false
-  client.on('error', (cause) => {
-    lost = new MemoryError('STORAGE_UNAVAILABLE', `The connection to PostgreSQL was lost: ${cause.message}`, { cause })
-  })
+  const unwatch = watchLoss(client, (error) => (lost = error))
   const usable = () => {
     if (closed) throw new MemoryError('CLOSED', 'This memory is closed.')
     if (lost) throw lost
@@ -259,9 +256,21 @@ function lockOn(client: Connection): WriteLock & { close(): Promise<void> } {
     close: async () => {
       if (closed) return
       closed = true
-      if (!ended) await release(client, lost)
+      if (ended) return
+      unwatch()
+      await release(client, lost)
     },
   }
+}
+
+/**
+ * Calls `lost` when the connection fails (node-postgres reports it as an event). Returns the
+ * watch's end, for a connection given back to its pool: the next memory there watches its own.
+ */
+function watchLoss(client: Connection, lost: (error: MemoryError) => void): () => void {
+  const listener = (cause: Error) => lost(new MemoryError('STORAGE_UNAVAILABLE', `The connection to PostgreSQL was lost: ${cause.message}`, { cause }))
+  client.on('error', listener)
+  return () => client.off('error', listener)
 }
 
 /** Runs the functions given to it one at a time, in call order. */

@@ -102,6 +102,8 @@ describe.skipIf(testPostgresUrl() === null)('a memory on a PostgreSQL server', (
 
   it('takes a node-postgres Pool, and gives its connections back on close', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 2 })
+    // The database is dropped after the test, ending any connection the pool is still closing.
+    pool.on('error', () => {})
     try {
       const memory = await openMemory({ postgres: pool })
       // One for its statements, one for the write lock.
@@ -114,6 +116,17 @@ describe.skipIf(testPostgresUrl() === null)('a memory on a PostgreSQL server', (
       await using again = await openMemory({ postgres: pool })
       await again.remember({ content: 'Ann walks to work', category: 'fact', userId: 'ann' })
       expect((await again.memories.list({ userId: 'ann' })).map((m) => m.content).sort()).toEqual(['Ann prefers tea', 'Ann walks to work'])
+      await again.close()
+      // Each memory stopped watching the connections it gave back: none gathers listeners.
+      const listeners = async () => {
+        const client = await pool.connect()
+        const n = client.listenerCount('error')
+        client.release()
+        return n
+      }
+      const before = await listeners()
+      for (let n = 0; n < 3; n++) await (await openMemory({ postgres: pool })).close()
+      expect(await listeners()).toBe(before)
     } finally {
       await pool.end()
     }
