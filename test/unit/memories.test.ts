@@ -8,6 +8,7 @@ import { steppingClock, testClock } from '../support/clock.ts'
 import { atSimilarity, createTestEmbedder } from '../support/embedder.ts'
 import { standardise, standoutCase } from '../support/fusion.ts'
 import { openTestEngine } from '../support/engine.ts'
+import { codeOf } from '../support/errors.ts'
 import { openTestMemory } from '../support/memory.ts'
 import { expectKeptMemoryCounts } from '../support/memory-stats.ts'
 import { itWithVectors } from '../support/backend.ts'
@@ -708,7 +709,8 @@ describe('memory names and links', () => {
         memory.memories.get(bad),
         memory.memories.defineContext({ name: bad }),
       ]
-      for (const call of calls) await expect(call, JSON.stringify(bad)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+      // Each settled at once: a write waiting for its turn must not leave a read's refusal unhandled.
+      expect(await Promise.all(calls.map((call) => codeOf(call))), JSON.stringify(bad)).toEqual(calls.map(() => 'INVALID_INPUT'))
     }
     expect(await memory.memories.list({ status: 'any' })).toEqual([])
   })
