@@ -19,7 +19,7 @@ export interface MethodRules {
   /**
    * Calls that neither write nor cut the clock, so they need no write turn when several
    * processes write one database (listeners in `plain` need none either). Any other call takes
-   * one: a write missing here only waits for its turn.
+   * one, so a read left off this list only waits for a turn.
    */
   reads: readonly string[]
 }
