@@ -79,7 +79,8 @@ type Query = <T>(sql: string) => Promise<T[]>
  * What the database holds against what was acknowledged: a list of each broken rule (empty
  * when all hold). Turns numbered 0, 1, 2… in every conversation, two events each, every
  * acknowledged turn there once; every acknowledged memory stored; every kv key's revisions
- * 1, 2, 3… dated in order, as many as were acknowledged.
+ * 1, 2, 3… dated in order, as many as were acknowledged; the keyword statistics, with the
+ * chunks still waiting to be counted, as the chunks hold them.
  */
 export async function checkLoad(query: Query, report: LoadReport): Promise<string[]> {
   const broken: string[] = []
@@ -108,6 +109,20 @@ export async function checkLoad(query: Query, report: LoadReport): Promise<strin
     const ackedRevs = report.kv.filter(([k]) => k === key).length
     if (rows.length !== ackedRevs) broken.push(`${key}: ${rows.length} revisions stored, ${ackedRevs} acknowledged`)
   }
+  const keywords = await query<{ off: number }>(
+    `WITH counted AS (
+       SELECT c.tenant_id, u.lexeme, c.sensitivity, count(*) AS df FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u GROUP BY 1, 2, 3
+     ), waiting AS (
+       SELECT c.tenant_id, u.lexeme, c.sensitivity, count(*) AS df FROM chunks c CROSS JOIN LATERAL unnest(c.tsv) u
+       WHERE c.stats_seq > (SELECT upto FROM keyword_counted) GROUP BY 1, 2, 3
+     ), kept AS (
+       SELECT tenant_id, lexeme, sensitivity, sum(df) AS df FROM (SELECT tenant_id, lexeme, sensitivity, df FROM term_stats UNION ALL SELECT * FROM waiting) x
+       GROUP BY 1, 2, 3
+     )
+     SELECT (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM counted) a)::int
+          + (SELECT count(*) FROM (SELECT * FROM counted EXCEPT SELECT * FROM kept) b)::int AS off`,
+  )
+  if ((keywords[0]?.off ?? 0) > 0) broken.push(`${keywords[0]?.off} keyword counts differ from the chunks'`)
   return broken
 }
 

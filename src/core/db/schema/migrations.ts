@@ -21,7 +21,7 @@ import { edgeValidity } from './0018-edge-validity.ts'
 import { observedVersions } from './0019-observed-versions.ts'
 import { archivedTurns } from './0020-archived-turns.ts'
 import { graphCounters } from './0021-graph-counters.ts'
-import { writerClock } from './0022-writer-clock.ts'
+import { severalWriters } from './0022-several-writers.ts'
 
 export interface Migration {
   version: number
@@ -52,7 +52,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 19, name: 'observed-versions', sql: observedVersions },
   { version: 20, name: 'archived-turns', sql: archivedTurns },
   { version: 21, name: 'graph-counters', sql: graphCounters },
-  { version: 22, name: 'writer-clock', sql: writerClock },
+  { version: 22, name: 'several-writers', sql: severalWriters },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
