@@ -301,7 +301,7 @@ const GRAPH_SCOPE_PREFIX = 'mem0 '
  * space, `=`, `/`), are escaped, so that no two scopes and names make one id; a scope longer
  * than the entity graph keeps is its SHA-256.
  */
-async function graphScope(s: Mem0Scope): Promise<string> {
+function graphScope(s: Mem0Scope): string {
   const escape = (v: string) => v.replace(/[% =/]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
   const parts = [
     ...(s.userId === undefined ? [] : [`user=${escape(s.userId)}`]),
@@ -477,7 +477,7 @@ export class Memory {
       relations.set(JSON.stringify([nameKey(link.source), relationship, nameKey(link.destination)]), link)
     }
     if (entities.size === 0) return []
-    const key = await graphScope(scope)
+    const key = graphScope(scope)
     const id = (name: string) => `${key}/${nameKey(name)}`
     const links = [...relations.values()]
     try {
@@ -664,7 +664,7 @@ export class Memory {
     // Graph memory: the links of the entities the query names, then (up to `limit` more) the
     // memories of the entities at their other ends that the search above did not return.
     const graph = this.#engine.graph as MemoryGraph
-    const key = await graphScope(scopeOf(o))
+    const key = graphScope(scopeOf(o))
     // The entities named are looked up by key (`${scope}/${name}`), never by reading them all.
     // Names longer than an entity's are none; a long query's runs are read in batches.
     const candidates = namedInText(query)
@@ -722,7 +722,7 @@ export class Memory {
     const results = list.map((m) => toItem(m))
     if (this.#options.graph !== true) return { results }
     const graph = this.#engine.graph as MemoryGraph
-    const entities = await graph.nodes({ type: ENTITY_NODE, scope: await graphScope(scopeOf(o)), ...this.#tenant, limit: 100_000 })
+    const entities = await graph.nodes({ type: ENTITY_NODE, scope: graphScope(scopeOf(o)), ...this.#tenant, limit: 100_000 })
     // Each link once, from its source.
     const links =
       entities.length === 0 ? [] : await graph.neighbors(entities.map((n) => n.id), { direction: 'out', limit: 100_000, ...this.#tenant })
@@ -761,7 +761,7 @@ export class Memory {
    * scope that has its fields: `{ userId }` takes the user's scopes with an agent or run too.
    */
   async #removeGraphWithin(s: Mem0Scope): Promise<void> {
-    const key = await graphScope(s)
+    const key = graphScope(s)
     const wanted = key.slice(GRAPH_SCOPE_PREFIX.length).split(' ')
     const graph = this.#engine.graph as MemoryGraph
     const nodes = await graph.nodes({ type: ENTITY_NODE, ...this.#tenant, limit: 100_000 })

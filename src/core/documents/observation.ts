@@ -57,11 +57,11 @@ export interface PreparedSight {
  * Canonicalises the key, checks the size, hashes the content as seen (so identical files
  * match) and redacts what will be stored. Throws before anything is written.
  */
-export async function prepareSight(
+export function prepareSight(
   sight: z.output<typeof documentSight>,
   workspace: Workspace,
   resolvePath?: PathResolver,
-): Promise<PreparedSight> {
+): PreparedSight {
   const key = canonicalKeyOf(sight, workspace, resolvePath)
   if (sight.content === undefined) {
     return { ...key, hash: sight.contentHash as string, content: null, bytes: null, redactions: [] }
@@ -290,7 +290,7 @@ export async function observeDocument(ctx: EngineContext, input: ObserveDocument
     },
     'document observation',
   )
-  const prepared = await prepareSight(sight, ctx.workspace, ctx.resolvePath)
+  const prepared = prepareSight(sight, ctx.workspace, ctx.resolvePath)
   const createdAt = i.createdAt === undefined ? ctx.now() : toDate(i.createdAt)
   const seen = await ctx.db.transaction(async (tx) => {
     if (i.eventId !== undefined) await requireEventIn(tx, i.eventId, i.scope.tenantId, i.conversationId)

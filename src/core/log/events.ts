@@ -169,7 +169,7 @@ export async function prepareEvent(draft: EventDraft): Promise<PreparedEvent> {
   let redactions: RedactionCount[] = draft.redactions ?? []
 
   if (draft.kind === 'tool_result') {
-    const normalised = await normaliseToolResult(content)
+    const normalised = normaliseToolResult(content)
     content = normalised.content
     artifact = normalised.artifact
     redactions = mergeRedactions(redactions, normalised.redactions)
@@ -233,7 +233,7 @@ export async function sealPrepared(vault: Vault, events: readonly PreparedEvent[
   )
 }
 
-async function normaliseToolResult(raw: JsonObject) {
+function normaliseToolResult(raw: JsonObject) {
   const parsed = toolResultContent.parse(raw)
   const { output: original, lineRange, ...rest } = parsed
   const bytes = utf8Length(original)

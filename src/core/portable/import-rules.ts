@@ -387,7 +387,7 @@ const REDACTED_TEXT: Record<string, readonly string[]> = {
  * event records its count in `meta.redactions`; an artifact takes the hash and size of its
  * redacted text, as a tool result's artifact does.
  */
-export async function redactImportedRows(rows: Map<string, Record<string, unknown>[]>): Promise<RedactionCount[]> {
+export function redactImportedRows(rows: Map<string, Record<string, unknown>[]>): RedactionCount[] {
   let total: RedactionCount[] = []
   const tables = new Set([...Object.keys(REDACTED_JSON), ...Object.keys(REDACTED_TEXT)])
   for (const table of tables) {

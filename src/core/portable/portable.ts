@@ -323,7 +323,7 @@ const manifestSchema = z.object({
   ),
 })
 
-async function parseFile(text: string): Promise<ParsedFile> {
+function parseFile(text: string): ParsedFile {
   const lines = text.split('\n')
   if (lines.at(-1) === '') lines.pop()
   let manifest: ExportManifest
@@ -484,7 +484,7 @@ export function createFileFormat(
       },
     ): Promise<ImportReport> {
       const { mode } = options
-      const { manifest, rows, vectors } = await parseFile(await unseal(file, options.passphrase))
+      const { manifest, rows, vectors } = parseFile(await unseal(file, options.passphrase))
       if (manifest.schemaVersion > schemaVersion) {
         throw new MemoryError(
           'IMPORT_UNSUPPORTED_VERSION',
@@ -496,8 +496,8 @@ export function createFileFormat(
         // Every row is judged by the write path's rules before anything is written.
         judgeImportedRows(rows, (await readCatalog(tx)).keys)
         judgeImportedVectors(vectors)
-        redactions = await redactImportedRows(rows)
-        await judgeRows(rows)
+        redactions = redactImportedRows(rows)
+        judgeRows(rows)
       }
       const report: ImportReport = {
         mode,
@@ -605,7 +605,7 @@ function dropVectorColumns(rows: ParsedFile['rows'], catalog: Catalog): void {
  * no event marked sealed; and each memory's hash is made again from its text, so a memory is
  * found as a duplicate of its own text only.
  */
-async function judgeRows(rows: Map<string, Record<string, unknown>[]>): Promise<void> {
+function judgeRows(rows: Map<string, Record<string, unknown>[]>): void {
   for (const [table, columns] of Object.entries(SEALED_COLUMNS)) {
     for (const row of rows.get(table) ?? []) {
       for (const column of columns) {

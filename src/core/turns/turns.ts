@@ -184,7 +184,7 @@ export function createTurns(ctx: EngineContext) {
       refuseSealedLookalike(args, `procedures[${n}].args`)
       if (p.document) {
         const { effect, ...ref } = p.document
-        const sight = await prepareSight(parseInput(documentSight, ref, `procedure ${n} document`), ctx.workspace, ctx.resolvePath)
+        const sight = prepareSight(parseInput(documentSight, ref, `procedure ${n} document`), ctx.workspace, ctx.resolvePath)
         replyRedactions = mergeRedactions(replyRedactions, redactedArgs.redactions, sight.redactions)
         procedures.push({ tool: p.tool, args, kind: 'document', effect, sight })
         continue
