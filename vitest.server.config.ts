@@ -9,7 +9,7 @@ import { unitTests } from './vitest.config.ts'
  */
 const ON_SERVER = [
   'api-sweep', 'context', 'documents', 'entity-graph', 'events', 'graph', 'input-edge',
-  'kv', 'memories', 'privacy', 'search', 'tools', 'turns', 'validation',
+  'kv', 'memories', 'privacy', 'search', 'sync', 'tools', 'turns', 'validation',
 ].map((name) => `test/unit/${name}.test.ts`)
 
 export default defineConfig({ test: { ...unitTests, include: ON_SERVER, env: { ENGRAM_TEST_BACKEND: 'server' } } })

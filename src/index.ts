@@ -48,5 +48,6 @@ export { openSnapshot, type Snapshot, type SnapshotOptions } from './core/portab
 export type { ExportManifest } from './core/portable/portable.ts'
 export type { Neighbor, NodeRecord, RelationRecord } from './core/graph/entities.ts'
 export type { KvEntry } from './core/kv/kv.ts'
+export type { SyncRemote, SyncReport } from './core/sync/sync.ts'
 export type { MemoryEvent } from './core/log/events.ts'
 export type { Workspace } from './core/documents/paths.ts'

@@ -20,6 +20,7 @@ import { normalizePosixPath, normalizeWorkspace, type PathResolver, type Workspa
 import { DEFAULT_DEDUP_THRESHOLD, DEFAULT_MEMORY_SETTINGS, type EngineSettingName, type MemorySettings } from './settings.ts'
 import { rebuildMissingChunks } from './log/chunks.ts'
 import { createFileFormat, createPortable } from './portable/portable.ts'
+import { createSync } from './sync/sync.ts'
 import { migrate } from './db/schema/migrations.ts'
 import { createStats } from './maintenance/stats.ts'
 import { createTelemetry, type Timing, telemetryApi } from './kernel/telemetry.ts'
@@ -137,6 +138,8 @@ const ENGINE_RULES: MethodRules = {
     'memories.update': 1,
     'archives.create': 0,
     'archives.restore': 0,
+    sync: MIN_REFRESH_ROWS,
+    'syncServer.push': MIN_REFRESH_ROWS,
   },
   // The main writes and reads, reported to telemetry listeners.
   timings: {
@@ -160,9 +163,10 @@ const ENGINE_RULES: MethodRules = {
   },
   // Listeners return their unsubscribe at once; stopping and tool calls throw what they meet.
   plain: ['telemetry.subscribe', 'onIndexProgress', 'onError', 'stopIndexing', 'callTool'],
-  // A change list moves the clock past its own end. A Cypher query writes nothing, so a change
-  // list need not wait for it.
-  untracked: ['diffSince', 'cypher'],
+  // A change list moves the clock past its own end, and so do a sync and a server's pull. A
+  // Cypher query writes nothing, and a rehearsal rolls back what it writes (while it waits for
+  // a quiet moment, it would hold every change list back), so a change list need not wait.
+  untracked: ['diffSince', 'cypher', 'sync', 'syncServer.pull', 'warmUp'],
   // Reads take no write turn. Indexing writes vectors only, as background indexing does, which
   // takes none either. A change list and a Cypher catch-up cut the clock, so they take one.
   reads: [
@@ -174,6 +178,7 @@ const ENGINE_RULES: MethodRules = {
     'kv.get', 'kv.list', 'kv.namespaces', 'kv.history', 'archives.candidates', 'archives.list',
     'graph.getNode', 'graph.nodeHistory', 'graph.nodes', 'graph.neighbors', 'graph.relations', 'graph.verify',
     'graph.out', 'graph.in', 'graph.walk', 'graph.conversation', 'vault.status', 'vault.check',
+    'devices.list',
   ],
 }
 
@@ -327,6 +332,11 @@ export async function createEngine(options: EngineOptions) {
   const events = createEvents(ctx)
   const documents = createDocuments(ctx)
   const portable = createPortable(ctx, fileFormat)
+  const forgetting = createForget(ctx, fileFormat)
+  const syncing = createSync(ctx, schemaVersion, {
+    replayForget: (tx, target, upTo) => forgetting.replay(tx, target, upTo),
+    rebuild: (tx, eventIds) => fileFormat.rebuild(tx, eventIds),
+  })
   const retrieval = { ...createSearch(ctx), ...createContext(ctx) }
   const conversationGraph = { ...createGraph(ctx), ...createConversationGraph(ctx) }
   const indexing = indexer.api
@@ -368,7 +378,7 @@ export async function createEngine(options: EngineOptions) {
     recordTurn: turns.recordTurn,
     observeDocument: documents.observeDocument,
     documents: documents.documents,
-    forget: createForget(ctx, fileFormat).forget,
+    forget: forgetting.forget,
     diffSince: createChanges(ctx).diffSince,
     stats: createStats(ctx, () => indexer.counts()).stats,
     exportFile: portable.exportFile,
@@ -415,6 +425,9 @@ export async function createEngine(options: EngineOptions) {
     memories: curated.memories,
     kv: kvApi(ctx),
     archives: createArchives(ctx, fileFormat, ctx.hits),
+    sync: syncing.sync,
+    devices: syncing.devices,
+    syncServer: syncing.syncServer,
     // The entity graph, and the conversation graph's edges and views.
     graph: { ...entityGraphApi(ctx), ...conversationGraph },
     cypher: cypher.cypher,

@@ -107,6 +107,10 @@ export type { Edge, Walk, WalkNode, WalkOptions, EdgeQuery } from '../core/graph
 export type { ConversationGraph } from '../core/retrieval/conversations.ts'
 export type { ForgetTarget, ForgetResult, ForgetCounts } from '../core/maintenance/forget.ts'
 export type { Changes } from '../core/retrieval/changes.ts'
+// Sync between devices and a server memory (docs/sync.md).
+export type { SyncDevice, SyncRemote, SyncReport } from '../core/sync/sync.ts'
+export { createSyncHandler, type SyncHandlerOptions } from '../core/sync/handler.ts'
+export { serveSync, type SyncServer } from './sync-server.ts'
 export type {
   ForgetAllInput,
   MemoryByIdOptions,

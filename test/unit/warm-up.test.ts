@@ -32,6 +32,18 @@ describe('warmUp', () => {
     expect(next.turnIndex).toBe(1)
   })
 
+  it('holds no change list back while it waits for a quiet moment', async () => {
+    await using t = await openEngine()
+    let release = () => {}
+    const waiting = new Promise<void>((resolve) => (release = resolve))
+    const warming = t.engine.warmUp({ turns: 5, beforeEach: () => waiting })
+    await t.engine.recordTurn({ conversationId: 'c', user: 'written while the rehearsal waits', agent: 'ok' })
+    const { events } = await t.engine.diffSince('1970-01-01T00:00:00Z')
+    expect(events).toHaveLength(2)
+    release()
+    await warming
+  })
+
   it('stops at the first real write, and when its signal aborts', async () => {
     await using t = await openEngine()
     const warming = t.engine.warmUp({ turns: 200 })

@@ -15,6 +15,8 @@ export const ID_PREFIXES = {
   node: 'nod',
   forget: 'fgt',
   archive: 'arc',
+  /** A device that syncs with a server memory. */
+  device: 'dev',
   /** An Active Context Bundle, as `buildContext` names each one it builds. */
   bundle: 'acb',
 } as const

@@ -90,88 +90,92 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
       const forgetId = newId('forget')
       const counts = await ctx.db.transaction(async (tx) => {
         await tx.query(`SET LOCAL engram.forgetting = 'on'`)
-        if ('artifactsBefore' in t) {
-          const artifacts = await countChanged(tx, `DELETE FROM artifacts WHERE tenant_id = $1 AND created_at < $2`, [
-            t.tenantId,
-            toDate(t.artifactsBefore),
-          ])
-          const result = { ...NOTHING, artifacts }
-          await logForget(tx, forgetId, t, result, createdAt)
-          return result
-        }
-        if ('memoryIds' in t) {
-          const result = { ...NOTHING, ...(await forgetMemories(tx, { tenantId: t.tenantId, ids: t.memoryIds })) }
-          if (result.memories === 0) throw new MemoryError('NOT_FOUND', `No memory ${t.memoryIds[0]} to forget`)
-          await logForget(tx, forgetId, t, result, createdAt)
-          return result
-        }
-        await tx.query(`CREATE TEMP TABLE forget_events (id text PRIMARY KEY) ON COMMIT DROP`)
-        let conversation: { tenantId: string; conversationId: string } | null = null
-        let wholeTenant: string | null = null
-        let archives: number
-        // What is archived is forgotten too: a tenant's archives go; any other archive holding
-        // the target is put back first, so that the rest of this transaction finds its rows.
-        if ('scope' in t && t.scope.userId === undefined && t.scope.agentId === undefined) {
-          archives = await countChanged(tx, `DELETE FROM archives WHERE tenant_id = $1`, [t.scope.tenantId])
-          // When its conversations were last found says they existed: that goes too.
-          await tx.query(`DELETE FROM conversation_hits WHERE tenant_id = $1`, [t.scope.tenantId])
-        } else {
-          if ('conversationId' in t) {
-            await tx.query(`DELETE FROM conversation_hits WHERE tenant_id = $1 AND conversation_id = $2`, [
-              t.tenantId,
-              t.conversationId,
-            ])
-          }
-          const { rows } = await tx.query<{ id: string }>(
-            'eventId' in t
-              ? `SELECT id FROM archives WHERE tenant_id = $1 AND $2 = ANY(event_ids) ORDER BY id`
-              : 'conversationId' in t
-                ? `SELECT id FROM archives WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id`
-                : `SELECT id FROM archives WHERE tenant_id = $1 AND ($2::text IS NULL OR $2 = ANY(user_ids))
-                     AND ($3::text IS NULL OR $3 = ANY(agent_ids)) ORDER BY id`,
-            'eventId' in t
-              ? [t.tenantId, t.eventId]
-              : 'conversationId' in t
-                ? [t.tenantId, t.conversationId]
-                : [t.scope.tenantId, t.scope.userId ?? null, t.scope.agentId ?? null],
-          )
-          // One nothing can read goes as it is: forget must not be blocked by it.
-          archives = (await restoreArchives(tx, format, rows.map((r) => r.id), null, 'drop')).length
-        }
-        if ('eventId' in t) {
-          await tx.query(`INSERT INTO forget_events SELECT id FROM events WHERE id = $1 AND tenant_id = $2`, [
-            t.eventId,
-            t.tenantId,
-          ])
-        } else if ('conversationId' in t) {
-          conversation = { tenantId: t.tenantId, conversationId: t.conversationId }
-          await tx.query(
-            `INSERT INTO forget_events SELECT id FROM events WHERE tenant_id = $1 AND conversation_id = $2`,
-            [t.tenantId, t.conversationId],
-          )
-        } else {
-          const s = t.scope
-          if (s.userId === undefined && s.agentId === undefined) wholeTenant = s.tenantId
-          await tx.query(
-            `INSERT INTO forget_events SELECT id FROM events
-             WHERE tenant_id = $1 AND ($2::text IS NULL OR user_id = $2) AND ($3::text IS NULL OR agent_id = $3)`,
-            [s.tenantId, s.userId ?? null, s.agentId ?? null],
-          )
-        }
-        const curated =
-          'scope' in t
-            ? await forgetMemories(tx, { tenantId: t.scope.tenantId, userId: t.scope.userId, agentId: t.scope.agentId })
-            : NO_MEMORIES
-        const result = { ...(await forgetRows(tx, conversation, wholeTenant)), archives, ...curated }
-        if ('eventId' in t && result.events === 0) {
-          throw new MemoryError('NOT_FOUND', `No event ${t.eventId} to forget`)
-        }
+        const result = await forgetIn(tx, format, t, null)
+        if ('memoryIds' in t && result.memories === 0) throw new MemoryError('NOT_FOUND', `No memory ${t.memoryIds[0]} to forget`)
+        if ('eventId' in t && result.events === 0) throw new MemoryError('NOT_FOUND', `No event ${t.eventId} to forget`)
         await logForget(tx, forgetId, t, result, createdAt)
         return result
       })
       return { forgetId, counts, createdAt: iso(createdAt) }
     },
+    /**
+     * Forgets again, in the caller's transaction, what a forget made elsewhere named (its
+     * `forget_log` target, as a sync brings it): what is dated at or before `upTo`, the time of
+     * that forget, so what was written after it stays. Nothing is logged and nothing missing is
+     * an error: the caller stores the forget's own row.
+     */
+    async replay(tx: Queryable, target: unknown, upTo: Date): Promise<void> {
+      const t = parseInput(forgetTarget, target, 'forget target')
+      await tx.query(`SET LOCAL engram.forgetting = 'on'`)
+      await forgetIn(tx, format, t, upTo)
+    },
   }
+}
+
+/** Deletes what `t` names (dated at or before `upTo`, when given) and counts it. */
+async function forgetIn(tx: Queryable, format: FileFormat, t: z.output<typeof forgetTarget>, upTo: Date | null): Promise<ForgetCounts> {
+  if ('artifactsBefore' in t) {
+    const artifacts = await countChanged(tx, `DELETE FROM artifacts WHERE tenant_id = $1 AND created_at < $2`, [
+      t.tenantId,
+      toDate(t.artifactsBefore),
+    ])
+    return { ...NOTHING, artifacts }
+  }
+  if ('memoryIds' in t) return { ...NOTHING, ...(await forgetMemories(tx, { tenantId: t.tenantId, ids: t.memoryIds }, upTo)) }
+  await tx.query(`CREATE TEMP TABLE forget_events (id text PRIMARY KEY) ON COMMIT DROP`)
+  let conversation: { tenantId: string; conversationId: string } | null = null
+  let wholeTenant: string | null = null
+  let archives: number
+  // What is archived is forgotten too: a tenant's archives go; any other archive holding
+  // the target is put back first, so that the rest of this transaction finds its rows.
+  if ('scope' in t && t.scope.userId === undefined && t.scope.agentId === undefined) {
+    archives = await countChanged(tx, `DELETE FROM archives WHERE tenant_id = $1`, [t.scope.tenantId])
+    // When its conversations were last found says they existed: that goes too.
+    await tx.query(`DELETE FROM conversation_hits WHERE tenant_id = $1`, [t.scope.tenantId])
+  } else {
+    if ('conversationId' in t) {
+      await tx.query(`DELETE FROM conversation_hits WHERE tenant_id = $1 AND conversation_id = $2`, [t.tenantId, t.conversationId])
+    }
+    const { rows } = await tx.query<{ id: string }>(
+      'eventId' in t
+        ? `SELECT id FROM archives WHERE tenant_id = $1 AND $2 = ANY(event_ids) ORDER BY id`
+        : 'conversationId' in t
+          ? `SELECT id FROM archives WHERE tenant_id = $1 AND conversation_id = $2 ORDER BY id`
+          : `SELECT id FROM archives WHERE tenant_id = $1 AND ($2::text IS NULL OR $2 = ANY(user_ids))
+               AND ($3::text IS NULL OR $3 = ANY(agent_ids)) ORDER BY id`,
+      'eventId' in t
+        ? [t.tenantId, t.eventId]
+        : 'conversationId' in t
+          ? [t.tenantId, t.conversationId]
+          : [t.scope.tenantId, t.scope.userId ?? null, t.scope.agentId ?? null],
+    )
+    // One nothing can read goes as it is: forget must not be blocked by it.
+    archives = (await restoreArchives(tx, format, rows.map((r) => r.id), null, 'drop')).length
+  }
+  if ('eventId' in t) {
+    await tx.query(`INSERT INTO forget_events SELECT id FROM events WHERE id = $1 AND tenant_id = $2`, [t.eventId, t.tenantId])
+  } else if ('conversationId' in t) {
+    conversation = { tenantId: t.tenantId, conversationId: t.conversationId }
+    await tx.query(
+      `INSERT INTO forget_events SELECT id FROM events
+       WHERE tenant_id = $1 AND conversation_id = $2 AND ($3::timestamptz IS NULL OR created_at <= $3)`,
+      [t.tenantId, t.conversationId, upTo],
+    )
+  } else {
+    const s = t.scope
+    if (s.userId === undefined && s.agentId === undefined) wholeTenant = s.tenantId
+    await tx.query(
+      `INSERT INTO forget_events SELECT id FROM events
+       WHERE tenant_id = $1 AND ($2::text IS NULL OR user_id = $2) AND ($3::text IS NULL OR agent_id = $3)
+         AND ($4::timestamptz IS NULL OR created_at <= $4)`,
+      [s.tenantId, s.userId ?? null, s.agentId ?? null, upTo],
+    )
+  }
+  const curated =
+    'scope' in t
+      ? await forgetMemories(tx, { tenantId: t.scope.tenantId, userId: t.scope.userId, agentId: t.scope.agentId }, upTo)
+      : NO_MEMORIES
+  return { ...(await forgetRows(tx, conversation, wholeTenant, upTo)), archives, ...curated }
 }
 
 const NO_MEMORIES = { memories: 0, memoryHistory: 0, memoryContexts: 0, kv: 0, nodes: 0 }
@@ -197,6 +201,7 @@ const NOTHING: ForgetCounts = {
 async function forgetMemories(
   tx: Queryable,
   target: { tenantId: string; ids?: string[] | undefined; userId?: string | undefined; agentId?: string | undefined },
+  upTo: Date | null,
 ): Promise<typeof NO_MEMORIES> {
   const user = target.userId ?? null
   const agent = target.agentId ?? null
@@ -208,12 +213,13 @@ async function forgetMemories(
        SELECT id FROM memories
        WHERE tenant_id = $1 AND ($2::text[] IS NULL OR id = ANY($2::text[]))
          AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR agent_id = $4)
+         AND ($5::timestamptz IS NULL OR created_at <= $5)
        UNION
        SELECT m.id FROM memories m JOIN chosen c ON m.superseded_by = c.id
        WHERE $2::text[] IS NOT NULL AND m.tenant_id = $1
      )
      SELECT id FROM chosen`,
-    [target.tenantId, target.ids ?? null, user, agent],
+    [target.tenantId, target.ids ?? null, user, agent, upTo],
   )
   await tx.query(
     `DELETE FROM edges WHERE tenant_id = $1 AND (src IN (SELECT id FROM forget_memories) OR dst IN (SELECT id FROM forget_memories))`,
@@ -235,13 +241,20 @@ async function forgetMemories(
   )
   const memoryContexts = await countChanged(
     tx,
-    `DELETE FROM memory_contexts WHERE tenant_id = $1 AND ($2 OR (user_id = $3 AND $4::text IS NULL))`,
-    [target.tenantId, wholeTenant, user, agent],
+    `DELETE FROM memory_contexts WHERE tenant_id = $1 AND ($2 OR (user_id = $3 AND $4::text IS NULL))
+       AND ($5::timestamptz IS NULL OR created_at <= $5)`,
+    [target.tenantId, wholeTenant, user, agent, upTo],
   )
   // A user's or an agent's own scope; a user and an agent together name neither.
   const ownScope = user !== null && agent === null ? `user:${user}` : agent !== null && user === null ? `agent:${agent}` : null
-  const kv = await countChanged(tx, `DELETE FROM kv WHERE tenant_id = $1 AND ($2 OR scope = $3)`, [target.tenantId, wholeTenant, ownScope])
-  const nodes = wholeTenant ? await countChanged(tx, `DELETE FROM nodes WHERE tenant_id = $1`, [target.tenantId]) : 0
+  const kv = await countChanged(
+    tx,
+    `DELETE FROM kv WHERE tenant_id = $1 AND ($2 OR scope = $3) AND ($4::timestamptz IS NULL OR created_at <= $4)`,
+    [target.tenantId, wholeTenant, ownScope, upTo],
+  )
+  const nodes = wholeTenant
+    ? await countChanged(tx, `DELETE FROM nodes WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR created_at <= $2)`, [target.tenantId, upTo])
+    : 0
   return { memories, memoryHistory, memoryContexts, kv, nodes }
 }
 
@@ -267,6 +280,7 @@ async function forgetRows(
   tx: Queryable,
   conversation: { tenantId: string; conversationId: string } | null,
   wholeTenant: string | null,
+  upTo: Date | null,
 ): Promise<Omit<ForgetCounts, 'archives' | keyof typeof NO_MEMORIES>> {
   const conv = [conversation?.tenantId ?? null, conversation?.conversationId ?? null]
   const chunks = await countChanged(tx, `DELETE FROM chunks WHERE source_id IN (SELECT id FROM forget_events)`)
@@ -275,9 +289,9 @@ async function forgetRows(
     tx,
     `DELETE FROM edges
      WHERE src IN (SELECT id FROM forget_events) OR dst IN (SELECT id FROM forget_events)
-        OR (tenant_id = $1 AND conversation_id = $2)
-        OR tenant_id = $3`,
-    [...conv, wholeTenant],
+        OR (((tenant_id = $1 AND conversation_id = $2) OR tenant_id = $3)
+            AND ($4::timestamptz IS NULL OR created_at <= $4))`,
+    [...conv, wholeTenant, upTo],
   )
   let versionsDeleted = 0
   let documentsDeleted = 0
@@ -292,8 +306,9 @@ async function forgetRows(
   await tx.query(
     `CREATE TEMP TABLE forget_versions ON COMMIT DROP AS
      SELECT v.id FROM doc_versions v JOIN documents d ON d.id = v.document_id
-     WHERE v.event_id IN (SELECT id FROM forget_events) OR (d.tenant_id = $1 AND v.conversation_id = $2)`,
-    conv,
+     WHERE v.event_id IN (SELECT id FROM forget_events)
+        OR (d.tenant_id = $1 AND v.conversation_id = $2 AND ($3::timestamptz IS NULL OR v.created_at <= $3))`,
+    [...conv, upTo],
   )
   // A content stored once for several versions (documents.deduplicate) stays with the others:
   // the earliest of them takes it and the rest point to that one.

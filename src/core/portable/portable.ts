@@ -57,6 +57,9 @@ const NOT_EXPORTED = new Set([
   'vault',
   'schema_migrations',
   'writer_clock',
+  'sync_devices',
+  'sync_received',
+  'sync_remotes',
 ])
 
 export interface ExportOptions {
@@ -127,7 +130,7 @@ export const corrupt = (message: string, cause?: unknown) =>
     ...(cause === undefined ? {} : { cause }),
   })
 
-async function readCatalog(db: Queryable): Promise<Catalog> {
+export async function readCatalog(db: Queryable): Promise<Catalog> {
   const { rows: columns } = await db.query<ColumnInfo>(
     `SELECT c.relname AS table, a.attname AS column,
             -- Generated and always-identity columns are recomputed by the database on insert.
@@ -178,9 +181,9 @@ async function readCatalog(db: Queryable): Promise<Catalog> {
   return { tables: ordered, columns: byTable, keys }
 }
 
-const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
+export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
 
-function exportedColumns(catalog: Catalog, table: string, includeVectors: boolean): ColumnInfo[] {
+export function exportedColumns(catalog: Catalog, table: string, includeVectors: boolean): ColumnInfo[] {
   return (catalog.columns.get(table) ?? []).filter((c) => !c.generated && (includeVectors || c.type !== 'vector'))
 }
 
@@ -408,6 +411,8 @@ export function createFileFormat(
   return {
     /** The memory's exported tables, their columns and keys (for several `write`s in one transaction). */
     catalog: readCatalog,
+    /** Cuts the chunks of these events (every event without any, when not given). */
+    rebuild: rebuildDerived,
 
     async write(
       tx: Queryable,
@@ -605,7 +610,7 @@ function dropVectorColumns(rows: ParsedFile['rows'], catalog: Catalog): void {
  * no event marked sealed; and each memory's hash is made again from its text, so a memory is
  * found as a duplicate of its own text only.
  */
-function judgeRows(rows: Map<string, Record<string, unknown>[]>): void {
+export function judgeRows(rows: Map<string, Record<string, unknown>[]>): void {
   for (const [table, columns] of Object.entries(SEALED_COLUMNS)) {
     for (const row of rows.get(table) ?? []) {
       for (const column of columns) {
@@ -628,7 +633,7 @@ function judgeRows(rows: Map<string, Record<string, unknown>[]>): void {
   }
 }
 
-function checkCounters(table: string, rows: readonly Record<string, unknown>[]): void {
+export function checkCounters(table: string, rows: readonly Record<string, unknown>[]): void {
   const column = table === 'events' ? 'turn_index' : table === 'relations' ? 'id' : undefined
   if (!column) return
   for (const row of rows) {

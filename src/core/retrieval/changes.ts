@@ -42,21 +42,21 @@ const dated = <T extends { created_at: string }>(r: T) => ({ ...r, created_at: n
 
 const options = z.object({ until: timeInput.optional(), tenantId: identifier.optional() }).strict()
 
-export function createChanges(ctx: EngineContext) {
-  /**
-   * Where a list asked for up to now ends: now, or just before the earliest engine call still
-   * running began, since what it writes is dated then or later and is not committed yet. The
-   * engine's clock then moves past it, so a write after the cut is dated after it too: each
-   * row is in the list cut after it was committed, or in the next (since = this until).
-   */
-  function cut(): Date {
-    const now = ctx.now()
-    const earliest = ctx.earliestCall()
-    const to = earliest !== null && earliest <= now.getTime() ? new Date(earliest - 1) : now
-    ctx.cutAt(to)
-    return to
-  }
+/**
+ * Where a list asked for up to now ends: now, or just before the earliest engine call still
+ * running began, since what it writes is dated then or later and is not committed yet. The
+ * engine's clock then moves past it, so a write after the cut is dated after it too: each row
+ * is in the list cut after it was committed, or in the next (since = this until).
+ */
+export function cutNow(ctx: EngineContext): Date {
+  const now = ctx.now()
+  const earliest = ctx.earliestCall()
+  const to = earliest !== null && earliest <= now.getTime() ? new Date(earliest - 1) : now
+  ctx.cutAt(to)
+  return to
+}
 
+export function createChanges(ctx: EngineContext) {
   return {
     /**
      * What changed after `since` (and up to `until`, default now): new events, documents,
@@ -74,7 +74,7 @@ export function createChanges(ctx: EngineContext) {
     async diffSince(since: TimeInput, opts: { until?: TimeInput; tenantId?: string } = {}): Promise<Changes> {
       const from = toDate(parseInput(timeInput, since, 'since'))
       const o = parseInput(options, opts, 'diff options')
-      const to = o.until === undefined ? cut() : toDate(o.until)
+      const to = o.until === undefined ? cutNow(ctx) : toDate(o.until)
       const tenant = o.tenantId ?? null
       const { rows } = await ctx.db.query<{
         events: EventRow[] | null

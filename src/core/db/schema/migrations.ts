@@ -22,6 +22,7 @@ import { observedVersions } from './0019-observed-versions.ts'
 import { archivedTurns } from './0020-archived-turns.ts'
 import { graphCounters } from './0021-graph-counters.ts'
 import { severalWriters } from './0022-several-writers.ts'
+import { sync } from './0023-sync.ts'
 
 export interface Migration {
   version: number
@@ -53,6 +54,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 20, name: 'archived-turns', sql: archivedTurns },
   { version: 21, name: 'graph-counters', sql: graphCounters },
   { version: 22, name: 'several-writers', sql: severalWriters },
+  { version: 23, name: 'sync', sql: sync },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0

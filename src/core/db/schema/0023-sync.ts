@@ -1,0 +1,39 @@
+/**
+ * For memories that sync with a server memory (src/core/sync). None of these tables is
+ * exported: a device's tokens and cursors belong to the database that holds them.
+ *
+ * - `sync_devices` (on a server): the devices that may sync, each with the SHA-256 of its
+ *   token (the token itself is never stored) and the one tenant it syncs.
+ * - `sync_received` (on a server): which device sent each row it holds, and when it arrived.
+ *   A pull lists what arrived in its window even when the row is dated long before, and a
+ *   turn whose number another device took is told apart from the same device's own turn.
+ * - `sync_remotes` (on a device): for each server, where the last pull ended (the server's
+ *   time) and up to when this device's own rows were pushed (the device's time).
+ */
+export const sync = `
+CREATE TABLE sync_devices (
+  id          text PRIMARY KEY,
+  name        text NOT NULL,
+  tenant_id   text NOT NULL,
+  token_hash  text NOT NULL UNIQUE,
+  created_at  timestamptz NOT NULL,
+  revoked_at  timestamptz,
+  last_sync_at timestamptz
+);
+
+CREATE TABLE sync_received (
+  tbl         text NOT NULL,
+  row_id      text NOT NULL,
+  device_id   text NOT NULL,
+  received_at timestamptz NOT NULL,
+  PRIMARY KEY (tbl, row_id)
+);
+CREATE INDEX sync_received_at ON sync_received (received_at);
+
+CREATE TABLE sync_remotes (
+  url          text PRIMARY KEY,
+  tenant_id    text NOT NULL,
+  pulled_until timestamptz,
+  pushed_until timestamptz
+);
+`

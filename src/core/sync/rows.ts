@@ -1,0 +1,87 @@
+import type { Queryable } from '../kernel/db.ts'
+import { type Catalog, exportedColumns, quoteIdent } from '../portable/portable.ts'
+
+/**
+ * The tables a sync carries, parents first: what conversations and curated memories are made
+ * of. Documents, entity nodes, memory contexts and archives stay on the device that wrote them.
+ */
+export const SYNC_TABLES = ['relations', 'events', 'artifacts', 'edges', 'memories', 'memory_history', 'kv', 'forget_log'] as const
+export type SyncTable = (typeof SYNC_TABLES)[number]
+
+/** Rows by table, each as an export file writes it (JSON, times as text, no vectors). */
+export type SyncRows = Partial<Record<SyncTable, Record<string, unknown>[]>>
+
+/**
+ * The edges a sync carries: between events, artifacts and curated memories. An edge to a
+ * document version or an entity node would point at a row the other side does not hold.
+ */
+export const SYNCED_EDGE = `t.document_id IS NULL AND t.src ~ '^(evt|art|mem)_' AND t.dst ~ '^(evt|art|mem)_'`
+
+export interface Window {
+  /** Rows changed after this time (null: from the start). */
+  since: Date | null
+  until: Date
+  tenantId: string
+  /**
+   * A server's pull: rows that arrived from devices in the window count as changed in it,
+   * whatever their own time, and a policy key sends all its revisions, as the server numbers
+   * them. A device pushes only what it dated in the window.
+   */
+  server: boolean
+}
+
+/** `column` in (since, until]: $1 and $2. */
+const within = (column: string) => `(($1::timestamptz IS NULL OR ${column} > $1) AND ${column} <= $2)`
+
+/** Rows of `table` that arrived from a device in (since, until]. */
+const arrived = (table: string, alias = 't') =>
+  `${alias}.id IN (SELECT row_id FROM sync_received WHERE tbl = '${table}'
+     AND ($1::timestamptz IS NULL OR received_at > $1) AND received_at <= $2)`
+
+/** Which rows of each table changed in the window; $3 is the tenant. */
+function changedRows(server: boolean): Record<SyncTable, string> {
+  const or = (table: string, alias = 't') => (server ? ` OR ${arrived(table, alias)}` : '')
+  const events = `SELECT e.id FROM events e WHERE e.tenant_id = $3 AND (${within('e.created_at')}${or('events', 'e')})`
+  const kvKeys = `SELECT k.scope, k.namespace, k.key FROM kv k WHERE k.tenant_id = $3 AND (${within('k.created_at')}${or('kv', 'k')})`
+  return {
+    relations: 'true',
+    events: `t.id IN (${events})`,
+    artifacts: `t.event_id IN (${events})`,
+    edges: `t.tenant_id = $3 AND ${SYNCED_EDGE}
+      AND (${within('t.created_at')} OR ${within('t.tombstoned_at')}${or('edges')})`,
+    memories: `t.tenant_id = $3 AND (${within('t.created_at')} OR ${within('t.updated_at')}${or('memories')})`,
+    memory_history: `t.tenant_id = $3 AND (${within('t.created_at')}${or('memory_history')})`,
+    kv: server
+      ? `t.tenant_id = $3 AND (t.scope, t.namespace, t.key) IN (${kvKeys})`
+      : `t.tenant_id = $3 AND ${within('t.created_at')}`,
+    forget_log: `coalesce(t.target->>'tenantId', t.target->'scope'->>'tenantId') = $3
+      AND (${within('t.created_at')}${or('forget_log')})`,
+  }
+}
+
+/** The rows that changed in the window, by table, in each table's key order. */
+export async function selectRows(tx: Queryable, catalog: Catalog, w: Window): Promise<SyncRows> {
+  const where = changedRows(w.server)
+  const out: SyncRows = {}
+  for (const table of SYNC_TABLES) {
+    const list = exportedColumns(catalog, table, false)
+      .map((c) => `t.${quoteIdent(c.column)}`)
+      .join(', ')
+    const { rows } = await tx.query<{ row: Record<string, unknown> }>(
+      `SELECT to_jsonb(x) AS row FROM (SELECT ${list} FROM ${table} t WHERE ${where[table]} ORDER BY t.id) x`,
+      table === 'relations' ? [] : [w.since, w.until, w.tenantId],
+    )
+    if (rows.length > 0) out[table] = rows.map((r) => r.row)
+  }
+  return out
+}
+
+/** How many rows each table holds: what a sync reports it sent or took. */
+export function countRows(rows: SyncRows): Partial<Record<SyncTable, number>> {
+  const counts: Partial<Record<SyncTable, number>> = {}
+  for (const table of SYNC_TABLES) {
+    const n = table === 'relations' ? 0 : (rows[table]?.length ?? 0)
+    if (n > 0) counts[table] = n
+  }
+  return counts
+}

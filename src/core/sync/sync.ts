@@ -1,0 +1,220 @@
+import type { EngineContext } from '../kernel/engine-context.ts'
+import type { Queryable } from '../kernel/db.ts'
+import { MemoryError } from '../kernel/errors.ts'
+import { sha256Hex } from '../kernel/hash.ts'
+import { newId } from '../kernel/ids.ts'
+import { identifier } from '../kernel/scope.ts'
+import { iso } from '../kernel/time.ts'
+import { parseInput, z } from '../kernel/validate.ts'
+import { readCatalog } from '../portable/portable.ts'
+import type { RedactionCount } from '../privacy/redact.ts'
+import { cutNow } from '../retrieval/changes.ts'
+import { type ApplyHooks, applyRows } from './apply.ts'
+import { postSync, type SyncRemote, syncRemote } from './client.ts'
+import { countRows, selectRows, type SyncRows, type SyncTable } from './rows.ts'
+
+export type { SyncRemote } from './client.ts'
+
+/** What `sync` exchanged: rows sent and rows taken, by table. */
+export interface SyncReport {
+  url: string
+  tenantId: string
+  /** Rows this device sent, by table. */
+  pushed: Partial<Record<SyncTable, number>>
+  /** Rows this device added or changed from the server, by table. */
+  pulled: Partial<Record<SyncTable, number>>
+  /** Secrets replaced in what the server sent, by type. */
+  redactions: RedactionCount[]
+  /** The server's time the next sync pulls from. */
+  until: string
+}
+
+export interface SyncDevice {
+  deviceId: string
+  name: string
+  tenantId: string
+  createdAt: string
+  revokedAt: string | null
+  lastSyncAt: string | null
+}
+
+/** A pull as the server answers it. */
+export interface PullAnswer {
+  schemaVersion: number
+  tenantId: string
+  until: string
+  rows: SyncRows
+}
+
+const deviceInput = z.object({ name: identifier, tenantId: identifier.optional() }).strict()
+const token = z.string().min(1, 'must not be empty').max(200)
+const pullRequest = z.object({ schemaVersion: z.number().int(), since: z.iso.datetime({ offset: true }).nullable() }).strict()
+const pushRequest = z.object({ schemaVersion: z.number().int(), rows: z.record(z.string(), z.array(z.record(z.string(), z.unknown()))) }).strict()
+
+interface DeviceRow {
+  id: string
+  name: string
+  tenant_id: string
+  created_at: Date
+  revoked_at: Date | null
+  last_sync_at: Date | null
+}
+
+const toDevice = (r: DeviceRow): SyncDevice => ({
+  deviceId: r.id,
+  name: r.name,
+  tenantId: r.tenant_id,
+  createdAt: iso(r.created_at),
+  revokedAt: r.revoked_at ? iso(r.revoked_at) : null,
+  lastSyncAt: r.last_sync_at ? iso(r.last_sync_at) : null,
+})
+
+/** Tokens are 32 random bytes, base64url, after a prefix that says what they are. */
+function newToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32))
+  return `engram_sync_${btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')}`
+}
+
+/**
+ * Sync between devices and a server memory (docs/sync.md): `sync` on a device, `devices` and
+ * `syncServer` on the server, which `createSyncHandler` serves over HTTP.
+ */
+export function createSync(ctx: EngineContext, schemaVersion: number, hooks: ApplyHooks) {
+  const noVault = (what: string) => {
+    if (ctx.vault.status !== 'none') throw new MemoryError('NOT_SUPPORTED', `A memory with a vault cannot ${what} yet.`)
+  }
+
+  /** The device a token names, or UNAUTHORIZED for a token unknown or revoked. */
+  async function deviceOf(db: Queryable, given: unknown): Promise<DeviceRow> {
+    const t = parseInput(token, given, 'sync token')
+    const { rows } = await db.query<DeviceRow>(`SELECT * FROM sync_devices WHERE token_hash = $1`, [sha256Hex(t)])
+    const device = rows[0]
+    if (!device) throw new MemoryError('UNAUTHORIZED', 'This sync token is not known to the server.')
+    if (device.revoked_at) throw new MemoryError('UNAUTHORIZED', `The device "${device.name}" was revoked; it cannot sync.`)
+    return device
+  }
+
+  const sameSchema = (theirs: number) => {
+    if (theirs !== schemaVersion) {
+      throw new MemoryError('NOT_SUPPORTED', `The device's schema is version ${theirs} and the server's ${schemaVersion}: update Engram on both.`)
+    }
+  }
+
+  /** Device: applies a pull and moves its cursor, in one transaction. */
+  async function takePull(url: string, answer: PullAnswer, pushedUntil: Date | null) {
+    sameSchema(answer.schemaVersion)
+    return ctx.db.transaction(async (tx) => {
+      const applied = await applyRows(tx, await readCatalog(tx), answer.rows, { side: { kind: 'device', pushedUntil, at: new Date(answer.until) }, tenantId: answer.tenantId }, hooks)
+      await tx.query(
+        `INSERT INTO sync_remotes (url, tenant_id, pulled_until) VALUES ($1, $2, $3)
+         ON CONFLICT (url) DO UPDATE SET tenant_id = excluded.tenant_id, pulled_until = excluded.pulled_until`,
+        [url, answer.tenantId, new Date(answer.until)],
+      )
+      return applied
+    })
+  }
+
+  return {
+    /**
+     * Exchanges changes with a server memory: takes what other devices wrote since the last
+     * sync, sends what this device wrote, and takes what changed meanwhile. Conversations,
+     * curated memories, policy entries, their edges and forgets travel; the merge rules are in
+     * docs/sync.md. A sync cut off at any point and run again gives the same memory.
+     *
+     * @example
+     * const report = await memory.sync({ url: 'https://memory.example.com/sync', token })
+     */
+    async sync(remote: SyncRemote): Promise<SyncReport> {
+      const r = parseInput(syncRemote, remote, 'sync remote')
+      noVault('sync')
+      const { rows: state } = await ctx.db.query<{ pulled_until: Date | null; pushed_until: Date | null }>(
+        `SELECT pulled_until, pushed_until FROM sync_remotes WHERE url = $1`,
+        [r.url],
+      )
+      const pushedUntil = state[0]?.pushed_until ?? null
+      const first = (await postSync(r, 'pull', { schemaVersion, since: state[0]?.pulled_until ? iso(state[0].pulled_until) : null })) as PullAnswer
+      const taken = await takePull(r.url, first, pushedUntil)
+      const until = cutNow(ctx)
+      const rows = await ctx.db.transaction(async (tx) =>
+        selectRows(tx, await readCatalog(tx), { since: pushedUntil, until, tenantId: first.tenantId, server: false }),
+      )
+      const pushed = countRows(rows)
+      if (Object.keys(pushed).length > 0) await postSync(r, 'push', { schemaVersion, rows })
+      await ctx.db.query(`UPDATE sync_remotes SET pushed_until = $2 WHERE url = $1`, [r.url, until])
+      const second = (await postSync(r, 'pull', { schemaVersion, since: first.until })) as PullAnswer
+      const again = await takePull(r.url, second, until)
+      const pulled: Partial<Record<SyncTable, number>> = { ...taken.changed }
+      for (const [t, n] of Object.entries(again.changed) as [SyncTable, number][]) pulled[t] = (pulled[t] ?? 0) + n
+      return { url: r.url, tenantId: first.tenantId, pushed, pulled, redactions: [...taken.redactions, ...again.redactions], until: second.until }
+    },
+
+    /** On a server memory: the devices that may sync with it, each with its own token. */
+    devices: {
+      /**
+       * Lets a new device sync the tenant `tenantId` (default `default`). The token is shown
+       * once: only its hash is stored.
+       *
+       * @example
+       * const { token } = await server.devices.add({ name: 'ann-laptop' })
+       */
+      async add(input: { name: string; tenantId?: string }): Promise<SyncDevice & { token: string }> {
+        const d = parseInput(deviceInput, input, 'device')
+        const secret = newToken()
+        const { rows } = await ctx.db.query<DeviceRow>(
+          `INSERT INTO sync_devices (id, name, tenant_id, token_hash, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+          [newId('device'), d.name, d.tenantId ?? 'default', sha256Hex(secret), ctx.now()],
+        )
+        return { ...toDevice(rows[0] as DeviceRow), token: secret }
+      },
+      /** Every device, revoked ones included, oldest first. */
+      async list(): Promise<SyncDevice[]> {
+        const { rows } = await ctx.db.query<DeviceRow>(`SELECT * FROM sync_devices ORDER BY created_at, id`)
+        return rows.map(toDevice)
+      },
+      /** Refuses the device's token from now on; what it synced stays. */
+      async revoke(deviceId: string): Promise<SyncDevice> {
+        const id = parseInput(identifier, deviceId, 'device id')
+        const { rows } = await ctx.db.query<DeviceRow>(
+          `UPDATE sync_devices SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1 RETURNING *`,
+          [id, ctx.now()],
+        )
+        if (!rows[0]) throw new MemoryError('NOT_FOUND', `No device ${id}`)
+        return toDevice(rows[0])
+      },
+    },
+
+    /** On a server memory: the two requests a device makes, as `createSyncHandler` passes them. */
+    syncServer: {
+      /** What changed for the token's tenant after `since`, up to now. */
+      async pull(given: string, request: { schemaVersion: number; since: string | null }): Promise<PullAnswer> {
+        noVault('serve a sync')
+        const device = await deviceOf(ctx.db, given)
+        const q = parseInput(pullRequest, request, 'pull request')
+        sameSchema(q.schemaVersion)
+        const until = cutNow(ctx)
+        return ctx.db.transaction(async (tx) => {
+          const rows = await selectRows(tx, await readCatalog(tx), {
+            since: q.since === null ? null : new Date(q.since),
+            until,
+            tenantId: device.tenant_id,
+            server: true,
+          })
+          await tx.query(`UPDATE sync_devices SET last_sync_at = $2 WHERE id = $1`, [device.id, until])
+          return { schemaVersion, tenantId: device.tenant_id, until: iso(until), rows }
+        })
+      },
+      /** Applies what a device wrote, by the merge rules, in one transaction. */
+      async push(given: string, request: { schemaVersion: number; rows: SyncRows }): Promise<{ changed: Partial<Record<SyncTable, number>> }> {
+        noVault('serve a sync')
+        const device = await deviceOf(ctx.db, given)
+        const q = parseInput(pushRequest, request, 'push request')
+        sameSchema(q.schemaVersion)
+        const side = { kind: 'server' as const, deviceId: device.id, at: ctx.now() }
+        const applied = await ctx.db.transaction(async (tx) =>
+          applyRows(tx, await readCatalog(tx), q.rows as SyncRows, { side, tenantId: device.tenant_id }, hooks),
+        )
+        return { changed: applied.changed }
+      },
+    },
+  }
+}

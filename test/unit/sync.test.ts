@@ -1,0 +1,239 @@
+import { describe, expect, it } from 'vitest'
+import { MemoryError } from '../../src/core/kernel/errors.ts'
+import { createSyncHandler, type NodeMemory, serveSync, type SyncRemote } from '../../src/node/index.ts'
+import { openTestMemory } from '../support/memory.ts'
+
+const EPOCH = '1970-01-01T00:00:00.000Z'
+
+/** A remote that reaches the server's handler in this process, with a hook around each request. */
+function remoteTo(server: NodeMemory, token: string, around?: (op: string, send: () => Promise<Response>) => Promise<Response>): SyncRemote {
+  const handle = createSyncHandler(server)
+  return {
+    url: 'http://sync.test/sync',
+    token,
+    fetch: (input, init) => {
+      const send = () => handle(new Request(input, init))
+      return around ? around(new URL(input).pathname.split('/').pop() ?? '', send) : send()
+    },
+  }
+}
+
+/** What a sync must make equal on both sides: rows by id, with the numbers each holds. */
+async function held(memory: NodeMemory) {
+  const all = await memory.diffSince(EPOCH)
+  const memories = await memory.memories.list({ userId: 'ann', limit: 100 })
+  return {
+    events: all.events.map((e) => `${e.id} ${e.scope.conversationId}#${e.turnIndex} ${e.kind}`).sort(),
+    kv: all.kv.map((k) => `${k.namespace}/${k.key}@${k.rev} ${JSON.stringify(k.payload)}`).sort(),
+    edges: all.edges.map((e) => `${e.id} ${e.rel} #${e.turnIndex}`).sort(),
+    memories: memories.map((m) => `${m.id} ${m.status} ${m.content}`).sort(),
+    forgets: all.forgets.map((f) => f.id).sort(),
+  }
+}
+
+/** Turn numbers of a conversation and how many events each holds. */
+async function turnsOf(memory: NodeMemory, conversationId: string) {
+  const all = await memory.diffSince(EPOCH)
+  const count = new Map<number, number>()
+  for (const e of all.events) {
+    if (e.scope.conversationId === conversationId && e.turnIndex !== null) count.set(e.turnIndex, (count.get(e.turnIndex) ?? 0) + 1)
+  }
+  return [...count.entries()].sort((a, b) => a[0] - b[0])
+}
+
+/** The user's words of each turn of a conversation, in turn order. */
+async function textsOf(memory: NodeMemory, conversationId: string) {
+  const all = await memory.diffSince(EPOCH)
+  return all.events
+    .filter((e) => e.scope.conversationId === conversationId && e.actor.type === 'human')
+    .sort((x, y) => (x.turnIndex ?? 0) - (y.turnIndex ?? 0))
+    .map((e) => (e.content as { text?: string }).text)
+}
+
+const turn = (memory: NodeMemory, conversationId: string, text: string) =>
+  memory.recordTurn({ conversationId, scope: { userId: 'ann' }, user: `${text}?`, agent: `${text}.` })
+
+async function threeMemories() {
+  const server = await openTestMemory({ indexing: 'manual' })
+  const a = await openTestMemory({ indexing: 'manual' })
+  const b = await openTestMemory({ indexing: 'manual' })
+  const ta = await server.devices.add({ name: 'laptop' })
+  const tb = await server.devices.add({ name: 'phone' })
+  return { server, a, b, ra: remoteTo(server, ta.token), rb: remoteTo(server, tb.token), deviceA: ta.deviceId, deviceB: tb.deviceId }
+}
+
+describe('sync between devices and a server memory', () => {
+  it('gives two devices that wrote the same conversation offline the same memory, nothing twice', async () => {
+    const { server, a, b, ra, rb } = await threeMemories()
+    await using _s = server
+    await using _a = a
+    await using _b = b
+    await turn(a, 'c1', 'first')
+    await turn(a, 'c1', 'second')
+    await a.sync(ra)
+    await b.sync(rb)
+    expect(await turnsOf(b, 'c1')).toEqual([[0, 2], [1, 2]])
+    // Offline: each writes turn 2 of c1, the same policy key, and a memory.
+    await turn(a, 'c1', 'from the laptop')
+    await a.kv.put('user:ann', 'prefs', 'editor', { text: 'vim' })
+    await a.remember({ content: 'Ann reviews code in the morning', category: 'preference', userId: 'ann' })
+    await turn(b, 'c1', 'from the phone')
+    await turn(b, 'c2', 'only on the phone')
+    await b.kv.put('user:ann', 'prefs', 'editor', { text: 'emacs' })
+    await b.remember({ content: 'Ann writes Rust at work', category: 'fact', userId: 'ann' })
+    const pushedA = await a.sync(ra)
+    expect(pushedA.pushed).toMatchObject({ events: 2, kv: 1, memories: 1 })
+    await b.sync(rb)
+    await a.sync(ra)
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
+    // Turn 2 went to the laptop, which reached the server first; the phone's moved to 3.
+    expect(await turnsOf(b, 'c1')).toEqual([[0, 2], [1, 2], [2, 2], [3, 2]])
+    const texts = await textsOf(b, 'c1')
+    expect(texts).toEqual(['first?', 'second?', 'from the laptop?', 'from the phone?'])
+    expect(await turnsOf(a, 'c2')).toEqual([[0, 2]])
+    // The policy key's revisions are in the order they were written: the phone's is the latest.
+    expect((await a.kv.get('user:ann', 'prefs', 'editor'))?.payload).toEqual({ text: 'emacs' })
+    expect((await a.kv.history('user:ann', 'prefs', 'editor')).map((r) => r.rev)).toEqual([1, 2])
+    expect((await b.memories.list({ userId: 'ann' })).map((m) => m.content).sort()).toEqual([
+      'Ann reviews code in the morning',
+      'Ann writes Rust at work',
+    ])
+    // Nothing new: a sync again sends and takes nothing.
+    const quiet = await b.sync(rb)
+    expect(quiet.pushed).toEqual({})
+    expect(quiet.pulled).toEqual({})
+  })
+
+  it('gives the same memory when a sync is cut off at any request and run again', async () => {
+    for (const op of ['pull', 'push'] as const) {
+      for (const when of ['before', 'after'] as const) {
+        const { server, a, b, ra, rb } = await threeMemories()
+        await using _s = server
+        await using _a = a
+        await using _b = b
+        await turn(b, 'c1', 'the phone first')
+        await b.kv.put('user:ann', 'prefs', 'theme', { text: 'dark' })
+        await b.sync(rb)
+        await turn(a, 'c1', 'the laptop')
+        await a.kv.put('user:ann', 'prefs', 'theme', { text: 'light' })
+        await a.remember({ content: 'Ann likes short answers', category: 'preference', userId: 'ann' })
+        let cut = false
+        const failing = remoteTo(server, ra.token, async (name, send) => {
+          if (cut || name !== op) return send()
+          cut = true
+          if (when === 'before') throw new TypeError('network down')
+          await send()
+          throw new TypeError('connection reset')
+        })
+        await expect(a.sync(failing)).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' })
+        await a.sync(ra)
+        await b.sync(rb)
+        const label = `${op} cut ${when}`
+        expect(await held(a), label).toEqual(await held(server))
+        expect(await held(b), label).toEqual(await held(server))
+        expect(await turnsOf(server, 'c1'), label).toEqual([[0, 2], [1, 2]])
+        expect((await server.kv.history('user:ann', 'prefs', 'theme')).map((r) => r.payload), label).toEqual([
+          { text: 'dark' },
+          { text: 'light' },
+        ])
+      }
+    }
+  })
+
+  it('refuses a wrong or revoked token, and keeps what the device synced', async () => {
+    const { server, a, ra, deviceA } = await threeMemories()
+    await using _s = server
+    await using _a = a
+    await turn(a, 'c1', 'before the revoke')
+    await a.sync(ra)
+    await expect(a.sync({ ...ra, token: 'engram_sync_wrong' })).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+    expect((await server.devices.revoke(deviceA)).revokedAt).not.toBeNull()
+    await turn(a, 'c1', 'after the revoke')
+    await expect(a.sync(ra)).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+    expect(await turnsOf(server, 'c1')).toEqual([[0, 2]])
+    expect((await server.devices.list()).map((d) => [d.name, d.revokedAt !== null])).toEqual([
+      ['laptop', true],
+      ['phone', false],
+    ])
+    await expect(server.devices.revoke('dev_missing')).rejects.toMatchObject({ code: 'NOT_FOUND' })
+  })
+
+  it('carries a forget to the server and the other devices, keeping what was written after it', async () => {
+    const { server, a, b, ra, rb } = await threeMemories()
+    await using _s = server
+    await using _a = a
+    await using _b = b
+    await turn(a, 'c1', 'a secret plan')
+    await a.sync(ra)
+    await b.sync(rb)
+    await b.forget({ conversationId: 'c1' })
+    await turn(b, 'c1', 'after the forget')
+    await b.sync(rb)
+    await a.sync(ra)
+    for (const memory of [server, a, b]) {
+      const texts = await textsOf(memory, 'c1')
+      expect(texts).toEqual(['after the forget?'])
+    }
+    expect(await held(a)).toEqual(await held(server))
+  })
+
+  it('refuses a push of rows that break a rule or belong to another tenant, and writes none of it', async () => {
+    const { server, a, ra } = await threeMemories()
+    await using _s = server
+    await using _a = a
+    await turn(a, 'c1', 'hello')
+    const rows = (await a.diffSince(EPOCH)).events
+    expect(rows.length).toBe(2)
+    const other = await server.devices.add({ name: 'other tenant', tenantId: 'acme' })
+    const event = { ...(await rawEvents(a))[0] }
+    const push = (token: string, r: unknown) => server.syncServer.push(token, { schemaVersion: 23, rows: { events: [r] } } as never)
+    await expect(push(other.token, event)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+    await expect(push(ra.token, { ...event, turn_index: -1 })).rejects.toMatchObject({ code: 'IMPORT_CORRUPT' })
+    await expect(push(ra.token, { ...event, content: 'not an object' })).rejects.toBeInstanceOf(MemoryError)
+    await expect(server.syncServer.push(ra.token, { schemaVersion: 99, rows: {} })).rejects.toMatchObject({ code: 'NOT_SUPPORTED' })
+    expect((await server.diffSince(EPOCH)).events).toEqual([])
+    // A secret in a pushed row is replaced, as a write replaces it.
+    const key = `AKIA${'Q7WZ3MXR5TLPN2VK'}`
+    await push(ra.token, { ...event, content: { text: `my key is ${key}` } })
+    expect(JSON.stringify((await server.diffSince(EPOCH)).events)).not.toContain(key)
+  })
+
+  it('syncs over HTTP on 127.0.0.1', async () => {
+    const server = await openTestMemory({ indexing: 'manual' })
+    await using _s = server
+    const a = await openTestMemory({ indexing: 'manual' })
+    await using _a = a
+    const http = await serveSync(server)
+    try {
+      const { token } = await server.devices.add({ name: 'laptop' })
+      await turn(a, 'c1', 'over the wire')
+      const report = await a.sync({ url: http.url, token })
+      expect(report.pushed).toMatchObject({ events: 2 })
+      expect(await textsOf(server, 'c1')).toEqual(['over the wire?'])
+      const refused = await fetch(`${http.url}/pull`, { method: 'POST', body: '{}' })
+      expect(refused.status).toBe(401)
+      expect(await refused.json()).toMatchObject({ error: { code: 'UNAUTHORIZED' } })
+    } finally {
+      await http.close()
+    }
+  })
+})
+
+/** A device's events as a sync sends them (rows, not API records). */
+async function rawEvents(memory: NodeMemory): Promise<Record<string, unknown>[]> {
+  let sent: Record<string, unknown>[] = []
+  const spy = await openTestMemory({ indexing: 'manual' })
+  await using _spy = spy
+  const { token } = await spy.devices.add({ name: 'spy' })
+  await memory.sync({
+    url: 'http://spy.test/sync',
+    token,
+    fetch: async (input, init) => {
+      const body = JSON.parse(init.body) as { rows?: { events?: Record<string, unknown>[] } }
+      if (body.rows?.events) sent = body.rows.events
+      return createSyncHandler(spy)(new Request(input, init))
+    },
+  })
+  return sent
+}
