@@ -9,6 +9,7 @@ import { documentsPanel } from './panels/documents.ts'
 import { graphPanel } from './panels/graph.ts'
 import { memoriesPanel } from './panels/memories.ts'
 import { storagePanel } from './panels/storage.ts'
+import { syncPanel } from './panels/sync.ts'
 import { type Change, Store } from './store.ts'
 import { setupTabs } from './tabs.ts'
 
@@ -101,6 +102,10 @@ async function start(): Promise<void> {
         await store.load()
         store.changed('all')
       },
+    }),
+    'panel-sync': syncPanel(store, q('#panel-sync'), async () => {
+      await store.load()
+      store.changed('all')
     }),
   }
   let active = 'panel-context'

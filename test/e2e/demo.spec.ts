@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { expect, type Page, test } from '@playwright/test'
+import { openMemory, serveSync } from '../../src/node/index.ts'
 
 const SHOTS = 'test-results/screenshots'
 
@@ -279,4 +280,39 @@ test('a passphrase encrypts sensitive messages at rest; the demo asks for it on 
   await page.getByRole('button', { name: 'Send', exact: true }).click()
   await expect(page.locator('#errors')).toContainText('VAULT_LOCKED')
   expect(outside).toEqual([])
+})
+
+test('the Sync panel carries a conversation and a memory to a second browser through a server memory', async ({ browser }) => {
+  const server = await openMemory()
+  const http = await serveSync(server)
+  try {
+    const syncFrom = async (page: Page, name: string) => {
+      const { token } = await server.devices.add({ name })
+      await openTab(page, 'Sync')
+      await page.getByLabel('Server address').fill(http.url)
+      await page.getByLabel('Device token').fill(token)
+      await page.getByRole('button', { name: 'Sync now' }).click()
+      await expect(page.locator('#sync-status')).toContainText('Last sync')
+    }
+    const laptop = await (await browser.newContext()).newPage()
+    await openDemo(laptop)
+    await say(laptop, 'where is the session timeout set?')
+    await laptop.getByLabel('Message to the agent').fill('Sessions last one day')
+    await laptop.getByRole('button', { name: 'Remember this' }).click()
+    await expect(laptop.locator('#suggestions')).toContainText('Remembered')
+    await syncFrom(laptop, 'laptop')
+    await expect(laptop.locator('#sync-status')).toContainText(/sent .*events/)
+
+    const phone = await (await browser.newContext()).newPage()
+    await openDemo(phone)
+    await syncFrom(phone, 'phone')
+    await expect(phone.locator('#sync-status')).toContainText(/took .*events/)
+    await expect(phone.locator('#conversations')).toContainText('where is the session timeout set?')
+    await openTab(phone, 'Memories')
+    await expect(phone.locator('#panel-memories')).toContainText('Sessions last one day')
+    await Promise.all([laptop.context().close(), phone.context().close()])
+  } finally {
+    await http.close()
+    await server.close()
+  }
 })
