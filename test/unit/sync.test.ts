@@ -6,11 +6,17 @@ import { openTestMemory } from '../support/memory.ts'
 const EPOCH = '1970-01-01T00:00:00.000Z'
 
 /** A remote that reaches the server's handler in this process, with a hook around each request. */
-function remoteTo(server: NodeMemory, token: string, around?: (op: string, send: () => Promise<Response>) => Promise<Response>): SyncRemote {
+function remoteTo(
+  server: NodeMemory,
+  token: string,
+  around?: (op: string, send: () => Promise<Response>) => Promise<Response>,
+  pageRows?: number,
+): SyncRemote {
   const handle = createSyncHandler(server)
   return {
     url: 'http://sync.test/sync',
     token,
+    ...(pageRows === undefined ? {} : { pageRows }),
     fetch: (input, init) => {
       const send = () => handle(new Request(input, init))
       return around ? around(new URL(input).pathname.split('/').pop() ?? '', send) : send()
@@ -105,7 +111,35 @@ describe('sync between devices and a server memory', () => {
     expect(quiet.pulled).toEqual({})
   })
 
-  it('gives the same memory when a sync is cut off at any request and run again', async () => {
+  it("keeps a device's turns apart and in order when the server moves them, page by page", async () => {
+    const { server, a, b, ra, rb } = await threeMemories()
+    await using _s = server
+    await using _a = a
+    await using _b = b
+    for (const text of ['laptop one', 'laptop two', 'laptop three']) await turn(a, 'c1', text)
+    await turn(b, 'c1', 'phone one')
+    // The phone syncs after the laptop pulled and before it pushes: the server moves the laptop's turns.
+    let first = true
+    const racing = remoteTo(
+      server,
+      ra.token,
+      async (name, send) => {
+        if (name === 'push' && first) {
+          first = false
+          await b.sync(rb)
+        }
+        return send()
+      },
+      2,
+    )
+    await a.sync(racing)
+    await b.sync(rb)
+    expect(await textsOf(b, 'c1')).toEqual(['phone one?', 'laptop one?', 'laptop two?', 'laptop three?'])
+    expect(await turnsOf(b, 'c1')).toEqual([[0, 2], [1, 2], [2, 2], [3, 2]])
+    expect(await held(a)).toEqual(await held(server))
+  })
+
+  it('gives the same memory when a sync is cut off at any request and run again, pages of a few rows each', async () => {
     for (const op of ['pull', 'push'] as const) {
       for (const when of ['before', 'after'] as const) {
         const { server, a, b, ra, rb } = await threeMemories()
@@ -116,23 +150,30 @@ describe('sync between devices and a server memory', () => {
         await b.kv.put('user:ann', 'prefs', 'theme', { text: 'dark' })
         await b.sync(rb)
         await turn(a, 'c1', 'the laptop')
+        await turn(a, 'c3', 'only on the laptop')
         await a.kv.put('user:ann', 'prefs', 'theme', { text: 'light' })
         await a.remember({ content: 'Ann likes short answers', category: 'preference', userId: 'ann' })
-        let cut = false
-        const failing = remoteTo(server, ra.token, async (name, send) => {
-          if (cut || name !== op) return send()
-          cut = true
-          if (when === 'before') throw new TypeError('network down')
-          await send()
-          throw new TypeError('connection reset')
-        })
+        // The second request of its kind is cut: pages before it are stored, the rest follow.
+        let seen = 0
+        const failing = remoteTo(
+          server,
+          ra.token,
+          async (name, send) => {
+            if (name !== op || ++seen !== 2) return send()
+            if (when === 'before') throw new TypeError('network down')
+            await send()
+            throw new TypeError('connection reset')
+          },
+          2,
+        )
         await expect(a.sync(failing)).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' })
-        await a.sync(ra)
+        await a.sync({ ...ra, pageRows: 2 })
         await b.sync(rb)
         const label = `${op} cut ${when}`
         expect(await held(a), label).toEqual(await held(server))
         expect(await held(b), label).toEqual(await held(server))
         expect(await turnsOf(server, 'c1'), label).toEqual([[0, 2], [1, 2]])
+        expect(await turnsOf(b, 'c3'), label).toEqual([[0, 2]])
         expect((await server.kv.history('user:ann', 'prefs', 'theme')).map((r) => r.payload), label).toEqual([
           { text: 'dark' },
           { text: 'light' },

@@ -34,8 +34,10 @@ interface Ctx {
   catalog: Catalog
   side: Side
   tenantId: string
-  /** Server: rows to note as received from the device. */
+  /** Rows to note as received from the other side. */
   received: { tbl: SyncTable; id: string }[]
+  /** The turn number the sender gave each new event. */
+  sentTurns: Map<string, unknown>
 }
 
 /** Checks rows from the other side by the import rules, then applies them by the merge rules. */
@@ -47,7 +49,7 @@ export async function applyRows(
   hooks: ApplyHooks,
 ): Promise<Applied> {
   const redactions = judge(rows, catalog, o.tenantId)
-  const c: Ctx = { tx, catalog, side: o.side, tenantId: o.tenantId, received: [] }
+  const c: Ctx = { tx, catalog, side: o.side, tenantId: o.tenantId, received: [], sentTurns: new Map() }
   // Numbers a sync moves (a turn's, a revision's) are changed in place, as only forget may.
   await tx.query(`SET LOCAL engram.forgetting = 'on'`)
   // Rows come with their own, earlier times: the Cypher graph redraws itself whole.
@@ -161,6 +163,7 @@ async function applyEvents(c: Ctx, rows: Record<string, unknown>[]): Promise<{ i
   const fresh = rows.filter((r) => !held.has(String(r.id)))
   const moved = c.side.kind === 'server' ? await numberPushedTurns(c, c.side.deviceId, fresh) : new Map<string, number>()
   for (const r of fresh) {
+    c.sentTurns.set(String(r.id), r.turn_index)
     const to = moved.get(turnKey(r.tenant_id, r.conversation_id, r.turn_index))
     if (to !== undefined) r.turn_index = to
   }
@@ -192,6 +195,16 @@ async function numberPushedTurns(c: Ctx, deviceId: string, fresh: readonly Recor
   for (const { tenant, conversation, turns } of byConversation.values()) {
     let next: number | null = null
     for (const turn of [...turns].sort((a, b) => a - b)) {
+      // A later event of a turn this device sent before goes where that turn went.
+      const { rows: sent } = await c.tx.query<{ turn_index: number }>(
+        `SELECT e.turn_index FROM events e JOIN sync_received r ON r.tbl = 'events' AND r.row_id = e.id
+          WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND r.device_id = $3 AND r.turn_index = $4 LIMIT 1`,
+        [tenant, conversation, deviceId, turn],
+      )
+      if (sent[0]) {
+        if (sent[0].turn_index !== turn) moved.set(turnKey(tenant, conversation, turn), sent[0].turn_index)
+        continue
+      }
       if (next === null && (await takenByOther(c, tenant, conversation, turn, deviceId))) {
         const { rows } = await c.tx.query<{ next: number }>(
           `SELECT greatest((SELECT max(turn_index) + 1 FROM events WHERE tenant_id = $1 AND conversation_id = $2),
@@ -207,12 +220,16 @@ async function numberPushedTurns(c: Ctx, deviceId: string, fresh: readonly Recor
   return moved
 }
 
-/** Whether a turn number is held here by an event another device (or this server) wrote. */
+/**
+ * Whether a turn number is held here by an event another device (or this server) wrote, or one
+ * this device sent under another number.
+ */
 async function takenByOther(c: Ctx, tenant: unknown, conversation: unknown, turn: number, deviceId: string): Promise<boolean> {
   const { rows } = await c.tx.query<{ taken: boolean }>(
     `SELECT EXISTS (
        SELECT 1 FROM events e LEFT JOIN sync_received r ON r.tbl = 'events' AND r.row_id = e.id
-        WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.turn_index = $3 AND r.device_id IS DISTINCT FROM $4
+        WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.turn_index = $3
+          AND (r.device_id IS DISTINCT FROM $4 OR r.turn_index IS DISTINCT FROM $3)
      ) OR EXISTS (
        SELECT 1 FROM archives WHERE tenant_id = $1 AND conversation_id = $2 AND next_turn_index > $3
      ) AS taken`,
@@ -363,10 +380,11 @@ async function applyForgets(c: Ctx, rows: readonly Record<string, unknown>[], ho
 /** Who sent each row, and when; a row sent again keeps its first sender. */
 async function noteReceived(c: Ctx, sender: string, at: Date): Promise<void> {
   if (c.received.length === 0) return
+  const rows = c.received.map((r) => ({ ...r, turn_index: r.tbl === 'events' ? (c.sentTurns.get(r.id) ?? null) : null }))
   await c.tx.query(
-    `INSERT INTO sync_received (tbl, row_id, device_id, received_at)
-     SELECT x.tbl, x.id, $2, $3 FROM jsonb_to_recordset($1::jsonb) AS x(tbl text, id text)
+    `INSERT INTO sync_received (tbl, row_id, device_id, received_at, turn_index)
+     SELECT x.tbl, x.id, $2, $3, x.turn_index FROM jsonb_to_recordset($1::jsonb) AS x(tbl text, id text, turn_index int)
      ON CONFLICT (tbl, row_id) DO UPDATE SET received_at = excluded.received_at`,
-    [JSON.stringify(c.received), sender, at],
+    [JSON.stringify(rows), sender, at],
   )
 }

@@ -2,6 +2,9 @@ import { isErrorCode, MemoryError } from '../kernel/errors.ts'
 import { identifier } from '../kernel/scope.ts'
 import { parseInput, z } from '../kernel/validate.ts'
 
+/** The most changed rows one request may ask for. */
+export const MAX_PAGE_ROWS = 20_000
+
 type Fetch = (input: string, init: { method: string; headers: Record<string, string>; body: string }) => Promise<Response>
 
 /** Where a device syncs: the server's sync address, the device's token, and optionally how to reach it. */
@@ -12,6 +15,8 @@ export interface SyncRemote {
   token: string
   /** Replaces the global `fetch` (Node only: a function does not cross to the worker). */
   fetch?: Fetch
+  /** About how many changed rows one request carries (default 2,000): a larger sync takes several. */
+  pageRows?: number
 }
 
 export const syncRemote = z
@@ -22,6 +27,7 @@ export const syncRemote = z
       .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'must be an http or https address'),
     token: z.string().min(1, 'must not be empty').max(200),
     fetch: z.custom<Fetch>((f) => typeof f === 'function', 'must be a function').optional(),
+    pageRows: z.number().int().min(1).max(MAX_PAGE_ROWS).optional(),
   })
   .strict()
 
@@ -30,6 +36,7 @@ const pullAnswer = z
     schemaVersion: z.number().int(),
     tenantId: identifier,
     until: z.iso.datetime({ offset: true }),
+    more: z.boolean(),
     rows: z.record(z.string(), z.array(z.record(z.string(), z.unknown()))),
   })
   .strict()

@@ -59,6 +59,32 @@ function changedRows(server: boolean): Record<SyncTable, string> {
   }
 }
 
+/**
+ * Where a page of about `limit` changes ends: the time of the `limit`-th change in the window
+ * (rows changed at that same time join the page), or the window's end when it holds fewer.
+ */
+export async function pageEnd(tx: Queryable, w: Window, limit: number): Promise<{ until: Date; more: boolean }> {
+  const times = [
+    ['events', 'created_at'],
+    ['memories', 'created_at'],
+    ['memories', 'updated_at'],
+    ['edges', 'created_at'],
+    ['edges', 'tombstoned_at'],
+    ['memory_history', 'created_at'],
+    ['kv', 'created_at'],
+  ].map(([table, column]) => `SELECT ${column} AS at FROM ${table} WHERE tenant_id = $3 AND ${within(column as string)}`)
+  times.push(`SELECT created_at FROM forget_log WHERE ${within('created_at')}`)
+  if (w.server) times.push(`SELECT received_at FROM sync_received WHERE ${within('received_at')}`)
+  const { rows } = await tx.query<{ at: Date }>(`SELECT at FROM (${times.join(' UNION ALL ')}) x ORDER BY at LIMIT 1 OFFSET $4`, [
+    w.since,
+    w.until,
+    w.tenantId,
+    limit - 1,
+  ])
+  const at = rows[0]?.at
+  return at && at < w.until ? { until: at, more: true } : { until: w.until, more: false }
+}
+
 /** The rows that changed in the window, by table, in each table's key order. */
 export async function selectRows(tx: Queryable, catalog: Catalog, w: Window): Promise<SyncRows> {
   const where = changedRows(w.server)

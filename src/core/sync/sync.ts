@@ -10,8 +10,8 @@ import { readCatalog } from '../portable/portable.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
 import { cutNow } from '../retrieval/changes.ts'
 import { type ApplyHooks, applyRows } from './apply.ts'
-import { postSync, type SyncRemote, syncRemote } from './client.ts'
-import { countRows, selectRows, type SyncRows, type SyncTable } from './rows.ts'
+import { MAX_PAGE_ROWS, postSync, type SyncRemote, syncRemote } from './client.ts'
+import { countRows, pageEnd, selectRows, type SyncRows, type SyncTable } from './rows.ts'
 
 export type { SyncRemote } from './client.ts'
 
@@ -43,12 +43,28 @@ export interface PullAnswer {
   schemaVersion: number
   tenantId: string
   until: string
+  /** The answer stopped at its page's end: ask again from `until`. */
+  more: boolean
   rows: SyncRows
 }
 
+type Counts = Partial<Record<SyncTable, number>>
+
+function addCounts(into: Counts, more: Counts): void {
+  for (const [t, n] of Object.entries(more) as [SyncTable, number][]) into[t] = (into[t] ?? 0) + n
+}
+
+const DEFAULT_PAGE_ROWS = 2000
+
 const deviceInput = z.object({ name: identifier, tenantId: identifier.optional() }).strict()
 const token = z.string().min(1, 'must not be empty').max(200)
-const pullRequest = z.object({ schemaVersion: z.number().int(), since: z.iso.datetime({ offset: true }).nullable() }).strict()
+const pullRequest = z
+  .object({
+    schemaVersion: z.number().int(),
+    since: z.iso.datetime({ offset: true }).nullable(),
+    limit: z.number().int().min(1).max(MAX_PAGE_ROWS).default(DEFAULT_PAGE_ROWS),
+  })
+  .strict()
 const pushRequest = z.object({ schemaVersion: z.number().int(), rows: z.record(z.string(), z.array(z.record(z.string(), z.unknown()))) }).strict()
 
 interface DeviceRow {
@@ -127,25 +143,43 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
     async sync(remote: SyncRemote): Promise<SyncReport> {
       const r = parseInput(syncRemote, remote, 'sync remote')
       noVault('sync')
+      const limit = r.pageRows ?? DEFAULT_PAGE_ROWS
       const { rows: state } = await ctx.db.query<{ pulled_until: Date | null; pushed_until: Date | null }>(
         `SELECT pulled_until, pushed_until FROM sync_remotes WHERE url = $1`,
         [r.url],
       )
-      const pushedUntil = state[0]?.pushed_until ?? null
-      const first = (await postSync(r, 'pull', { schemaVersion, since: state[0]?.pulled_until ? iso(state[0].pulled_until) : null })) as PullAnswer
-      const taken = await takePull(r.url, first, pushedUntil)
+      const report: SyncReport = { url: r.url, tenantId: '', pushed: {}, pulled: {}, redactions: [], until: '' }
+      /** Pulls page by page from `since`; each page is stored with its cursor. */
+      const pull = async (since: string | null, pushedUntil: Date | null): Promise<string> => {
+        for (let from = since; ; ) {
+          const answer = (await postSync(r, 'pull', { schemaVersion, since: from, limit })) as PullAnswer
+          const applied = await takePull(r.url, answer, pushedUntil)
+          addCounts(report.pulled, applied.changed)
+          report.redactions.push(...applied.redactions)
+          report.tenantId = answer.tenantId
+          if (!answer.more) return answer.until
+          from = answer.until
+        }
+      }
+      let pushedUntil = state[0]?.pushed_until ?? null
+      const pulledUntil = await pull(state[0]?.pulled_until ? iso(state[0].pulled_until) : null, pushedUntil)
+      // Pushes page by page; each page moves the cursor once the server has it.
       const until = cutNow(ctx)
-      const rows = await ctx.db.transaction(async (tx) =>
-        selectRows(tx, await readCatalog(tx), { since: pushedUntil, until, tenantId: first.tenantId, server: false }),
-      )
-      const pushed = countRows(rows)
-      if (Object.keys(pushed).length > 0) await postSync(r, 'push', { schemaVersion, rows })
-      await ctx.db.query(`UPDATE sync_remotes SET pushed_until = $2 WHERE url = $1`, [r.url, until])
-      const second = (await postSync(r, 'pull', { schemaVersion, since: first.until })) as PullAnswer
-      const again = await takePull(r.url, second, until)
-      const pulled: Partial<Record<SyncTable, number>> = { ...taken.changed }
-      for (const [t, n] of Object.entries(again.changed) as [SyncTable, number][]) pulled[t] = (pulled[t] ?? 0) + n
-      return { url: r.url, tenantId: first.tenantId, pushed, pulled, redactions: [...taken.redactions, ...again.redactions], until: second.until }
+      for (let more = true; more; ) {
+        const page = await ctx.db.transaction(async (tx) => {
+          const w = { since: pushedUntil, until, tenantId: report.tenantId, server: false }
+          const end = await pageEnd(tx, w, limit)
+          return { ...end, rows: await selectRows(tx, await readCatalog(tx), { ...w, until: end.until }) }
+        })
+        const counts = countRows(page.rows)
+        if (Object.keys(counts).length > 0) await postSync(r, 'push', { schemaVersion, rows: page.rows })
+        addCounts(report.pushed, counts)
+        await ctx.db.query(`UPDATE sync_remotes SET pushed_until = $2 WHERE url = $1`, [r.url, page.until])
+        pushedUntil = page.until
+        more = page.more
+      }
+      report.until = await pull(pulledUntil, until)
+      return report
     },
 
     /** On a server memory: the devices that may sync with it, each with its own token. */
@@ -186,21 +220,18 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
     /** On a server memory: the two requests a device makes, as `createSyncHandler` passes them. */
     syncServer: {
       /** What changed for the token's tenant after `since`, up to now. */
-      async pull(given: string, request: { schemaVersion: number; since: string | null }): Promise<PullAnswer> {
+      async pull(given: string, request: { schemaVersion: number; since: string | null; limit?: number }): Promise<PullAnswer> {
         noVault('serve a sync')
         const device = await deviceOf(ctx.db, given)
         const q = parseInput(pullRequest, request, 'pull request')
         sameSchema(q.schemaVersion)
-        const until = cutNow(ctx)
+        const now = cutNow(ctx)
         return ctx.db.transaction(async (tx) => {
-          const rows = await selectRows(tx, await readCatalog(tx), {
-            since: q.since === null ? null : new Date(q.since),
-            until,
-            tenantId: device.tenant_id,
-            server: true,
-          })
-          await tx.query(`UPDATE sync_devices SET last_sync_at = $2 WHERE id = $1`, [device.id, until])
-          return { schemaVersion, tenantId: device.tenant_id, until: iso(until), rows }
+          const w = { since: q.since === null ? null : new Date(q.since), until: now, tenantId: device.tenant_id, server: true }
+          const { until, more } = await pageEnd(tx, w, q.limit)
+          const rows = await selectRows(tx, await readCatalog(tx), { ...w, until })
+          await tx.query(`UPDATE sync_devices SET last_sync_at = $2 WHERE id = $1`, [device.id, now])
+          return { schemaVersion, tenantId: device.tenant_id, until: iso(until), more, rows }
         })
       },
       /** Applies what a device wrote, by the merge rules, in one transaction. */

@@ -4,9 +4,11 @@
  *
  * - `sync_devices` (on a server): the devices that may sync, each with the SHA-256 of its
  *   token (the token itself is never stored) and the one tenant it syncs.
- * - `sync_received` (on a server): which device sent each row it holds, and when it arrived.
- *   A pull lists what arrived in its window even when the row is dated long before, and a
- *   turn whose number another device took is told apart from the same device's own turn.
+ * - `sync_received`: which device sent each row, when it arrived, and for an event the turn
+ *   number its sender gave it. A server's pull lists what arrived in its window even when the
+ *   row is dated long before; a pushed turn is told apart from another device's turn of the
+ *   same number, and a later event of a turn the server moved follows it. A device notes
+ *   what its server sent, so it never takes those rows for its own.
  * - `sync_remotes` (on a device): for each server, where the last pull ended (the server's
  *   time) and up to when this device's own rows were pushed (the device's time).
  */
@@ -26,6 +28,7 @@ CREATE TABLE sync_received (
   row_id      text NOT NULL,
   device_id   text NOT NULL,
   received_at timestamptz NOT NULL,
+  turn_index  int,
   PRIMARY KEY (tbl, row_id)
 );
 CREATE INDEX sync_received_at ON sync_received (received_at);
