@@ -3,7 +3,7 @@ import { MemoryError } from '../kernel/errors.ts'
 import { type Catalog, checkCounters, exportedColumns, judgeRows, quoteIdent } from '../portable/portable.ts'
 import { judgeImportedRows, redactImportedRows } from '../portable/import-rules.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
-import { SYNC_TABLES, type SyncRows, type SyncTable } from './rows.ts'
+import { countRows, SYNC_TABLES, type SyncRows, type SyncTable } from './rows.ts'
 
 /**
  * Where rows are applied. A server numbers what it receives: a pushed turn whose number
@@ -49,6 +49,9 @@ export async function applyRows(
   hooks: ApplyHooks,
 ): Promise<Applied> {
   const redactions = judge(rows, catalog, o.tenantId)
+  // Relations come with every page; without other rows there is nothing to merge, and the
+  // Cypher graph need not be drawn again.
+  if (Object.keys(countRows(rows)).length === 0) return { changed: {}, redactions }
   const c: Ctx = { tx, catalog, side: o.side, tenantId: o.tenantId, received: [], sentTurns: new Map() }
   // Numbers a sync moves (a turn's, a revision's) are changed in place, as only forget may.
   await tx.query(`SET LOCAL engram.forgetting = 'on'`)
