@@ -182,6 +182,36 @@ describe('sync between devices and a server memory', () => {
     }
   })
 
+  it('carries the later change of a memory, a removed edge, a deleted policy entry and a forget by id', async () => {
+    const { server, a, b, ra, rb } = await threeMemories()
+    await using _s = server
+    await using _a = a
+    await using _b = b
+    const kept = await a.remember({ content: 'Ann ships on Tuesdays', category: 'fact', userId: 'ann' })
+    const gone = await a.remember({ content: 'Ann drinks tea', category: 'preference', userId: 'ann' })
+    await a.graph.putGraph({ relations: [{ name: 'related_to' }], edges: [{ src: kept.id, rel: 'related_to', dst: gone.id }] })
+    await a.kv.put('user:ann', 'prefs', 'lang', { text: 'en' })
+    await a.sync(ra)
+    await b.sync(rb)
+    // Offline on both: the same memory changed twice, the phone's change the later one.
+    await a.memories.update(kept.id, { content: 'Ann ships on Wednesdays' })
+    await b.memories.update(kept.id, { content: 'Ann ships on Thursdays' })
+    await a.graph.removeEdge(kept.id, 'related_to', gone.id)
+    await b.kv.delete('user:ann', 'prefs', 'lang')
+    await b.forget({ memoryIds: [gone.id] })
+    await a.sync(ra)
+    await b.sync(rb)
+    await a.sync(ra)
+    for (const memory of [server, a, b]) {
+      expect((await memory.memories.list({ userId: 'ann' })).map((m) => m.content)).toEqual(['Ann ships on Thursdays'])
+      expect(await memory.kv.get('user:ann', 'prefs', 'lang')).toBeNull()
+      const edges = (await memory.diffSince(EPOCH)).edges.filter((e) => e.rel === 'related_to')
+      expect(edges.every((e) => e.tombstonedAt !== null)).toBe(true)
+    }
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
+  })
+
   it('refuses a wrong or revoked token, and keeps what the device synced', async () => {
     const { server, a, ra, deviceA } = await threeMemories()
     await using _s = server
@@ -217,6 +247,31 @@ describe('sync between devices and a server memory', () => {
       expect(texts).toEqual(['after the forget?'])
     }
     expect(await held(a)).toEqual(await held(server))
+  })
+
+  it("forgets on the server what a device sent after another device's forget of it arrived", async () => {
+    const { server, a, b, ra, rb } = await threeMemories()
+    await using _s = server
+    await using _a = a
+    await using _b = b
+    await turn(a, 'c1', 'a plan')
+    await a.sync(ra)
+    await b.sync(rb)
+    await turn(a, 'c1', 'more of the plan, offline')
+    await b.forget({ conversationId: 'c1' })
+    // The phone's forget reaches the server after the laptop pulled and before it pushes.
+    let first = true
+    const racing = remoteTo(server, ra.token, async (name, send) => {
+      if (name === 'push' && first) {
+        first = false
+        await b.sync(rb)
+      }
+      return send()
+    })
+    await a.sync(racing)
+    await a.sync(ra)
+    await b.sync(rb)
+    for (const memory of [server, a, b]) expect(await textsOf(memory, 'c1')).toEqual([])
   })
 
   it('refuses a push of rows that break a rule or belong to another tenant, and writes none of it', async () => {

@@ -114,6 +114,8 @@ export function createForget(ctx: EngineContext, format: FileFormat) {
 
 /** Deletes what `t` names (dated at or before `upTo`, when given) and counts it. */
 async function forgetIn(tx: Queryable, format: FileFormat, t: z.output<typeof forgetTarget>, upTo: Date | null): Promise<ForgetCounts> {
+  // A sync replays several forgets in one transaction: each starts without the lists of the last.
+  await tx.exec(`DROP TABLE IF EXISTS pg_temp.forget_events, pg_temp.forget_memories, pg_temp.forget_versions`)
   if ('artifactsBefore' in t) {
     const artifacts = await countChanged(tx, `DELETE FROM artifacts WHERE tenant_id = $1 AND created_at < $2`, [
       t.tenantId,
@@ -218,7 +220,9 @@ async function forgetMemories(
        SELECT m.id FROM memories m JOIN chosen c ON m.superseded_by = c.id
        WHERE $2::text[] IS NOT NULL AND m.tenant_id = $1
      )
-     SELECT id FROM chosen`,
+     -- A memory named by id counts even when it is gone: a forget replayed by a sync still
+     -- removes the links to it that came back.
+     SELECT id FROM chosen UNION SELECT unnest($2::text[])`,
     [target.tenantId, target.ids ?? null, user, agent, upTo],
   )
   await tx.query(

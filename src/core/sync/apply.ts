@@ -11,7 +11,9 @@ import { countRows, SYNC_TABLES, type SyncRows, type SyncTable } from './rows.ts
  * numbers: its own rows the server does not hold yet (dated after `pushedUntil`, and not
  * received from the server) move out of their way. Both note what they received, and when.
  */
-export type Side = { kind: 'server'; deviceId: string; at: Date } | { kind: 'device'; pushedUntil: Date | null; at: Date }
+export type Side =
+  | { kind: 'server'; deviceId: string; at: Date; pulledUntil: Date | null }
+  | { kind: 'device'; pushedUntil: Date | null; at: Date }
 
 /** The sender a device notes for the rows its server sent. */
 const FROM_SERVER = 'server'
@@ -66,6 +68,7 @@ export async function applyRows(
   changed.memory_history = await insertNew(c, 'memory_history', rows.memory_history ?? [])
   changed.kv = await applyKv(c, rows.kv ?? [])
   changed.forget_log = await applyForgets(c, rows.forget_log ?? [], hooks)
+  await replayUnseenForgets(c, hooks)
   await hooks.rebuild(tx, eventIds)
   await noteReceived(c, c.side.kind === 'server' ? c.side.deviceId : FROM_SERVER, c.side.at)
   for (const t of SYNC_TABLES) if (!changed[t]) delete changed[t]
@@ -378,6 +381,23 @@ async function applyForgets(c: Ctx, rows: readonly Record<string, unknown>[], ho
     if (added.has(String(r.id))) await hooks.replayForget(c.tx, r.target, new Date(String(r.created_at)))
   }
   return added.size
+}
+
+/**
+ * Forgets the other side had not seen when it chose these rows win over them: on a device, its
+ * own forgets not pushed yet; on a server, those that reached it after the device's last pull.
+ */
+async function replayUnseenForgets(c: Ctx, hooks: ApplyHooks): Promise<void> {
+  const server = c.side.kind === 'server'
+  const { rows } = await c.tx.query<{ target: unknown; created_at: Date }>(
+    `SELECT f.target, f.created_at FROM forget_log f
+       LEFT JOIN sync_received r ON r.tbl = 'forget_log' AND r.row_id = f.id
+      WHERE coalesce(f.target->>'tenantId', f.target->'scope'->>'tenantId') = $1
+        AND ${server ? `coalesce(r.device_id, '') <> $3 AND ($2::timestamptz IS NULL OR coalesce(r.received_at, f.created_at) > $2)` : `r.row_id IS NULL AND ($2::timestamptz IS NULL OR f.created_at > $2)`}
+      ORDER BY f.created_at, f.id`,
+    c.side.kind === 'server' ? [c.tenantId, c.side.pulledUntil, c.side.deviceId] : [c.tenantId, c.side.pushedUntil],
+  )
+  for (const r of rows) await hooks.replayForget(c.tx, r.target, r.created_at)
 }
 
 /** Who sent each row, and when; a row sent again keeps its first sender. */

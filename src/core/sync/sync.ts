@@ -74,6 +74,7 @@ interface DeviceRow {
   created_at: Date
   revoked_at: Date | null
   last_sync_at: Date | null
+  pulled_until: Date | null
 }
 
 const toDevice = (r: DeviceRow): SyncDevice => ({
@@ -230,7 +231,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
           const w = { since: q.since === null ? null : new Date(q.since), until: now, tenantId: device.tenant_id, server: true }
           const { until, more } = await pageEnd(tx, w, q.limit)
           const rows = await selectRows(tx, await readCatalog(tx), { ...w, until })
-          await tx.query(`UPDATE sync_devices SET last_sync_at = $2 WHERE id = $1`, [device.id, now])
+          await tx.query(`UPDATE sync_devices SET last_sync_at = $2, pulled_until = $3 WHERE id = $1`, [device.id, now, until])
           return { schemaVersion, tenantId: device.tenant_id, until: iso(until), more, rows }
         })
       },
@@ -240,7 +241,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
         const device = await deviceOf(ctx.db, given)
         const q = parseInput(pushRequest, request, 'push request')
         sameSchema(q.schemaVersion)
-        const side = { kind: 'server' as const, deviceId: device.id, at: ctx.now() }
+        const side = { kind: 'server' as const, deviceId: device.id, at: ctx.now(), pulledUntil: device.pulled_until }
         const applied = await ctx.db.transaction(async (tx) =>
           applyRows(tx, await readCatalog(tx), q.rows as SyncRows, { side, tenantId: device.tenant_id }, hooks),
         )
