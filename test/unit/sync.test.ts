@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { SCHEMA_VERSION } from '../../src/core/db/schema/migrations.ts'
 import { MemoryError } from '../../src/core/kernel/errors.ts'
 import { createSyncHandler, type NodeMemory, serveSync, type SyncRemote } from '../../src/node/index.ts'
 import { openTestMemory } from '../support/memory.ts'
@@ -21,6 +22,18 @@ function remoteTo(
       const send = () => handle(new Request(input, init))
       return around ? around(new URL(input).pathname.split('/').pop() ?? '', send) : send()
     },
+  }
+}
+
+/** A hook for `remoteTo` that runs `meanwhile` (another device's sync) before the first push goes. */
+function beforeFirstPush(meanwhile: () => Promise<unknown>) {
+  let first = true
+  return async (op: string, send: () => Promise<Response>) => {
+    if (op === 'push' && first) {
+      first = false
+      await meanwhile()
+    }
+    return send()
   }
 }
 
@@ -119,20 +132,7 @@ describe('sync between devices and a server memory', () => {
     for (const text of ['laptop one', 'laptop two', 'laptop three']) await turn(a, 'c1', text)
     await turn(b, 'c1', 'phone one')
     // The phone syncs after the laptop pulled and before it pushes: the server moves the laptop's turns.
-    let first = true
-    const racing = remoteTo(
-      server,
-      ra.token,
-      async (name, send) => {
-        if (name === 'push' && first) {
-          first = false
-          await b.sync(rb)
-        }
-        return send()
-      },
-      2,
-    )
-    await a.sync(racing)
+    await a.sync(remoteTo(server, ra.token, beforeFirstPush(() => b.sync(rb)), 2))
     await b.sync(rb)
     expect(await textsOf(b, 'c1')).toEqual(['phone one?', 'laptop one?', 'laptop two?', 'laptop three?'])
     expect(await turnsOf(b, 'c1')).toEqual([[0, 2], [1, 2], [2, 2], [3, 2]])
@@ -260,15 +260,7 @@ describe('sync between devices and a server memory', () => {
     await turn(a, 'c1', 'more of the plan, offline')
     await b.forget({ conversationId: 'c1' })
     // The phone's forget reaches the server after the laptop pulled and before it pushes.
-    let first = true
-    const racing = remoteTo(server, ra.token, async (name, send) => {
-      if (name === 'push' && first) {
-        first = false
-        await b.sync(rb)
-      }
-      return send()
-    })
-    await a.sync(racing)
+    await a.sync(remoteTo(server, ra.token, beforeFirstPush(() => b.sync(rb))))
     await a.sync(ra)
     await b.sync(rb)
     for (const memory of [server, a, b]) expect(await textsOf(memory, 'c1')).toEqual([])
@@ -283,11 +275,11 @@ describe('sync between devices and a server memory', () => {
     expect(rows.length).toBe(2)
     const other = await server.devices.add({ name: 'other tenant', tenantId: 'acme' })
     const event = { ...(await rawEvents(a))[0] }
-    const push = (token: string, r: unknown) => server.syncServer.push(token, { schemaVersion: 23, rows: { events: [r] } } as never)
+    const push = (token: string, r: unknown) => server.syncServer.push(token, { schemaVersion: SCHEMA_VERSION, rows: { events: [r] } } as never)
     await expect(push(other.token, event)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await expect(push(ra.token, { ...event, turn_index: -1 })).rejects.toMatchObject({ code: 'IMPORT_CORRUPT' })
     await expect(push(ra.token, { ...event, content: 'not an object' })).rejects.toBeInstanceOf(MemoryError)
-    await expect(server.syncServer.push(ra.token, { schemaVersion: 99, rows: {} })).rejects.toMatchObject({ code: 'NOT_SUPPORTED' })
+    await expect(server.syncServer.push(ra.token, { schemaVersion: SCHEMA_VERSION + 1, rows: {} })).rejects.toMatchObject({ code: 'NOT_SUPPORTED' })
     expect((await server.diffSince(EPOCH)).events).toEqual([])
     // A secret in a pushed row is replaced, as a write replaces it.
     const key = `AKIA${'Q7WZ3MXR5TLPN2VK'}`
