@@ -275,11 +275,11 @@ describe('sync between devices and a server memory', () => {
     expect(rows.length).toBe(2)
     const other = await server.devices.add({ name: 'other tenant', tenantId: 'acme' })
     const event = { ...(await rawEvents(a))[0] }
-    const push = (token: string, r: unknown) => server.syncServer.push(token, { schemaVersion: SCHEMA_VERSION, rows: { events: [r] } } as never)
+    const push = (token: string, r: unknown) => server.syncServer.push(token, { schemaVersion: SCHEMA_VERSION, pulledUntil: null, rows: { events: [r] } } as never)
     await expect(push(other.token, event)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await expect(push(ra.token, { ...event, turn_index: -1 })).rejects.toMatchObject({ code: 'IMPORT_CORRUPT' })
     await expect(push(ra.token, { ...event, content: 'not an object' })).rejects.toBeInstanceOf(MemoryError)
-    await expect(server.syncServer.push(ra.token, { schemaVersion: SCHEMA_VERSION + 1, rows: {} })).rejects.toMatchObject({ code: 'NOT_SUPPORTED' })
+    await expect(server.syncServer.push(ra.token, { schemaVersion: SCHEMA_VERSION + 1, pulledUntil: null, rows: {} })).rejects.toMatchObject({ code: 'NOT_SUPPORTED' })
     expect((await server.diffSince(EPOCH)).events).toEqual([])
     // A secret in a pushed row is replaced, as a write replaces it.
     const key = `AKIA${'Q7WZ3MXR5TLPN2VK'}`

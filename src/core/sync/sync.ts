@@ -65,7 +65,13 @@ const pullRequest = z
     limit: z.number().int().min(1).max(MAX_PAGE_ROWS).default(DEFAULT_PAGE_ROWS),
   })
   .strict()
-const pushRequest = z.object({ schemaVersion: z.number().int(), rows: z.record(z.string(), z.array(z.record(z.string(), z.unknown()))) }).strict()
+const pushRequest = z
+  .object({
+    schemaVersion: z.number().int(),
+    pulledUntil: z.iso.datetime({ offset: true }).nullable(),
+    rows: z.record(z.string(), z.array(z.record(z.string(), z.unknown()))),
+  })
+  .strict()
 
 interface DeviceRow {
   id: string
@@ -74,7 +80,6 @@ interface DeviceRow {
   created_at: Date
   revoked_at: Date | null
   last_sync_at: Date | null
-  pulled_until: Date | null
 }
 
 const toDevice = (r: DeviceRow): SyncDevice => ({
@@ -173,7 +178,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
           return { ...end, rows: await selectRows(tx, await readCatalog(tx), { ...w, until: end.until }) }
         })
         const counts = countRows(page.rows)
-        if (Object.keys(counts).length > 0) await postSync(r, 'push', { schemaVersion, rows: page.rows })
+        if (Object.keys(counts).length > 0) await postSync(r, 'push', { schemaVersion, pulledUntil, rows: page.rows })
         addCounts(report.pushed, counts)
         await ctx.db.query(`UPDATE sync_remotes SET pushed_until = $2 WHERE url = $1`, [r.url, page.until])
         pushedUntil = page.until
@@ -231,17 +236,22 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
           const w = { since: q.since === null ? null : new Date(q.since), until: now, tenantId: device.tenant_id, server: true }
           const { until, more } = await pageEnd(tx, w, q.limit)
           const rows = await selectRows(tx, await readCatalog(tx), { ...w, until })
-          await tx.query(`UPDATE sync_devices SET last_sync_at = $2, pulled_until = $3 WHERE id = $1`, [device.id, now, until])
+          await tx.query(`UPDATE sync_devices SET last_sync_at = $2 WHERE id = $1`, [device.id, now])
           return { schemaVersion, tenantId: device.tenant_id, until: iso(until), more, rows }
         })
       },
       /** Applies what a device wrote, by the merge rules, in one transaction. */
-      async push(given: string, request: { schemaVersion: number; rows: SyncRows }): Promise<{ changed: Partial<Record<SyncTable, number>> }> {
+      async push(
+        given: string,
+        request: { schemaVersion: number; pulledUntil: string | null; rows: SyncRows },
+      ): Promise<{ changed: Partial<Record<SyncTable, number>> }> {
         noVault('serve a sync')
         const device = await deviceOf(ctx.db, given)
         const q = parseInput(pushRequest, request, 'push request')
         sameSchema(q.schemaVersion)
-        const side = { kind: 'server' as const, deviceId: device.id, at: ctx.now(), pulledUntil: device.pulled_until }
+        // What the device had taken when it chose these rows: forgets that came later win over them.
+        const pulledUntil = q.pulledUntil === null ? null : new Date(q.pulledUntil)
+        const side = { kind: 'server' as const, deviceId: device.id, at: ctx.now(), pulledUntil }
         const applied = await ctx.db.transaction(async (tx) =>
           applyRows(tx, await readCatalog(tx), q.rows as SyncRows, { side, tenantId: device.tenant_id }, hooks),
         )

@@ -3,8 +3,7 @@
  * exported: a device's tokens and cursors belong to the database that holds them.
  *
  * - `sync_devices` (on a server): the devices that may sync, each with the SHA-256 of its
- *   token (the token itself is never stored), the one tenant it syncs, and where its last
- *   pull ended (a forget that arrived after that is applied again to what it pushes).
+ *   token (the token itself is never stored) and the one tenant it syncs.
  * - `sync_received`: which device sent each row, when it arrived, and for an event the turn
  *   number its sender gave it. A server's pull lists what arrived in its window even when the
  *   row is dated long before; a pushed turn is told apart from another device's turn of the
@@ -21,8 +20,7 @@ CREATE TABLE sync_devices (
   token_hash  text NOT NULL UNIQUE,
   created_at  timestamptz NOT NULL,
   revoked_at  timestamptz,
-  last_sync_at timestamptz,
-  pulled_until timestamptz
+  last_sync_at timestamptz
 );
 
 CREATE TABLE sync_received (
