@@ -127,7 +127,8 @@ const timing = <R>(t: Timing<R>): Timing<never> => t
  */
 const ENGINE_RULES: MethodRules = {
   // Writes and the rows each changes, for the planner statistics. A turn is a few events with
-  // their chunks and edges; an import can replace everything; archiving reports its own rows.
+  // their chunks and edges; an import can replace everything; archiving and sync report their
+  // own rows.
   writes: {
     record: 1,
     recordTurn: 4,
@@ -138,8 +139,8 @@ const ENGINE_RULES: MethodRules = {
     'memories.update': 1,
     'archives.create': 0,
     'archives.restore': 0,
-    sync: MIN_REFRESH_ROWS,
-    'syncServer.push': MIN_REFRESH_ROWS,
+    sync: 0,
+    'syncServer.push': 0,
   },
   // The main writes and reads, reported to telemetry listeners.
   timings: {
@@ -336,6 +337,7 @@ export async function createEngine(options: EngineOptions) {
   const syncing = createSync(ctx, schemaVersion, {
     replayForget: (tx, target, upTo) => forgetting.replay(tx, target, upTo),
     rebuild: (tx, eventIds) => fileFormat.rebuild(tx, eventIds),
+    changed: (rows) => ctx.changed(rows),
   })
   const retrieval = { ...createSearch(ctx), ...createContext(ctx) }
   const conversationGraph = { ...createGraph(ctx), ...createConversationGraph(ctx) }

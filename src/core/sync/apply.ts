@@ -23,6 +23,8 @@ export interface ApplyHooks {
   replayForget: (tx: Queryable, target: unknown, upTo: Date) => Promise<void>
   /** Cuts the chunks of new events (and seals them under a vault). */
   rebuild: (tx: Queryable, eventIds: string[]) => Promise<unknown>
+  /** Tells the planner statistics how many rows changed. */
+  changed: (rows: number) => void
 }
 
 export interface Applied {
@@ -72,6 +74,7 @@ export async function applyRows(
   await hooks.rebuild(tx, eventIds)
   await noteReceived(c, c.side.kind === 'server' ? c.side.deviceId : FROM_SERVER, c.side.at)
   for (const t of SYNC_TABLES) if (!changed[t]) delete changed[t]
+  hooks.changed(Object.values(changed).reduce((n, k) => n + k, 0))
   return { changed, redactions }
 }
 
