@@ -32,7 +32,17 @@ import { createSearch, type SearchHit } from './retrieval/search.ts'
 import { ensureVectorIndex } from './db/vectors.ts'
 import { type ContextBundle, createContext } from './retrieval/context.ts'
 import { DEFAULT_SCORING, resolveScoring } from './kernel/scoring.ts'
-import { noVault, openVault, sealStored, type VaultInput, type VaultStatus, vaultInput, vaultLocked } from './privacy/vault.ts'
+import {
+  noVault,
+  openVault,
+  sealStored,
+  storeVaultRecord,
+  type VaultInput,
+  vaultInput,
+  vaultLocked,
+  type VaultRecord,
+  type VaultStatus,
+} from './privacy/vault.ts'
 import { parseInput } from './kernel/validate.ts'
 import { MemoryError } from './kernel/errors.ts'
 import { type MethodRules, wrapMethods } from './methods.ts'
@@ -313,11 +323,15 @@ export async function createEngine(options: EngineOptions) {
     // One nothing can read stays as it is (it holds nothing that could be read plain).
     if (rows.length > 0) await restoreArchives(tx, fileFormat, rows.map((r) => r.id), null, 'keep')
   }
-  /** Makes the vault, seals what is stored plain and restores the archives, all or nothing. */
-  const makeVault = async (key: VaultInput): Promise<void> => {
+  /**
+   * Makes the vault (with a new data key, or the one `joined` wraps: another memory's, which
+   * `key` must open), seals what is stored plain and restores the archives, all or nothing.
+   */
+  const makeVault = async (key: VaultInput, joined?: VaultRecord): Promise<void> => {
     const before = ctx.vault
     try {
       await ctx.db.transaction(async (tx) => {
+        if (joined) await storeVaultRecord(tx, joined)
         const vault = await openVault(tx, key)
         await sealStored(tx, vault)
         // The archives' rows are sealed as they come back, by this vault.
@@ -338,6 +352,7 @@ export async function createEngine(options: EngineOptions) {
     replayForget: (tx, target, upTo) => forgetting.replay(tx, target, upTo),
     rebuild: (tx, eventIds) => fileFormat.rebuild(tx, eventIds),
     changed: (rows) => ctx.changed(rows),
+    joinVault: (record, key) => makeVault(key, record),
   })
   const retrieval = { ...createSearch(ctx), ...createContext(ctx) }
   const conversationGraph = { ...createGraph(ctx), ...createConversationGraph(ctx) }

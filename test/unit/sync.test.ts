@@ -212,6 +212,44 @@ describe('sync between devices and a server memory', () => {
     expect(await held(b)).toEqual(await held(server))
   })
 
+  it('keeps high content sealed on the server, and opens it on a device that joined the vault', async () => {
+    const passphrase = 'a long shared passphrase'
+    const server = await openTestMemory({ indexing: 'manual' })
+    await using _s = server
+    const a = await openTestMemory({ indexing: 'manual', vault: { passphrase } })
+    await using _a = a
+    const b = await openTestMemory({ indexing: 'manual' })
+    await using _b = b
+    const c = await openTestMemory({ indexing: 'manual', vault: { passphrase } })
+    await using _c = c
+    const [ra, rb, rc] = await Promise.all(['laptop', 'phone', 'tablet'].map(async (name) => remoteTo(server, (await server.devices.add({ name })).token)))
+    const secret = 'the harbour gate code is 4471'
+    await a.recordTurn({ conversationId: 'c1', scope: { userId: 'ann' }, sensitivity: 'high', user: `${secret}?`, agent: 'Noted.' })
+    await a.remember({ content: `Ann said ${secret}`, category: 'fact', userId: 'ann', sensitivity: 'high' })
+    await b.recordTurn({ conversationId: 'c2', scope: { userId: 'ann' }, sensitivity: 'high', user: 'my locker is 12?', agent: 'Noted.' })
+    await a.sync(ra as SyncRemote)
+
+    // The server holds ciphertext only.
+    const onServer = JSON.stringify([await server.diffSince(EPOCH), await server.memories.list({ userId: 'ann' })])
+    expect(onServer).not.toContain('4471')
+    expect(onServer).toContain('sealed1:')
+
+    // A device without the vault must join it with the passphrase; a wrong one changes nothing.
+    await expect(b.sync(rb as SyncRemote)).rejects.toMatchObject({ code: 'VAULT_LOCKED' })
+    await expect(b.sync({ ...(rb as SyncRemote), vault: { passphrase: 'not the passphrase' } })).rejects.toMatchObject({ code: 'WRONG_PASSPHRASE' })
+    expect(await b.vault.status()).toBe('none')
+    await b.sync({ ...(rb as SyncRemote), vault: { passphrase } })
+    expect(await b.vault.status()).toBe('open')
+    expect(await textsOf(b, 'c1')).toEqual([`${secret}?`])
+    expect((await b.memories.list({ userId: 'ann' })).map((m) => m.content)).toEqual([`Ann said ${secret}`])
+    await a.sync(ra as SyncRemote)
+    expect(await textsOf(a, 'c2')).toEqual(['my locker is 12?'])
+    expect(JSON.stringify(await server.diffSince(EPOCH))).not.toContain('locker is 12')
+
+    // A vault of its own (another key, even under the same passphrase) cannot join.
+    await expect(c.sync(rc as SyncRemote)).rejects.toMatchObject({ code: 'CONFLICT' })
+  })
+
   it('refuses a wrong or revoked token, and keeps what the device synced', async () => {
     const { server, a, ra, deviceA } = await threeMemories()
     await using _s = server

@@ -104,6 +104,8 @@ export interface Vault {
   mac(text: string): Promise<string>
   /** Wraps the data key under another vault key; nothing sealed changes. */
   rewrap(db: Queryable, input: VaultInput): Promise<void>
+  /** A keyed id of the data key (hex): equal for two vaults with one key, and telling nothing of it. */
+  keyId(): Promise<string>
 }
 
 export interface ContentKeys {

@@ -21,6 +21,7 @@ import { CHANNELS, identifier } from '../kernel/scope.ts'
 import { timeInput } from '../kernel/time.ts'
 import type { ZodType } from 'zod'
 import { z } from '../kernel/validate.ts'
+import { SEALED_PREFIX } from '../privacy/vault.ts'
 
 /**
  * The rules an imported row obeys: those a row written through the API obeys. A file from
@@ -396,14 +397,14 @@ export function redactImportedRows(rows: Map<string, Record<string, unknown>[]>)
       for (const column of REDACTED_JSON[table] ?? []) {
         const value = r[column]
         if (value === undefined || value === null) continue
-        const out = redactJson(value as JsonValue)
+        const out = redactJson(value as JsonValue, { keep: isSealedText })
         if (out.findings === 0) continue
         r[column] = out.value
         found = mergeRedactions(found, out.redactions)
       }
       for (const column of REDACTED_TEXT[table] ?? []) {
         const value = r[column]
-        if (typeof value !== 'string') continue
+        if (typeof value !== 'string' || isSealedText(value)) continue
         const out = redact(value)
         if (out.findings.length === 0) continue
         r[column] = out.text
@@ -424,6 +425,9 @@ export function redactImportedRows(rows: Map<string, Record<string, unknown>[]>)
   }
   return total
 }
+
+/** A vault's ciphertext (a sync between devices of one key carries it): no secret to find. */
+const isSealedText = (text: string) => text.startsWith(SEALED_PREFIX)
 
 const isCount = (v: unknown): v is RedactionCount =>
   v !== null && typeof v === 'object' && typeof (v as RedactionCount).type === 'string' && Number.isInteger((v as RedactionCount).count)

@@ -60,6 +60,7 @@ const NOT_EXPORTED = new Set([
   'sync_devices',
   'sync_received',
   'sync_remotes',
+  'sync_vaults',
 ])
 
 export interface ExportOptions {
@@ -608,9 +609,16 @@ function dropVectorColumns(rows: ParsedFile['rows'], catalog: Catalog): void {
  * What an export file from anyone must say of itself: no sealed text where a vault seals (an
  * export opens it, so sealed text there was put by hand and no key of this memory opens it),
  * no event marked sealed; and each memory's hash is made again from its text, so a memory is
- * found as a duplicate of its own text only.
+ * found as a duplicate of its own text only. A sync between memories of one vault key
+ * (`sealed`) carries sealed rows as they are stored, each sealed memory with its keyed hash.
  */
-export function judgeRows(rows: Map<string, Record<string, unknown>[]>): void {
+export function judgeRows(rows: Map<string, Record<string, unknown>[]>, { sealed = false } = {}): void {
+  if (sealed) {
+    for (const row of rows.get('memories') ?? []) {
+      if (typeof row.content === 'string' && !row.content.startsWith(SEALED_PREFIX)) row.hash = memoryHash(row.content)
+    }
+    return
+  }
   for (const [table, columns] of Object.entries(SEALED_COLUMNS)) {
     for (const row of rows.get(table) ?? []) {
       for (const column of columns) {

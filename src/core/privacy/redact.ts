@@ -496,10 +496,14 @@ export function mergeRedactions(...lists: readonly (readonly RedactionCount[])[]
  * @example
  * redactJson({ args: { token: 'ghp_…' } }).redactions // → [{ type: 'github_token', count: 1 }]
  */
-export function redactJson<T extends JsonValue>(value: T): { value: T; findings: number; redactions: RedactionCount[] } {
+export function redactJson<T extends JsonValue>(
+  value: T,
+  options: { keep?: (text: string) => boolean } = {},
+): { value: T; findings: number; redactions: RedactionCount[] } {
   const found: { type: string }[] = []
   const walk = (v: JsonValue, name: string | undefined): JsonValue => {
     if (typeof v === 'string') {
+      if (options.keep?.(v)) return v
       const r = redact(v)
       if (r.findings.length === 0 && name !== undefined && isSecretName(name) && isSecretValue(v, name)) {
         found.push({ type: 'secret' })

@@ -125,6 +125,7 @@ const NO_VAULT: Vault = {
   open: (value) => Promise.resolve(value),
   mac: () => Promise.reject(new Error('vault: no vault')),
   rewrap: () => Promise.reject(new Error('vault: no vault')),
+  keyId: () => Promise.reject(new Error('vault: no vault')),
 }
 
 const LOCKED: Vault = {
@@ -134,6 +135,7 @@ const LOCKED: Vault = {
   sealJson: () => Promise.reject(vaultLocked("'high' content cannot be written")),
   mac: () => Promise.reject(vaultLocked("'high' content cannot be written")),
   rewrap: () => Promise.reject(vaultLocked('its key cannot be changed')),
+  keyId: () => Promise.reject(vaultLocked('its key is not known')),
 }
 
 export function noVault(): Vault {
@@ -250,6 +252,7 @@ async function sealingVault(dataKey: Uint8Array<ArrayBuffer>): Promise<Vault> {
     open: async <T>(value: T) => (await openDeep(value)) as T,
     mac: async (text) => hex((await sign('hash', text)).buffer),
     rewrap: (db, input) => storeDataKey(db, dataKey, input),
+    keyId: async () => hex((await sign('key id', '')).buffer),
   }
 }
 
@@ -310,6 +313,48 @@ export async function openVault(db: Queryable, input: VaultInput | undefined): P
     })
   }
   return sealingVault(dataKey)
+}
+
+/** A vault's stored row as a sync carries it: the data key wrapped, never the key. */
+export interface VaultRecord {
+  kind: 'passphrase' | 'key'
+  /** Base64, for a passphrase. */
+  salt: string | null
+  iterations: number | null
+  /** Base64: iv, then the data key sealed under the passphrase's key. */
+  wrapped: string
+}
+
+export const vaultRecord = z
+  .object({
+    kind: z.enum(['passphrase', 'key']),
+    salt: z.base64().max(64).nullable(),
+    iterations: z.number().int().min(1).max(10_000_000).nullable(),
+    wrapped: z.base64().max(256),
+  })
+  .strict()
+
+/** This memory's vault row as a record, or null without a vault. */
+export async function readVaultRecord(db: Queryable): Promise<VaultRecord | null> {
+  const { rows } = await db.query<VaultRow>(`SELECT kind, salt, iterations, wrapped FROM vault`)
+  const row = rows[0]
+  if (!row) return null
+  return {
+    kind: row.kind,
+    salt: row.salt ? toBase64(new Uint8Array(row.salt)) : null,
+    iterations: row.iterations,
+    wrapped: toBase64(new Uint8Array(row.wrapped)),
+  }
+}
+
+/** Stores another memory's vault row as this memory's own (it has none): its key opens it. */
+export async function storeVaultRecord(db: Queryable, record: VaultRecord): Promise<void> {
+  await db.query(`INSERT INTO vault (kind, salt, iterations, wrapped, created_at) VALUES ($1, $2, $3, $4, now())`, [
+    record.kind,
+    record.salt === null ? null : fromBase64(record.salt),
+    record.iterations,
+    fromBase64(record.wrapped),
+  ])
 }
 
 /** Stores the data key wrapped under `input`, replacing the wrapping it had. */

@@ -49,10 +49,10 @@ export async function applyRows(
   tx: Queryable,
   catalog: Catalog,
   rows: SyncRows,
-  o: { side: Side; tenantId: string },
+  o: { side: Side; tenantId: string; sealed: boolean },
   hooks: ApplyHooks,
 ): Promise<Applied> {
-  const redactions = judge(rows, catalog, o.tenantId)
+  const redactions = judge(rows, catalog, o.tenantId, o.sealed)
   // Relations come with every page; without other rows there is nothing to merge, and the
   // Cypher graph need not be drawn again.
   if (Object.keys(countRows(rows)).length === 0) return { changed: {}, redactions }
@@ -78,8 +78,11 @@ export async function applyRows(
   return { changed, redactions }
 }
 
-/** The import rules (row shapes, no secrets, no sealed text), and one tenant only. */
-function judge(rows: SyncRows, catalog: Catalog, tenantId: string): RedactionCount[] {
+/**
+ * The import rules (row shapes, no secrets, no sealed text unless both sides share a vault
+ * key), and one tenant only.
+ */
+function judge(rows: SyncRows, catalog: Catalog, tenantId: string, sealed: boolean): RedactionCount[] {
   const map = new Map<string, Record<string, unknown>[]>()
   for (const [table, list] of Object.entries(rows)) {
     if (!(SYNC_TABLES as readonly string[]).includes(table) || !Array.isArray(list)) {
@@ -90,7 +93,7 @@ function judge(rows: SyncRows, catalog: Catalog, tenantId: string): RedactionCou
   judgeImportedRows(map, catalog.keys)
   for (const [table, list] of map) checkCounters(table, list)
   const redactions = redactImportedRows(map)
-  judgeRows(map)
+  judgeRows(map, { sealed })
   for (const [table, list] of map) {
     for (const r of list) {
       const tenant = table === 'forget_log' ? forgetTenant(r.target) : table === 'relations' ? tenantId : r.tenant_id

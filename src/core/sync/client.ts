@@ -1,6 +1,11 @@
 import { isErrorCode, MemoryError } from '../kernel/errors.ts'
 import { identifier } from '../kernel/scope.ts'
 import { parseInput, z } from '../kernel/validate.ts'
+import { type VaultInput, vaultInput, vaultRecord } from '../privacy/vault.ts'
+
+/** A tenant's vault as the server holds it: the wrapped key, and the keyed id of the key. */
+export const sharedVault = vaultRecord.extend({ keyId: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 hex digits') })
+export type SharedVault = z.output<typeof sharedVault>
 
 /** The most changed rows one request may ask for. */
 export const MAX_PAGE_ROWS = 20_000
@@ -17,6 +22,11 @@ export interface SyncRemote {
   fetch?: Fetch
   /** About how many changed rows one request carries (default 2,000): a larger sync takes several. */
   pageRows?: number
+  /**
+   * The passphrase or key of the vault the server holds for this tenant: a memory without a
+   * vault joins it on its first sync (its `high` rows are sealed under that key).
+   */
+  vault?: VaultInput
 }
 
 export const syncRemote = z
@@ -28,6 +38,7 @@ export const syncRemote = z
     token: z.string().min(1, 'must not be empty').max(200),
     fetch: z.custom<Fetch>((f) => typeof f === 'function', 'must be a function').optional(),
     pageRows: z.number().int().min(1).max(MAX_PAGE_ROWS).optional(),
+    vault: vaultInput.optional(),
   })
   .strict()
 
@@ -37,6 +48,7 @@ const pullAnswer = z
     tenantId: identifier,
     until: z.iso.datetime({ offset: true }),
     more: z.boolean(),
+    vault: sharedVault.nullable(),
     rows: z.record(z.string(), z.array(z.record(z.string(), z.unknown()))),
   })
   .strict()

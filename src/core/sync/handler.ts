@@ -24,6 +24,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   INVALID_INPUT: 400,
   IMPORT_CORRUPT: 400,
   NOT_SUPPORTED: 409,
+  CONFLICT: 409,
   NOT_FOUND: 404,
   STORAGE_UNAVAILABLE: 503,
 }

@@ -10,7 +10,13 @@ import { readCatalog } from '../portable/portable.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
 import { cutNow } from '../retrieval/changes.ts'
 import { type ApplyHooks, applyRows } from './apply.ts'
-import { MAX_PAGE_ROWS, postSync, type SyncRemote, syncRemote } from './client.ts'
+import { MAX_PAGE_ROWS, postSync, type SharedVault, sharedVault, type SyncRemote, syncRemote } from './client.ts'
+import { readVaultRecord, type VaultInput, vaultLocked, type VaultRecord } from '../privacy/vault.ts'
+
+export interface SyncHooks extends ApplyHooks {
+  /** Makes this memory's vault from another's record, which `key` opens, and seals what is plain. */
+  joinVault: (record: VaultRecord, key: VaultInput) => Promise<void>
+}
 import { countRows, pageEnd, selectRows, type SyncRows, type SyncTable } from './rows.ts'
 
 export type { SyncRemote } from './client.ts'
@@ -45,6 +51,8 @@ export interface PullAnswer {
   until: string
   /** The answer stopped at its page's end: ask again from `until`. */
   more: boolean
+  /** The tenant's vault, whose key every device of the tenant must hold. */
+  vault: SharedVault | null
   rows: SyncRows
 }
 
@@ -69,6 +77,7 @@ const pushRequest = z
   .object({
     schemaVersion: z.number().int(),
     pulledUntil: z.iso.datetime({ offset: true }).nullable(),
+    vault: sharedVault.nullable().default(null),
     rows: z.record(z.string(), z.array(z.record(z.string(), z.unknown()))),
   })
   .strict()
@@ -101,9 +110,61 @@ function newToken(): string {
  * Sync between devices and a server memory (docs/sync.md): `sync` on a device, `devices` and
  * `syncServer` on the server, which `createSyncHandler` serves over HTTP.
  */
-export function createSync(ctx: EngineContext, schemaVersion: number, hooks: ApplyHooks) {
-  const noVault = (what: string) => {
-    if (ctx.vault.status !== 'none') throw new MemoryError('NOT_SUPPORTED', `A memory with a vault cannot ${what} yet.`)
+export function createSync(ctx: EngineContext, schemaVersion: number, hooks: SyncHooks) {
+  /** This device's vault as a push carries it (null without one); a locked one cannot sync. */
+  async function ownVault(): Promise<SharedVault | null> {
+    if (ctx.vault.status === 'none') return null
+    if (ctx.vault.status === 'locked') throw vaultLocked('it cannot sync: open it with its key')
+    const record = await readVaultRecord(ctx.db)
+    return record && { ...record, keyId: await ctx.vault.keyId() }
+  }
+
+  /**
+   * Device: the server's vault for the tenant and this memory's must hold one key. A memory
+   * without a vault joins the server's with the key `given`; one with another key is refused.
+   */
+  async function agreeOnVault(theirs: SharedVault | null, given: VaultInput | undefined): Promise<void> {
+    const mine = await ownVault()
+    if (theirs === null || (mine && mine.keyId === theirs.keyId)) return
+    if (mine) throw new MemoryError('CONFLICT', "This memory's vault has another key than the one the server holds for this tenant.")
+    if (!given) {
+      throw new MemoryError('VAULT_LOCKED', "The server keeps this tenant's memory under a vault: sync with its passphrase or key as `vault` to join it.")
+    }
+    const { keyId: _, ...record } = theirs
+    await hooks.joinVault(record, given)
+  }
+
+  /** A server memory holds no vault of its own: it keeps each tenant's sealed rows as they come. */
+  const noVault = () => {
+    if (ctx.vault.status !== 'none') throw new MemoryError('NOT_SUPPORTED', 'A memory with a vault of its own cannot serve a sync.')
+  }
+
+  /** Server: the tenant's vault, or null. */
+  async function tenantVault(db: Queryable, tenantId: string): Promise<SharedVault | null> {
+    const { rows } = await db.query<{ key_id: string; kind: 'passphrase' | 'key'; salt: Uint8Array | null; iterations: number | null; wrapped: Uint8Array }>(
+      `SELECT key_id, kind, salt, iterations, wrapped FROM sync_vaults WHERE tenant_id = $1`,
+      [tenantId],
+    )
+    const v = rows[0]
+    if (!v) return null
+    const b64 = (u: Uint8Array) => btoa(String.fromCharCode(...u))
+    return { keyId: v.key_id, kind: v.kind, salt: v.salt ? b64(v.salt) : null, iterations: v.iterations, wrapped: b64(v.wrapped) }
+  }
+
+  /** Server: a push's vault must be the tenant's; the first one pushed becomes the tenant's. */
+  async function checkPushedVault(tx: Queryable, tenantId: string, pushed: SharedVault | null, at: Date): Promise<void> {
+    const held = await tenantVault(tx, tenantId)
+    if (held === null && pushed === null) return
+    if (held && pushed && held.keyId === pushed.keyId) return
+    if (held) {
+      throw new MemoryError('CONFLICT', pushed ? "The device's vault has another key than this tenant's." : "This tenant's memory has a vault; the device has none.")
+    }
+    const p = pushed as SharedVault
+    const bytes = (b64: string) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))
+    await tx.query(
+      `INSERT INTO sync_vaults (tenant_id, key_id, kind, salt, iterations, wrapped, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [tenantId, p.keyId, p.kind, p.salt === null ? null : bytes(p.salt), p.iterations, bytes(p.wrapped), at],
+    )
   }
 
   /** The device a token names, or UNAUTHORIZED for a token unknown or revoked. */
@@ -126,7 +187,9 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
   async function takePull(url: string, answer: PullAnswer, pushedUntil: Date | null) {
     sameSchema(answer.schemaVersion)
     return ctx.db.transaction(async (tx) => {
-      const applied = await applyRows(tx, await readCatalog(tx), answer.rows, { side: { kind: 'device', pushedUntil, at: new Date(answer.until) }, tenantId: answer.tenantId }, hooks)
+      const side = { kind: 'device' as const, pushedUntil, at: new Date(answer.until) }
+      const sealed = answer.vault !== null
+      const applied = await applyRows(tx, await readCatalog(tx), answer.rows, { side, tenantId: answer.tenantId, sealed }, hooks)
       await tx.query(
         `INSERT INTO sync_remotes (url, tenant_id, pulled_until) VALUES ($1, $2, $3)
          ON CONFLICT (url) DO UPDATE SET tenant_id = excluded.tenant_id, pulled_until = excluded.pulled_until`,
@@ -148,7 +211,6 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
      */
     async sync(remote: SyncRemote): Promise<SyncReport> {
       const r = parseInput(syncRemote, remote, 'sync remote')
-      noVault('sync')
       const limit = r.pageRows ?? DEFAULT_PAGE_ROWS
       const { rows: state } = await ctx.db.query<{ pulled_until: Date | null; pushed_until: Date | null }>(
         `SELECT pulled_until, pushed_until FROM sync_remotes WHERE url = $1`,
@@ -159,6 +221,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
       const pull = async (since: string | null, pushedUntil: Date | null): Promise<string> => {
         for (let from = since; ; ) {
           const answer = (await postSync(r, 'pull', { schemaVersion, since: from, limit })) as PullAnswer
+          await agreeOnVault(answer.vault, r.vault)
           const applied = await takePull(r.url, answer, pushedUntil)
           addCounts(report.pulled, applied.changed)
           report.redactions.push(...applied.redactions)
@@ -178,7 +241,9 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
           return { ...end, rows: await selectRows(tx, await readCatalog(tx), { ...w, until: end.until }) }
         })
         const counts = countRows(page.rows)
-        if (Object.keys(counts).length > 0) await postSync(r, 'push', { schemaVersion, pulledUntil, rows: page.rows })
+        if (Object.keys(counts).length > 0) {
+          await postSync(r, 'push', { schemaVersion, pulledUntil, vault: await ownVault(), rows: page.rows })
+        }
         addCounts(report.pushed, counts)
         await ctx.db.query(`UPDATE sync_remotes SET pushed_until = $2 WHERE url = $1`, [r.url, page.until])
         pushedUntil = page.until
@@ -227,7 +292,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
     syncServer: {
       /** What changed for the token's tenant after `since`, up to now. */
       async pull(given: string, request: { schemaVersion: number; since: string | null; limit?: number }): Promise<PullAnswer> {
-        noVault('serve a sync')
+        noVault()
         const device = await deviceOf(ctx.db, given)
         const q = parseInput(pullRequest, request, 'pull request')
         sameSchema(q.schemaVersion)
@@ -237,24 +302,27 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: App
           const { until, more } = await pageEnd(tx, w, q.limit)
           const rows = await selectRows(tx, await readCatalog(tx), { ...w, until })
           await tx.query(`UPDATE sync_devices SET last_sync_at = $2 WHERE id = $1`, [device.id, now])
-          return { schemaVersion, tenantId: device.tenant_id, until: iso(until), more, rows }
+          const vault = await tenantVault(tx, device.tenant_id)
+          return { schemaVersion, tenantId: device.tenant_id, until: iso(until), more, vault, rows }
         })
       },
       /** Applies what a device wrote, by the merge rules, in one transaction. */
       async push(
         given: string,
-        request: { schemaVersion: number; pulledUntil: string | null; rows: SyncRows },
+        request: { schemaVersion: number; pulledUntil: string | null; vault?: SharedVault | null; rows: SyncRows },
       ): Promise<{ changed: Partial<Record<SyncTable, number>> }> {
-        noVault('serve a sync')
+        noVault()
         const device = await deviceOf(ctx.db, given)
         const q = parseInput(pushRequest, request, 'push request')
         sameSchema(q.schemaVersion)
         // What the device had taken when it chose these rows: forgets that came later win over them.
         const pulledUntil = q.pulledUntil === null ? null : new Date(q.pulledUntil)
         const side = { kind: 'server' as const, deviceId: device.id, at: ctx.now(), pulledUntil }
-        const applied = await ctx.db.transaction(async (tx) =>
-          applyRows(tx, await readCatalog(tx), q.rows as SyncRows, { side, tenantId: device.tenant_id }, hooks),
-        )
+        const applied = await ctx.db.transaction(async (tx) => {
+          await checkPushedVault(tx, device.tenant_id, q.vault, side.at)
+          const o = { side, tenantId: device.tenant_id, sealed: q.vault !== null }
+          return applyRows(tx, await readCatalog(tx), q.rows, o, hooks)
+        })
         return { changed: applied.changed }
       },
     },

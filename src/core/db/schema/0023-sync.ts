@@ -9,6 +9,9 @@
  *   row is dated long before; a pushed turn is told apart from another device's turn of the
  *   same number, and a later event of a turn the server moved follows it. A device notes
  *   what its server sent, so it never takes those rows for its own.
+ * - `sync_vaults` (on a server): each tenant's vault key as its devices hold it, wrapped
+ *   under their passphrase (the server can unwrap none), and a keyed id of the key, so a
+ *   device with another key is refused. The server keeps their sealed rows sealed.
  * - `sync_remotes` (on a device): for each server, where the last pull ended (the server's
  *   time) and up to when this device's own rows were pushed (the device's time).
  */
@@ -32,6 +35,16 @@ CREATE TABLE sync_received (
   PRIMARY KEY (tbl, row_id)
 );
 CREATE INDEX sync_received_at ON sync_received (received_at);
+
+CREATE TABLE sync_vaults (
+  tenant_id   text PRIMARY KEY,
+  key_id      text NOT NULL,
+  kind        text NOT NULL CHECK (kind IN ('passphrase','key')),
+  salt        bytea,
+  iterations  int,
+  wrapped     bytea NOT NULL,
+  created_at  timestamptz NOT NULL
+);
 
 CREATE TABLE sync_remotes (
   url          text PRIMARY KEY,
