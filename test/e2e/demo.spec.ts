@@ -108,8 +108,10 @@ test('a new user asks the agent to change a file, sees the turn in the graph, ed
   await expect(page.locator('#panel-storage table')).toContainText('events')
   await page.screenshot({ path: `${SHOTS}/storage.png` })
 
-  // Keyboard: arrow keys move between the panels.
+  // Keyboard: arrow keys move between the panels, from the last back to the first.
   await page.getByRole('tab', { name: 'Storage' }).focus()
+  await page.keyboard.press('ArrowRight')
+  await expect(page.getByRole('tab', { name: 'Sync' })).toBeFocused()
   await page.keyboard.press('ArrowRight')
   await expect(page.getByRole('tab', { name: 'Context' })).toBeFocused()
   await expect(page.getByRole('tab', { name: 'Context' })).toHaveAttribute('aria-selected', 'true')
