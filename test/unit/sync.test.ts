@@ -72,21 +72,31 @@ async function textsOf(memory: NodeMemory, conversationId: string) {
 const turn = (memory: NodeMemory, conversationId: string, text: string) =>
   memory.recordTurn({ conversationId, scope: { userId: 'ann' }, user: `${text}?`, agent: `${text}.` })
 
+/** A server memory and two devices (a laptop, a phone) with their remotes; all closed on dispose. */
 async function threeMemories() {
   const server = await openTestMemory({ indexing: 'manual' })
   const a = await openTestMemory({ indexing: 'manual' })
   const b = await openTestMemory({ indexing: 'manual' })
   const ta = await server.devices.add({ name: 'laptop' })
   const tb = await server.devices.add({ name: 'phone' })
-  return { server, a, b, ra: remoteTo(server, ta.token), rb: remoteTo(server, tb.token), deviceA: ta.deviceId, deviceB: tb.deviceId }
+  return {
+    server,
+    a,
+    b,
+    ra: remoteTo(server, ta.token),
+    rb: remoteTo(server, tb.token),
+    deviceA: ta.deviceId,
+    [Symbol.asyncDispose]: async () => {
+      await Promise.all([a.close(), b.close()])
+      await server.close()
+    },
+  }
 }
 
 describe('sync between devices and a server memory', () => {
   it('gives two devices that wrote the same conversation offline the same memory, nothing twice', async () => {
-    const { server, a, b, ra, rb } = await threeMemories()
-    await using _s = server
-    await using _a = a
-    await using _b = b
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
     await turn(a, 'c1', 'first')
     await turn(a, 'c1', 'second')
     await a.sync(ra)
@@ -125,10 +135,8 @@ describe('sync between devices and a server memory', () => {
   })
 
   it("keeps a device's turns apart and in order when the server moves them, page by page", async () => {
-    const { server, a, b, ra, rb } = await threeMemories()
-    await using _s = server
-    await using _a = a
-    await using _b = b
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
     for (const text of ['laptop one', 'laptop two', 'laptop three']) await turn(a, 'c1', text)
     await turn(b, 'c1', 'phone one')
     // The phone syncs after the laptop pulled and before it pushes: the server moves the laptop's turns.
@@ -142,10 +150,8 @@ describe('sync between devices and a server memory', () => {
   it('gives the same memory when a sync is cut off at any request and run again, pages of a few rows each', async () => {
     for (const op of ['pull', 'push'] as const) {
       for (const when of ['before', 'after'] as const) {
-        const { server, a, b, ra, rb } = await threeMemories()
-        await using _s = server
-        await using _a = a
-        await using _b = b
+        await using t = await threeMemories()
+        const { server, a, b, ra, rb } = t
         await turn(b, 'c1', 'the phone first')
         await b.kv.put('user:ann', 'prefs', 'theme', { text: 'dark' })
         await b.sync(rb)
@@ -183,10 +189,8 @@ describe('sync between devices and a server memory', () => {
   })
 
   it('carries the later change of a memory, a removed edge, a deleted policy entry and a forget by id', async () => {
-    const { server, a, b, ra, rb } = await threeMemories()
-    await using _s = server
-    await using _a = a
-    await using _b = b
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
     const kept = await a.remember({ content: 'Ann ships on Tuesdays', category: 'fact', userId: 'ann' })
     const gone = await a.remember({ content: 'Ann drinks tea', category: 'preference', userId: 'ann' })
     await a.graph.putGraph({ relations: [{ name: 'related_to' }], edges: [{ src: kept.id, rel: 'related_to', dst: gone.id }] })
@@ -251,9 +255,8 @@ describe('sync between devices and a server memory', () => {
   })
 
   it('refuses a wrong or revoked token, and keeps what the device synced', async () => {
-    const { server, a, ra, deviceA } = await threeMemories()
-    await using _s = server
-    await using _a = a
+    await using t = await threeMemories()
+    const { server, a, ra, deviceA } = t
     await turn(a, 'c1', 'before the revoke')
     await a.sync(ra)
     await expect(a.sync({ ...ra, token: 'engram_sync_wrong' })).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
@@ -269,10 +272,8 @@ describe('sync between devices and a server memory', () => {
   })
 
   it('carries a forget to the server and the other devices, keeping what was written after it', async () => {
-    const { server, a, b, ra, rb } = await threeMemories()
-    await using _s = server
-    await using _a = a
-    await using _b = b
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
     await turn(a, 'c1', 'a secret plan')
     await a.sync(ra)
     await b.sync(rb)
@@ -288,10 +289,8 @@ describe('sync between devices and a server memory', () => {
   })
 
   it("forgets on the server what a device sent after another device's forget of it arrived", async () => {
-    const { server, a, b, ra, rb } = await threeMemories()
-    await using _s = server
-    await using _a = a
-    await using _b = b
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
     await turn(a, 'c1', 'a plan')
     await a.sync(ra)
     await b.sync(rb)
@@ -305,9 +304,8 @@ describe('sync between devices and a server memory', () => {
   })
 
   it('refuses a push of rows that break a rule or belong to another tenant, and writes none of it', async () => {
-    const { server, a, ra } = await threeMemories()
-    await using _s = server
-    await using _a = a
+    await using t = await threeMemories()
+    const { server, a, ra } = t
     await turn(a, 'c1', 'hello')
     const rows = (await a.diffSince(EPOCH)).events
     expect(rows.length).toBe(2)

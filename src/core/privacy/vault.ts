@@ -272,7 +272,7 @@ async function keyFromPassphrase(passphrase: string, salt: Uint8Array<ArrayBuffe
   )
 }
 
-interface VaultRow {
+export interface VaultRow {
   kind: 'passphrase' | 'key'
   salt: Uint8Array | null
   iterations: number | null
@@ -334,11 +334,8 @@ export const vaultRecord = z
   })
   .strict()
 
-/** This memory's vault row as a record, or null without a vault. */
-export async function readVaultRecord(db: Queryable): Promise<VaultRecord | null> {
-  const { rows } = await db.query<VaultRow>(`SELECT kind, salt, iterations, wrapped FROM vault`)
-  const row = rows[0]
-  if (!row) return null
+/** A stored vault row (this memory's, or a tenant's on a sync server) as a record. */
+export function toVaultRecord(row: VaultRow): VaultRecord {
   return {
     kind: row.kind,
     salt: row.salt ? toBase64(new Uint8Array(row.salt)) : null,
@@ -347,14 +344,20 @@ export async function readVaultRecord(db: Queryable): Promise<VaultRecord | null
   }
 }
 
+/** A record as the columns `kind, salt, iterations, wrapped` store it. */
+export function vaultRecordColumns(record: VaultRecord): [string, Uint8Array | null, number | null, Uint8Array] {
+  return [record.kind, record.salt === null ? null : fromBase64(record.salt), record.iterations, fromBase64(record.wrapped)]
+}
+
+/** This memory's vault row as a record, or null without a vault. */
+export async function readVaultRecord(db: Queryable): Promise<VaultRecord | null> {
+  const { rows } = await db.query<VaultRow>(`SELECT kind, salt, iterations, wrapped FROM vault`)
+  return rows[0] ? toVaultRecord(rows[0]) : null
+}
+
 /** Stores another memory's vault row as this memory's own (it has none): its key opens it. */
 export async function storeVaultRecord(db: Queryable, record: VaultRecord): Promise<void> {
-  await db.query(`INSERT INTO vault (kind, salt, iterations, wrapped, created_at) VALUES ($1, $2, $3, $4, now())`, [
-    record.kind,
-    record.salt === null ? null : fromBase64(record.salt),
-    record.iterations,
-    fromBase64(record.wrapped),
-  ])
+  await db.query(`INSERT INTO vault (kind, salt, iterations, wrapped, created_at) VALUES ($1, $2, $3, $4, now())`, vaultRecordColumns(record))
 }
 
 /** Stores the data key wrapped under `input`, replacing the wrapping it had. */

@@ -195,59 +195,52 @@ async function applyEvents(c: Ctx, rows: Record<string, unknown>[]): Promise<{ i
 
 /** Server: the new number of each pushed turn that must move, by `turnKey`. */
 async function numberPushedTurns(c: Ctx, deviceId: string, fresh: readonly Record<string, unknown>[]): Promise<Map<string, number>> {
-  const byConversation = new Map<string, { tenant: unknown; conversation: unknown; turns: Set<number> }>()
+  const turns = new Map<string, { tenant_id: unknown; conversation_id: unknown; turn_index: number }>()
   for (const r of fresh) {
     if (typeof r.turn_index !== 'number') continue
-    const k = JSON.stringify([r.tenant_id, r.conversation_id])
-    const entry = byConversation.get(k) ?? { tenant: r.tenant_id, conversation: r.conversation_id, turns: new Set<number>() }
-    entry.turns.add(r.turn_index)
-    byConversation.set(k, entry)
+    turns.set(turnKey(r.tenant_id, r.conversation_id, r.turn_index), { tenant_id: r.tenant_id, conversation_id: r.conversation_id, turn_index: r.turn_index })
   }
+  if (turns.size === 0) return new Map()
+  // Each pushed turn: where this device's earlier events of that number went, whether another
+  // side holds the number (another device, the server itself, an archive, or this device's turn
+  // moved there from another number), and the conversation's next free number.
+  const { rows } = await c.tx.query<{ tenant_id: string; conversation_id: string; turn_index: number; sent_to: number | null; taken: boolean; next_free: number }>(
+    `SELECT x.tenant_id, x.conversation_id, x.turn_index,
+            (SELECT e.turn_index FROM events e JOIN sync_received r ON r.tbl = 'events' AND r.row_id = e.id
+              WHERE e.tenant_id = x.tenant_id AND e.conversation_id = x.conversation_id
+                AND r.device_id = $2 AND r.turn_index = x.turn_index LIMIT 1) AS sent_to,
+            EXISTS (SELECT 1 FROM events e LEFT JOIN sync_received r ON r.tbl = 'events' AND r.row_id = e.id
+              WHERE e.tenant_id = x.tenant_id AND e.conversation_id = x.conversation_id AND e.turn_index = x.turn_index
+                AND (r.device_id IS DISTINCT FROM $2 OR r.turn_index IS DISTINCT FROM x.turn_index))
+              OR EXISTS (SELECT 1 FROM archives a WHERE a.tenant_id = x.tenant_id AND a.conversation_id = x.conversation_id
+                AND a.next_turn_index > x.turn_index) AS taken,
+            greatest((SELECT max(turn_index) + 1 FROM events e WHERE e.tenant_id = x.tenant_id AND e.conversation_id = x.conversation_id),
+                     (SELECT max(next_turn_index) FROM archives a WHERE a.tenant_id = x.tenant_id AND a.conversation_id = x.conversation_id),
+                     0)::int AS next_free
+       FROM jsonb_to_recordset($1::jsonb) AS x(tenant_id text, conversation_id text, turn_index int)
+      ORDER BY x.tenant_id, x.conversation_id, x.turn_index`,
+    [JSON.stringify([...turns.values()]), deviceId],
+  )
+  // Per conversation, in order: a turn keeps its number until the first one taken; that one
+  // and every later one take the next free numbers, past every number pushed.
   const moved = new Map<string, number>()
-  for (const { tenant, conversation, turns } of byConversation.values()) {
-    let next: number | null = null
-    for (const turn of [...turns].sort((a, b) => a - b)) {
-      // A later event of a turn this device sent before goes where that turn went.
-      const { rows: sent } = await c.tx.query<{ turn_index: number }>(
-        `SELECT e.turn_index FROM events e JOIN sync_received r ON r.tbl = 'events' AND r.row_id = e.id
-          WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND r.device_id = $3 AND r.turn_index = $4 LIMIT 1`,
-        [tenant, conversation, deviceId, turn],
-      )
-      if (sent[0]) {
-        if (sent[0].turn_index !== turn) moved.set(turnKey(tenant, conversation, turn), sent[0].turn_index)
-        continue
-      }
-      if (next === null && (await takenByOther(c, tenant, conversation, turn, deviceId))) {
-        const { rows } = await c.tx.query<{ next: number }>(
-          `SELECT greatest((SELECT max(turn_index) + 1 FROM events WHERE tenant_id = $1 AND conversation_id = $2),
-                           (SELECT max(next_turn_index) FROM archives WHERE tenant_id = $1 AND conversation_id = $2),
-                           $3::int + 1, 0)::int AS next`,
-          [tenant, conversation, Math.max(...turns)],
-        )
-        next = rows[0]?.next ?? 0
-      }
-      if (next !== null) moved.set(turnKey(tenant, conversation, turn), next++)
+  let conversation = ''
+  let next: number | null = null
+  for (const t of rows) {
+    const key = JSON.stringify([t.tenant_id, t.conversation_id])
+    if (key !== conversation) [conversation, next] = [key, null]
+    const k = turnKey(t.tenant_id, t.conversation_id, t.turn_index)
+    if (t.sent_to !== null) {
+      if (t.sent_to !== t.turn_index) moved.set(k, t.sent_to)
+      continue
     }
+    if (next === null && t.taken) {
+      const top = Math.max(...rows.filter((r) => JSON.stringify([r.tenant_id, r.conversation_id]) === key).map((r) => r.turn_index))
+      next = Math.max(t.next_free, top + 1)
+    }
+    if (next !== null) moved.set(k, next++)
   }
   return moved
-}
-
-/**
- * Whether a turn number is held here by an event another device (or this server) wrote, or one
- * this device sent under another number.
- */
-async function takenByOther(c: Ctx, tenant: unknown, conversation: unknown, turn: number, deviceId: string): Promise<boolean> {
-  const { rows } = await c.tx.query<{ taken: boolean }>(
-    `SELECT EXISTS (
-       SELECT 1 FROM events e LEFT JOIN sync_received r ON r.tbl = 'events' AND r.row_id = e.id
-        WHERE e.tenant_id = $1 AND e.conversation_id = $2 AND e.turn_index = $3
-          AND (r.device_id IS DISTINCT FROM $4 OR r.turn_index IS DISTINCT FROM $3)
-     ) OR EXISTS (
-       SELECT 1 FROM archives WHERE tenant_id = $1 AND conversation_id = $2 AND next_turn_index > $3
-     ) AS taken`,
-    [tenant, conversation, turn, deviceId],
-  )
-  return rows[0]?.taken === true
 }
 
 /**

@@ -6,12 +6,20 @@ import { newId } from '../kernel/ids.ts'
 import { identifier } from '../kernel/scope.ts'
 import { iso } from '../kernel/time.ts'
 import { parseInput, z } from '../kernel/validate.ts'
-import { readCatalog } from '../portable/portable.ts'
+import { type Catalog, readCatalog } from '../portable/portable.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
 import { cutNow } from '../retrieval/changes.ts'
 import { type ApplyHooks, applyRows } from './apply.ts'
 import { MAX_PAGE_ROWS, postSync, type SharedVault, sharedVault, type SyncRemote, syncRemote } from './client.ts'
-import { readVaultRecord, type VaultInput, vaultLocked, type VaultRecord } from '../privacy/vault.ts'
+import {
+  readVaultRecord,
+  toVaultRecord,
+  type VaultInput,
+  vaultLocked,
+  type VaultRecord,
+  vaultRecordColumns,
+  type VaultRow,
+} from '../privacy/vault.ts'
 
 export interface SyncHooks extends ApplyHooks {
   /** Makes this memory's vault from another's record, which `key` opens, and seals what is plain. */
@@ -111,6 +119,11 @@ function newToken(): string {
  * `syncServer` on the server, which `createSyncHandler` serves over HTTP.
  */
 export function createSync(ctx: EngineContext, schemaVersion: number, hooks: SyncHooks) {
+  // The tables and columns a sync reads and writes: the schema is migrated before the engine
+  // exists and does not change while it runs, so it is read once.
+  let catalog: Catalog | undefined
+  const tables = async (q: Queryable) => (catalog ??= await readCatalog(q))
+
   /** This device's vault as a push carries it (null without one); a locked one cannot sync. */
   async function ownVault(): Promise<SharedVault | null> {
     if (ctx.vault.status === 'none') return null
@@ -124,8 +137,9 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: Syn
    * without a vault joins the server's with the key `given`; one with another key is refused.
    */
   async function agreeOnVault(theirs: SharedVault | null, given: VaultInput | undefined): Promise<void> {
+    if (theirs === null && ctx.vault.status !== 'locked') return
     const mine = await ownVault()
-    if (theirs === null || (mine && mine.keyId === theirs.keyId)) return
+    if (theirs === null || mine?.keyId === theirs.keyId) return
     if (mine) throw new MemoryError('CONFLICT', "This memory's vault has another key than the one the server holds for this tenant.")
     if (!given) {
       throw new MemoryError('VAULT_LOCKED', "The server keeps this tenant's memory under a vault: sync with its passphrase or key as `vault` to join it.")
@@ -141,14 +155,11 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: Syn
 
   /** Server: the tenant's vault, or null. */
   async function tenantVault(db: Queryable, tenantId: string): Promise<SharedVault | null> {
-    const { rows } = await db.query<{ key_id: string; kind: 'passphrase' | 'key'; salt: Uint8Array | null; iterations: number | null; wrapped: Uint8Array }>(
+    const { rows } = await db.query<VaultRow & { key_id: string }>(
       `SELECT key_id, kind, salt, iterations, wrapped FROM sync_vaults WHERE tenant_id = $1`,
       [tenantId],
     )
-    const v = rows[0]
-    if (!v) return null
-    const b64 = (u: Uint8Array) => btoa(String.fromCharCode(...u))
-    return { keyId: v.key_id, kind: v.kind, salt: v.salt ? b64(v.salt) : null, iterations: v.iterations, wrapped: b64(v.wrapped) }
+    return rows[0] ? { ...toVaultRecord(rows[0]), keyId: rows[0].key_id } : null
   }
 
   /** Server: a push's vault must be the tenant's; the first one pushed becomes the tenant's. */
@@ -160,10 +171,9 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: Syn
       throw new MemoryError('CONFLICT', pushed ? "The device's vault has another key than this tenant's." : "This tenant's memory has a vault; the device has none.")
     }
     const p = pushed as SharedVault
-    const bytes = (b64: string) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))
     await tx.query(
       `INSERT INTO sync_vaults (tenant_id, key_id, kind, salt, iterations, wrapped, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [tenantId, p.keyId, p.kind, p.salt === null ? null : bytes(p.salt), p.iterations, bytes(p.wrapped), at],
+      [tenantId, p.keyId, ...vaultRecordColumns(p), at],
     )
   }
 
@@ -189,7 +199,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: Syn
     return ctx.db.transaction(async (tx) => {
       const side = { kind: 'device' as const, pushedUntil, at: new Date(answer.until) }
       const sealed = answer.vault !== null
-      const applied = await applyRows(tx, await readCatalog(tx), answer.rows, { side, tenantId: answer.tenantId, sealed }, hooks)
+      const applied = await applyRows(tx, await tables(tx), answer.rows, { side, tenantId: answer.tenantId, sealed }, hooks)
       await tx.query(
         `INSERT INTO sync_remotes (url, tenant_id, pulled_until) VALUES ($1, $2, $3)
          ON CONFLICT (url) DO UPDATE SET tenant_id = excluded.tenant_id, pulled_until = excluded.pulled_until`,
@@ -238,7 +248,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: Syn
         const page = await ctx.db.transaction(async (tx) => {
           const w = { since: pushedUntil, until, tenantId: report.tenantId, server: false }
           const end = await pageEnd(tx, w, limit)
-          return { ...end, rows: await selectRows(tx, await readCatalog(tx), { ...w, until: end.until }) }
+          return { ...end, rows: await selectRows(tx, await tables(tx), { ...w, until: end.until }) }
         })
         const counts = countRows(page.rows)
         if (Object.keys(counts).length > 0) {
@@ -300,7 +310,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: Syn
         return ctx.db.transaction(async (tx) => {
           const w = { since: q.since === null ? null : new Date(q.since), until: now, tenantId: device.tenant_id, server: true }
           const { until, more } = await pageEnd(tx, w, q.limit)
-          const rows = await selectRows(tx, await readCatalog(tx), { ...w, until })
+          const rows = await selectRows(tx, await tables(tx), { ...w, until })
           await tx.query(`UPDATE sync_devices SET last_sync_at = $2 WHERE id = $1`, [device.id, now])
           const vault = await tenantVault(tx, device.tenant_id)
           return { schemaVersion, tenantId: device.tenant_id, until: iso(until), more, vault, rows }
@@ -321,7 +331,7 @@ export function createSync(ctx: EngineContext, schemaVersion: number, hooks: Syn
         const applied = await ctx.db.transaction(async (tx) => {
           await checkPushedVault(tx, device.tenant_id, q.vault, side.at)
           const o = { side, tenantId: device.tenant_id, sealed: q.vault !== null }
-          return applyRows(tx, await readCatalog(tx), q.rows, o, hooks)
+          return applyRows(tx, await tables(tx), q.rows, o, hooks)
         })
         return { changed: applied.changed }
       },
