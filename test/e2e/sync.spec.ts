@@ -11,6 +11,8 @@ type Api = {
   }
   diffSince(since: string): Promise<{ events: { id: string; turnIndex: number | null; scope: { conversationId: string } }[] }>
   sync(remote: { url: string; token: string }): Promise<{ pushed: Record<string, number>; pulled: Record<string, number> }>
+  observeDocument(input: { conversationId: string; url: string; content: string }): Promise<unknown>
+  documents: { history(ref: string): Promise<{ versions: { id: string; version: number }[] }> }
 }
 
 declare global {
@@ -66,14 +68,22 @@ test('two browser devices sync through a Node server on PostgreSQL', async ({ br
   const contexts = [await browser.newContext(), await browser.newContext()]
   const [a, b] = await Promise.all(contexts.map(device)) as [Page, Page]
 
-  // Offline writes on both, then each syncs.
+  // Offline writes on both, the same page read on both, then each syncs.
   await turn(a, 'c1', 'the laptop, offline')
   await turn(b, 'c1', 'the phone, offline')
+  for (const page of [a, b]) {
+    await page.evaluate(() => window.device.observeDocument({ conversationId: 'c1', url: 'https://example.com/guide', content: 'Read me.' }))
+  }
   await sync(a, laptop.token)
   await sync(b, phone.token)
   await sync(a, laptop.token)
   expect(await events(a)).toEqual(await events(b))
   expect((await events(a)).map((e) => e.split(' ')[1]).sort()).toEqual(['c1#0', 'c1#0', 'c1#1', 'c1#1'])
+  // One document, one version: the phone's read of the same content joined the laptop's.
+  const versions = (p: Page) =>
+    p.evaluate(async () => (await window.device.documents.history('https://example.com/guide')).versions.map((v) => `${v.id} v${v.version}`))
+  expect(await versions(b)).toEqual(await versions(a))
+  expect(await versions(a)).toHaveLength(1)
 
   // Concurrent writes and syncs on both.
   await Promise.all([turn(a, 'c1', 'laptop, at once'), turn(b, 'c1', 'phone, at once')])

@@ -44,7 +44,9 @@ async function held(memory: NodeMemory) {
   return {
     events: all.events.map((e) => `${e.id} ${e.scope.conversationId}#${e.turnIndex} ${e.kind}`).sort(),
     kv: all.kv.map((k) => `${k.namespace}/${k.key}@${k.rev} ${JSON.stringify(k.payload)}`).sort(),
-    edges: all.edges.map((e) => `${e.id} ${e.rel} #${e.turnIndex}`).sort(),
+    edges: all.edges.map((e) => `${e.id} ${e.src} ${e.rel} ${e.dst} #${e.turnIndex}`).sort(),
+    documents: all.documents.map((d) => `${d.id} ${d.canonicalKey}`).sort(),
+    versions: all.versions.map((v) => `${v.id} ${v.documentId} v${v.version} ${v.contentHash.slice(0, 8)}`).sort(),
     memories: memories.map((m) => `${m.id} ${m.status} ${m.content}`).sort(),
     forgets: all.forgets.map((f) => f.id).sort(),
   }
@@ -67,6 +69,12 @@ async function textsOf(memory: NodeMemory, conversationId: string) {
     .filter((e) => e.scope.conversationId === conversationId && e.actor.type === 'human')
     .sort((x, y) => (x.turnIndex ?? 0) - (y.turnIndex ?? 0))
     .map((e) => (e.content as { text?: string }).text)
+}
+
+/** A document's versions, in order, by their content. */
+async function contentsOf(memory: NodeMemory, path: string) {
+  const { versions } = await memory.documents.history(path)
+  return Promise.all(versions.map(async (v) => (await memory.documents.version(v.id)).content))
 }
 
 const turn = (memory: NodeMemory, conversationId: string, text: string) =>
@@ -154,7 +162,10 @@ describe('sync between devices and a server memory', () => {
         const { server, a, b, ra, rb } = t
         await turn(b, 'c1', 'the phone first')
         await b.kv.put('user:ann', 'prefs', 'theme', { text: 'dark' })
+        await b.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'one' })
         await b.sync(rb)
+        await a.observeDocument({ conversationId: 'c3', path: '/repo/README.md', content: 'one' })
+        await a.observeDocument({ conversationId: 'c3', path: '/repo/README.md', content: 'two' })
         await turn(a, 'c1', 'the laptop')
         await turn(a, 'c3', 'only on the laptop')
         await a.kv.put('user:ann', 'prefs', 'theme', { text: 'light' })
@@ -184,8 +195,90 @@ describe('sync between devices and a server memory', () => {
           { text: 'dark' },
           { text: 'light' },
         ])
+        expect(await contentsOf(a, '/repo/README.md'), label).toEqual(['one', 'two'])
       }
     }
+  })
+
+  it('keeps one document per path and one chain of its versions, a content seen on both sides once', async () => {
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
+    // Offline, both read README.md as it was; the laptop then sees it changed, the phone reads a file of its own.
+    const laptop = await a.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'one' })
+    const { userEventId } = await turn(b, 'c2', 'read the readme')
+    const phone = await b.observeDocument({ conversationId: 'c2', path: '/repo/README.md', content: 'one', eventId: userEventId })
+    await a.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'two' })
+    await b.observeDocument({ conversationId: 'c2', path: '/repo/notes.md', content: 'only on the phone' })
+    // A copy whose content the laptop stores once: it travels whole.
+    await a.observeDocument({ conversationId: 'c1', path: '/repo/copy.md', content: 'two' })
+    expect((await a.documents.deduplicate()).versions).toBe(1)
+    await a.sync(ra)
+    await b.sync(rb)
+    await a.sync(ra)
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
+    for (const memory of [server, a, b]) {
+      expect(await contentsOf(memory, '/repo/README.md')).toEqual(['one', 'two'])
+      expect((await memory.documents.history('/repo/README.md')).versions.map((v) => v.version)).toEqual([1, 2])
+      expect((await memory.documents.history('/repo/notes.md')).versions.map((v) => v.version)).toEqual([1])
+      expect(await contentsOf(memory, '/repo/copy.md')).toEqual(['two'])
+      // The phone's read touched the laptop's first version, which its own folded into.
+      const touches = await memory.documents.interactions('/repo/README.md')
+      expect(touches.map((x) => [x.conversationId, x.versionId])).toContainEqual(['c2', laptop.versionId])
+    }
+    // The laptop reached the server first: its ids stay, and the phone's still name the same rows.
+    expect((await b.documents.get(phone.documentId)).id).toBe(laptop.documentId)
+    expect((await b.documents.version(phone.versionId)).id).toBe(laptop.versionId)
+    expect((await b.documents.stalenessOf(phone.versionId)).staleness).toBe(1)
+    // A later read on the phone continues the one chain.
+    await b.observeDocument({ conversationId: 'c2', path: '/repo/README.md', content: 'three' })
+    await b.sync(rb)
+    await a.sync(ra)
+    expect(await contentsOf(a, '/repo/README.md')).toEqual(['one', 'two', 'three'])
+    expect(await held(a)).toEqual(await held(b))
+  })
+
+  it("joins a document pushed under a device's own id to the server's document of that path", async () => {
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
+    const laptop = await a.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'one' })
+    const { userEventId } = await turn(b, 'c2', 'read the readme')
+    const phone = await b.observeDocument({ conversationId: 'c2', path: '/repo/README.md', content: 'one', eventId: userEventId })
+    await b.observeDocument({ conversationId: 'c2', path: '/repo/README.md', content: 'two' })
+    // The laptop syncs after the phone pulled and before it pushes: the server holds the path first.
+    await b.sync(remoteTo(server, rb.token, beforeFirstPush(() => a.sync(ra))))
+    await a.sync(ra)
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
+    for (const memory of [server, a, b]) {
+      expect(await contentsOf(memory, '/repo/README.md')).toEqual(['one', 'two'])
+      const touches = await memory.documents.interactions('/repo/README.md')
+      expect(touches.map((x) => [x.conversationId, x.versionId])).toContainEqual(['c2', laptop.versionId])
+    }
+    // The server and the phone still know the phone's ids; the laptop never saw them.
+    for (const memory of [server, b]) {
+      expect((await memory.documents.get(phone.documentId)).id).toBe(laptop.documentId)
+      expect((await memory.documents.version(phone.versionId)).id).toBe(laptop.versionId)
+    }
+  })
+
+  it("keeps a document's later versions when another device forgot the whole tenant before them", async () => {
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
+    await a.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'one' })
+    await a.sync(ra)
+    await b.sync(rb)
+    await b.forget({ scope: { tenantId: 'default' } })
+    await a.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'two' })
+    await a.sync(ra)
+    await b.sync(rb)
+    await a.sync(ra)
+    for (const memory of [server, a, b]) {
+      expect(await contentsOf(memory, '/repo/README.md')).toEqual(['two'])
+      expect((await memory.documents.history('/repo/README.md')).versions.map((v) => v.version)).toEqual([1])
+    }
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
   })
 
   it('carries the later change of a memory, a removed edge, a deleted policy entry and a forget by id', async () => {
@@ -310,13 +403,20 @@ describe('sync between devices and a server memory', () => {
     const rows = (await a.diffSince(EPOCH)).events
     expect(rows.length).toBe(2)
     const other = await server.devices.add({ name: 'other tenant', tenantId: 'acme' })
-    const event = { ...(await rawEvents(a))[0] }
+    await a.observeDocument({ conversationId: 'c1', path: '/repo/a.ts', content: 'export {}' })
+    const sent = await rawRows(a)
+    const event = { ...sent.events?.[0] }
     const push = (token: string, r: unknown) => server.syncServer.push(token, { schemaVersion: SCHEMA_VERSION, pulledUntil: null, rows: { events: [r] } } as never)
     await expect(push(other.token, event)).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     await expect(push(ra.token, { ...event, turn_index: -1 })).rejects.toMatchObject({ code: 'IMPORT_CORRUPT' })
     await expect(push(ra.token, { ...event, content: 'not an object' })).rejects.toBeInstanceOf(MemoryError)
     await expect(server.syncServer.push(ra.token, { schemaVersion: SCHEMA_VERSION + 1, pulledUntil: null, rows: {} })).rejects.toMatchObject({ code: 'NOT_SUPPORTED' })
+    // A version of another tenant's document.
+    const theirs = await server.observeDocument({ conversationId: 'c9', path: '/acme/a.ts', content: 'x', scope: { tenantId: 'acme' } })
+    const version = { ...sent.doc_versions?.[0], document_id: theirs.documentId }
+    await expect(server.syncServer.push(ra.token, { schemaVersion: SCHEMA_VERSION, pulledUntil: null, rows: { doc_versions: [version] } })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
     expect((await server.diffSince(EPOCH)).events).toEqual([])
+    expect((await server.diffSince(EPOCH)).versions.map((v) => v.documentId)).toEqual([theirs.documentId])
     // A secret in a pushed row is replaced, as a write replaces it.
     const key = `AKIA${'Q7WZ3MXR5TLPN2VK'}`
     await push(ra.token, { ...event, content: { text: `my key is ${key}` } })
@@ -345,8 +445,8 @@ describe('sync between devices and a server memory', () => {
 })
 
 /** A device's events as a sync sends them (rows, not API records). */
-async function rawEvents(memory: NodeMemory): Promise<Record<string, unknown>[]> {
-  let sent: Record<string, unknown>[] = []
+async function rawRows(memory: NodeMemory): Promise<Record<string, Record<string, unknown>[]>> {
+  let sent: Record<string, Record<string, unknown>[]> = {}
   const spy = await openTestMemory({ indexing: 'manual' })
   await using _spy = spy
   const { token } = await spy.devices.add({ name: 'spy' })
@@ -354,8 +454,8 @@ async function rawEvents(memory: NodeMemory): Promise<Record<string, unknown>[]>
     url: 'http://spy.test/sync',
     token,
     fetch: async (input, init) => {
-      const body = JSON.parse(init.body) as { rows?: { events?: Record<string, unknown>[] } }
-      if (body.rows?.events) sent = body.rows.events
+      const body = JSON.parse(init.body) as { rows?: Record<string, Record<string, unknown>[]> }
+      if (body.rows) sent = body.rows
       return createSyncHandler(spy)(new Request(input, init))
     },
   })

@@ -1,3 +1,4 @@
+import { currentId } from './aliases.ts'
 import type { EngineContext } from '../kernel/engine-context.ts'
 import { MemoryError } from '../kernel/errors.ts'
 import { edgeVisibleAt } from '../graph/edges.ts'
@@ -108,14 +109,17 @@ export async function documentInteractions(
   }))
 }
 
-/** One version with its content, read through `contentOf` (`documents.version`). */
+/**
+ * One version with its content, read through `contentOf` (`documents.version`). A version a
+ * sync folded into an equal one is read as that one.
+ */
 export async function documentVersion(ctx: EngineContext, versionId: string, options: { tenantId?: string }): Promise<DocumentVersion> {
   parseInput(identifier, versionId, 'version id')
   const o = parseInput(tenantOption, options, 'version options')
   const { rows } = await ctx.db.query<VersionRow>(
     `SELECT ${VERSION_COLUMNS}, coalesce(v.content, s.content) AS content FROM doc_versions v
      LEFT JOIN doc_versions s ON s.id = v.content_of
-     WHERE v.id = $1 AND v.document_id IN (SELECT id FROM documents WHERE tenant_id = $2)`,
+     WHERE v.id = ${currentId('$1')} AND v.document_id IN (SELECT id FROM documents WHERE tenant_id = $2)`,
     [versionId, o.tenantId],
   )
   const row = rows[0]

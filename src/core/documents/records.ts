@@ -1,3 +1,4 @@
+import { currentId } from './aliases.ts'
 import type { EngineContext } from '../kernel/engine-context.ts'
 import { MemoryError } from '../kernel/errors.ts'
 import { storableText } from '../kernel/json.ts'
@@ -104,7 +105,10 @@ export function toDocument(row: DocumentRow): DocumentInfo {
   }
 }
 
-/** The document a reference names in the tenant; NOT_FOUND when there is none. */
+/**
+ * The document a reference names in the tenant; NOT_FOUND when there is none. An id a sync
+ * retired names the document that took its key.
+ */
 export async function resolveDocument(ctx: EngineContext, ref: DocumentRef, tenantId: string): Promise<DocumentInfo> {
   const r = parseInput(documentRef, ref, 'document reference')
   let byId: string | undefined
@@ -116,7 +120,7 @@ export async function resolveDocument(ctx: EngineContext, ref: DocumentRef, tena
   else key = canonicalKeyOf(r, ctx.workspace, ctx.resolvePath)
   const { rows } = await ctx.db.query<DocumentRow>(
     byId !== undefined
-      ? 'SELECT * FROM documents WHERE tenant_id = $1 AND id = $2'
+      ? `SELECT * FROM documents WHERE tenant_id = $1 AND id = ${currentId('$2')}`
       : 'SELECT * FROM documents WHERE tenant_id = $1 AND key_kind = $2 AND canonical_key = $3',
     byId !== undefined ? [tenantId, byId] : [tenantId, key?.keyKind, key?.canonicalKey],
   )

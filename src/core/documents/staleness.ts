@@ -1,3 +1,4 @@
+import { currentId } from './aliases.ts'
 import type { EngineContext } from '../kernel/engine-context.ts'
 import { MemoryError } from '../kernel/errors.ts'
 import { identifier } from '../kernel/scope.ts'
@@ -55,7 +56,7 @@ export async function versionStaleness(
        WHERE document_id = v.document_id AND ($2::timestamptz IS NULL OR created_at <= $2)
        ORDER BY version DESC LIMIT 1
      ) l ON true
-     WHERE v.id = $1 AND ($2::timestamptz IS NULL OR v.created_at <= $2)
+     WHERE v.id = ${currentId('$1')} AND ($2::timestamptz IS NULL OR v.created_at <= $2)
        AND v.document_id IN (SELECT id FROM documents WHERE tenant_id = $3)`,
     [versionId, asOfParam(o.asOf), o.tenantId],
   )

@@ -68,3 +68,11 @@ export function formatBytes(bytes: number): string {
 
 /** The largest revision number of a node or policy entry (Postgres' `int`). */
 export const MAX_REVISION = 2_147_483_647
+
+/**
+ * Where a sync moves numbers while it numbers rows again (kv revisions, document versions):
+ * above any counter a write or an import gives (`MAX_IMPORTED_COUNTER`), apart, and below the
+ * int limit.
+ */
+export const PARKED_COUNTER = 1_050_000_000
+export const ARRIVING_COUNTER = 2_100_000_000

@@ -1,3 +1,4 @@
+import { numberVersions } from '../documents/merge.ts'
 import { restoreArchives } from './archive.ts'
 import { countChanged, type Queryable } from '../kernel/db.ts'
 import type { EngineContext } from '../kernel/engine-context.ts'
@@ -302,10 +303,21 @@ async function forgetRows(
   if (wholeTenant !== null) {
     versionsDeleted = await countChanged(
       tx,
-      `DELETE FROM doc_versions WHERE document_id IN (SELECT id FROM documents WHERE tenant_id = $1)`,
+      `DELETE FROM doc_versions WHERE document_id IN (SELECT id FROM documents WHERE tenant_id = $1)
+         AND ($2::timestamptz IS NULL OR created_at <= $2)`,
+      [wholeTenant, upTo],
+    )
+    // A document goes with its last version: one seen again after the forget's time stays,
+    // its versions numbered from 1 again, as a sync numbers them.
+    documentsDeleted = await countChanged(
+      tx,
+      `DELETE FROM documents d WHERE tenant_id = $1 AND NOT EXISTS (SELECT 1 FROM doc_versions v WHERE v.document_id = d.id)`,
       [wholeTenant],
     )
-    documentsDeleted = await countChanged(tx, `DELETE FROM documents WHERE tenant_id = $1`, [wholeTenant])
+    if (upTo !== null && versionsDeleted > 0) {
+      const { rows } = await tx.query<{ id: string }>(`SELECT id FROM documents WHERE tenant_id = $1`, [wholeTenant])
+      await numberVersions(tx, rows.map((r) => r.id))
+    }
   }
   await tx.query(
     `CREATE TEMP TABLE forget_versions ON COMMIT DROP AS

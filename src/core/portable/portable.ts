@@ -57,6 +57,7 @@ const NOT_EXPORTED = new Set([
   'vault',
   'schema_migrations',
   'writer_clock',
+  'sync_aliases',
   'sync_devices',
   'sync_received',
   'sync_remotes',

@@ -1,9 +1,12 @@
 import type { Queryable } from '../kernel/db.ts'
 import { MemoryError } from '../kernel/errors.ts'
 import { type Catalog, checkCounters, exportedColumns, judgeRows, quoteIdent } from '../portable/portable.ts'
+import { ARRIVING_COUNTER, PARKED_COUNTER } from '../kernel/limits.ts'
 import { judgeImportedRows, redactImportedRows } from '../portable/import-rules.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
-import { countRows, SYNC_TABLES, type SyncRows, type SyncTable } from './rows.ts'
+import { mergeChains, renameDocuments, sameKeyOtherId } from '../documents/merge.ts'
+import { replacements, retireIds } from '../documents/aliases.ts'
+import { countRows, SYNC_TABLES, SYNCED_EDGE, type SyncRows, type SyncTable } from './rows.ts'
 
 /**
  * Where rows are applied. A server numbers what it receives: a pushed turn whose number
@@ -65,6 +68,9 @@ export async function applyRows(
   const { inserted: eventIds, moved } = await applyEvents(c, rows.events ?? [])
   const changed: Partial<Record<SyncTable, number>> = { events: eventIds.length }
   changed.artifacts = await insertNew(c, 'artifacts', rows.artifacts ?? [])
+  const documents = await applyDocuments(c, rows.documents ?? [])
+  changed.documents = documents.added
+  changed.doc_versions = await applyVersions(c, rows.doc_versions ?? [], documents.renamed)
   changed.edges = await applyEdges(c, rows.edges ?? [], rel, moved)
   changed.memories = await applyMemories(c, rows.memories ?? [])
   changed.memory_history = await insertNew(c, 'memory_history', rows.memory_history ?? [])
@@ -96,14 +102,16 @@ function judge(rows: SyncRows, catalog: Catalog, tenantId: string, sealed: boole
   judgeRows(map, { sealed })
   for (const [table, list] of map) {
     for (const r of list) {
-      const tenant = table === 'forget_log' ? forgetTenant(r.target) : table === 'relations' ? tenantId : r.tenant_id
+      // A version's tenant is its document's, which `applyVersions` checks.
+      const tenant =
+        table === 'forget_log' ? forgetTenant(r.target) : table === 'relations' || table === 'doc_versions' ? tenantId : r.tenant_id
       if (tenant !== tenantId) {
         throw new MemoryError('INVALID_INPUT', `A sync row of "${table}" belongs to another tenant than this sync's (${tenantId})`, {
           details: { table, id: r.id },
         })
       }
-      if (table === 'edges' && r.document_id != null) {
-        throw new MemoryError('INVALID_INPUT', 'A sync carries no edge to a document', { details: { table, id: r.id } })
+      if (table === 'edges' && !(SYNCED_EDGE.src.test(String(r.src)) && SYNCED_EDGE.dst.test(String(r.dst)))) {
+        throw new MemoryError('INVALID_INPUT', 'A sync carries no edge of an entity node', { details: { table, id: r.id } })
       }
     }
   }
@@ -155,6 +163,60 @@ async function applyRelations(c: Ctx, rows: readonly Record<string, unknown>[]):
     [JSON.stringify(rows)],
   )
   return new Map(mapped.map((m) => [m.from, m.to]))
+}
+
+/**
+ * A key has one document. A server keeps its own id for a key and notes a device's other id
+ * as retired; a device takes the server's id for its own document of that key.
+ */
+async function applyDocuments(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<{ added: number; renamed: string[] }> {
+  const clashes = await sameKeyOtherId(c.tx, rows)
+  if (c.side.kind === 'server') {
+    const theirs = new Set(clashes.map((x) => x.theirs))
+    await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
+    return { added: await insertNew(c, 'documents', rows.filter((r) => !theirs.has(String(r.id)))), renamed: [] }
+  }
+  const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
+  let added = 0
+  await renameDocuments(c.tx, moves, async () => (added = await insertNew(c, 'documents', rows)))
+  await retireIds(c.tx, moves, c.side.at)
+  return { added, renamed: moves.map((m) => m.new) }
+}
+
+/**
+ * Versions are a union by id, under the document that holds their key here. Each document
+ * that gained one is made one chain again (`mergeChains`): numbered by time, a version with
+ * the content of the one before it folded into that one, its id retired.
+ */
+async function applyVersions(c: Ctx, rows: readonly Record<string, unknown>[], renamed: readonly string[]): Promise<number> {
+  const retired = await replacements(c.tx, rows.flatMap((r) => [String(r.id), String(r.document_id)]))
+  const fresh = rows
+    .filter((r) => !retired.has(String(r.id)))
+    .map((r, i): Record<string, unknown> => ({ ...r, document_id: retired.get(String(r.document_id)) ?? r.document_id, version: ARRIVING_COUNTER + i }))
+  await requireDocuments(c, fresh)
+  const added = new Set(await insertRows(c, 'doc_versions', fresh))
+  const touched = [...renamed, ...fresh.filter((r) => added.has(String(r.id))).map((r) => String(r.document_id))]
+  await retireIds(c.tx, await mergeChains(c.tx, touched), c.side.at)
+  return added.size
+}
+
+/**
+ * Refuses versions of a document this sync's tenant does not hold here. A sync sends each
+ * version's document with it, so a document the other side forgot comes back with it.
+ */
+async function requireDocuments(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<void> {
+  const ids = [...new Set(rows.map((r) => String(r.document_id)))]
+  if (ids.length === 0) return
+  const { rows: held } = await c.tx.query<{ id: string }>(`SELECT id FROM documents WHERE id = ANY($1::text[]) AND tenant_id = $2`, [
+    ids,
+    c.tenantId,
+  ])
+  const missing = ids.find((id) => !held.some((h) => h.id === id))
+  if (missing !== undefined) {
+    throw new MemoryError('INVALID_INPUT', `A sync row of "doc_versions" names a document this sync's tenant (${c.tenantId}) does not hold`, {
+      details: { table: 'doc_versions', documentId: missing },
+    })
+  }
 }
 
 /** A turn's key: tenant, conversation and number. */
@@ -281,9 +343,19 @@ async function moveUnpushedTurns(c: Ctx, pushedUntil: Date | null, rows: readonl
  * Edges are a union by id, relations mapped by name, a pushed turn's edges moved with it. A
  * tombstone set on either side holds (the earlier time); a device takes the server's turn numbers.
  */
-async function applyEdges(c: Ctx, rows: Record<string, unknown>[], rel: Map<number, number>, moved: Map<string, number>): Promise<number> {
+async function applyEdges(c: Ctx, all: Record<string, unknown>[], rel: Map<number, number>, moved: Map<string, number>): Promise<number> {
+  // An edge of a retired document or version joins the row that took its place; a folded
+  // version's VERSION_OF goes with it (the kept version has its own).
+  const retired = await replacements(c.tx, all.flatMap((r) => [String(r.src), String(r.dst)]))
+  const { rows: found } = await c.tx.query<{ id: number }>(`SELECT id FROM relations WHERE name = 'VERSION_OF'`)
+  const versionOf = found[0]?.id
+  const rows = all.filter((r) => !(retired.has(String(r.src)) && (rel.get(Number(r.rel)) ?? r.rel) === versionOf))
   for (const r of rows) {
     r.rel = rel.get(Number(r.rel)) ?? r.rel
+    r.src = retired.get(String(r.src)) ?? r.src
+    r.dst = retired.get(String(r.dst)) ?? r.dst
+    // Filled again here from the version the edge reaches.
+    r.document_id = null
     const to = moved.get(turnKey(r.tenant_id, r.conversation_id, r.turn_index))
     if (to !== undefined) r.turn_index = to
   }
@@ -345,7 +417,7 @@ async function applyKv(c: Ctx, rows: readonly Record<string, unknown>[]): Promis
   if (rows.length === 0) return 0
   // New revisions come in above any number in use, then every touched key is numbered again:
   // first to PARKED + its number, then down by PARKED, each step into numbers none holds.
-  const parked = rows.map((r, i) => ({ ...r, rev: ARRIVING + i }))
+  const parked = rows.map((r, i) => ({ ...r, rev: ARRIVING_COUNTER + i }))
   const added = await insertRows(c, 'kv', parked)
   const server = c.side.kind === 'server'
   await c.tx.query(
@@ -359,19 +431,15 @@ async function applyKv(c: Ctx, rows: readonly Record<string, unknown>[]): Promis
                    count(s.rev) OVER (PARTITION BY k.tenant_id, k.scope, k.namespace, k.key) AS sent_count
               FROM kv k JOIN keys USING (tenant_id, scope, namespace, key) LEFT JOIN sent s ON s.id = k.id
           )
-     UPDATE kv SET rev = ${PARKED} + CASE WHEN $2 THEN r.n
+     UPDATE kv SET rev = ${PARKED_COUNTER} + CASE WHEN $2 THEN r.n
                                           WHEN r.sent_rev IS NOT NULL THEN r.sent_rev
                                           ELSE r.top_sent + r.n - r.sent_count END
        FROM ranked r WHERE kv.id = r.id`,
     [JSON.stringify(rows), server],
   )
-  await c.tx.query(`UPDATE kv SET rev = rev - ${PARKED} WHERE rev > ${PARKED}`)
+  await c.tx.query(`UPDATE kv SET rev = rev - ${PARKED_COUNTER} WHERE rev > ${PARKED_COUNTER}`)
   return added.length
 }
-
-/** Above any revision a write gives (`MAX_IMPORTED_COUNTER`), and apart, below the int limit. */
-const PARKED = 1_050_000_000
-const ARRIVING = 2_100_000_000
 
 /** A forget from the other side is stored as it was logged, and forgets here what it named, up to its time. */
 async function applyForgets(c: Ctx, rows: readonly Record<string, unknown>[], hooks: ApplyHooks): Promise<number> {

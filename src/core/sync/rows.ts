@@ -2,20 +2,33 @@ import type { Queryable } from '../kernel/db.ts'
 import { type Catalog, exportedColumns, quoteIdent } from '../portable/portable.ts'
 
 /**
- * The tables a sync carries, parents first: what conversations and curated memories are made
- * of. Documents, entity nodes, memory contexts and archives stay on the device that wrote them.
+ * The tables a sync carries, parents first: conversations, the documents they touched, and
+ * curated memories. Entity nodes, memory contexts and archives stay on the device that wrote them.
  */
-export const SYNC_TABLES = ['relations', 'events', 'artifacts', 'edges', 'memories', 'memory_history', 'kv', 'forget_log'] as const
+export const SYNC_TABLES = [
+  'relations',
+  'events',
+  'artifacts',
+  'documents',
+  'doc_versions',
+  'edges',
+  'memories',
+  'memory_history',
+  'kv',
+  'forget_log',
+] as const
 export type SyncTable = (typeof SYNC_TABLES)[number]
 
 /** Rows by table, each as an export file writes it (JSON, times as text, no vectors). */
 export type SyncRows = Partial<Record<SyncTable, Record<string, unknown>[]>>
 
 /**
- * The edges a sync carries: between events, artifacts and curated memories. An edge to a
- * document version or an entity node would point at a row the other side does not hold.
+ * The edges a sync carries: from events, artifacts, curated memories and document versions,
+ * to those or to documents. An edge of an entity node would point at a row the other side
+ * does not hold.
  */
-export const SYNCED_EDGE = `t.document_id IS NULL AND t.src ~ '^(evt|art|mem)_' AND t.dst ~ '^(evt|art|mem)_'`
+export const SYNCED_EDGE = { src: /^(evt|art|mem|ver)_/, dst: /^(evt|art|mem|ver|doc)_/ }
+const syncedEdge = `t.src ~ '${SYNCED_EDGE.src.source}' AND t.dst ~ '${SYNCED_EDGE.dst.source}'`
 
 export interface Window {
   /** Rows changed after this time (null: from the start). */
@@ -42,12 +55,16 @@ const arrived = (table: string, alias = 't') =>
 function changedRows(server: boolean): Record<SyncTable, string> {
   const or = (table: string, alias = 't') => (server ? ` OR ${arrived(table, alias)}` : '')
   const events = `SELECT e.id FROM events e WHERE e.tenant_id = $3 AND (${within('e.created_at')}${or('events', 'e')})`
+  const versions = (a: string) => `(${within(`${a}.created_at`)}${server ? ` OR ${arrived('doc_versions', a)}` : ''})`
   const kvKeys = `SELECT k.scope, k.namespace, k.key FROM kv k WHERE k.tenant_id = $3 AND (${within('k.created_at')}${or('kv', 'k')})`
   return {
     relations: 'true',
     events: `t.id IN (${events})`,
     artifacts: `t.event_id IN (${events})`,
-    edges: `t.tenant_id = $3 AND ${SYNCED_EDGE}
+    // A version goes with its document, which the other side may have forgotten meanwhile.
+    documents: `t.tenant_id = $3 AND (${within('t.created_at')}${or('documents')} OR t.id IN (SELECT v.document_id FROM doc_versions v WHERE ${versions('v')}))`,
+    doc_versions: `t.document_id IN (SELECT id FROM documents WHERE tenant_id = $3) AND ${versions('t')}`,
+    edges: `t.tenant_id = $3 AND ${syncedEdge}
       AND (${within('t.created_at')} OR ${within('t.tombstoned_at')}${or('edges')})`,
     memories: `t.tenant_id = $3 AND (${within('t.created_at')} OR ${within('t.updated_at')}${or('memories')})`,
     memory_history: `t.tenant_id = $3 AND (${within('t.created_at')}${or('memory_history')})`,
@@ -72,8 +89,11 @@ export async function pageEnd(tx: Queryable, w: Window, limit: number): Promise<
     ['edges', 'tombstoned_at'],
     ['memory_history', 'created_at'],
     ['kv', 'created_at'],
+    ['documents', 'created_at'],
   ].map(([table, column]) => `SELECT ${column} AS at FROM ${table} WHERE tenant_id = $3 AND ${within(column as string)}`)
   times.push(`SELECT created_at FROM forget_log WHERE ${within('created_at')}`)
+  times.push(`SELECT v.created_at FROM doc_versions v JOIN documents d ON d.id = v.document_id
+               WHERE d.tenant_id = $3 AND ${within('v.created_at')}`)
   if (w.server) times.push(`SELECT received_at FROM sync_received WHERE ${within('received_at')}`)
   const { rows } = await tx.query<{ at: Date }>(`SELECT at FROM (${times.join(' UNION ALL ')}) x ORDER BY at LIMIT 1 OFFSET $4`, [
     w.since,
@@ -85,13 +105,22 @@ export async function pageEnd(tx: Queryable, w: Window, limit: number): Promise<
   return at && at < w.until ? { until: at, more: true } : { until: w.until, more: false }
 }
 
+/**
+ * Columns sent otherwise than stored. A version whose content another version stores
+ * (`documents.deduplicate()`) is sent with that content: each side stores contents its own way.
+ */
+const SENT_AS: Record<string, string> = {
+  'doc_versions.content': `coalesce(t.content, (SELECT s.content FROM doc_versions s WHERE s.id = t.content_of)) AS content`,
+  'doc_versions.content_of': `NULL::text AS content_of`,
+}
+
 /** The rows that changed in the window, by table, in each table's key order. */
 export async function selectRows(tx: Queryable, catalog: Catalog, w: Window): Promise<SyncRows> {
   const where = changedRows(w.server)
   const out: SyncRows = {}
   for (const table of SYNC_TABLES) {
     const list = exportedColumns(catalog, table, false)
-      .map((c) => `t.${quoteIdent(c.column)}`)
+      .map((c) => SENT_AS[`${table}.${c.column}`] ?? `t.${quoteIdent(c.column)}`)
       .join(', ')
     const { rows } = await tx.query<{ row: Record<string, unknown> }>(
       `SELECT to_jsonb(x) AS row FROM (SELECT ${list} FROM ${table} t WHERE ${where[table]} ORDER BY t.id) x`,

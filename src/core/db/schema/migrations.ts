@@ -23,6 +23,7 @@ import { archivedTurns } from './0020-archived-turns.ts'
 import { graphCounters } from './0021-graph-counters.ts'
 import { severalWriters } from './0022-several-writers.ts'
 import { sync } from './0023-sync.ts'
+import { syncAliases } from './0024-sync-aliases.ts'
 
 export interface Migration {
   version: number
@@ -55,6 +56,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 21, name: 'graph-counters', sql: graphCounters },
   { version: 22, name: 'several-writers', sql: severalWriters },
   { version: 23, name: 'sync', sql: sync },
+  { version: 24, name: 'sync-aliases', sql: syncAliases },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
