@@ -281,6 +281,24 @@ describe('sync between devices and a server memory', () => {
     expect(await held(b)).toEqual(await held(server))
   })
 
+  it('keeps one memory per key: the one saved later on any device supersedes the other', async () => {
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
+    await a.remember({ content: 'Ann edits in vim', category: 'preference', userId: 'ann', key: 'editor' })
+    const later = await b.remember({ content: 'Ann edits in Helix', category: 'preference', userId: 'ann', key: 'editor' })
+    await b.sync(rb)
+    await a.sync(ra)
+    await b.sync(rb)
+    for (const memory of [server, a, b]) {
+      const active = await memory.memories.list({ userId: 'ann', key: 'editor' })
+      expect(active.map((m) => m.content)).toEqual(['Ann edits in Helix'])
+      const history = await memory.memories.list({ userId: 'ann', key: 'editor', status: 'superseded' })
+      expect(history.map((m) => [m.content, m.supersededBy])).toEqual([['Ann edits in vim', later.id]])
+    }
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
+  })
+
   it('carries the later change of a memory, a removed edge, a deleted policy entry and a forget by id', async () => {
     await using t = await threeMemories()
     const { server, a, b, ra, rb } = t

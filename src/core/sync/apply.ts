@@ -6,6 +6,7 @@ import { judgeImportedRows, redactImportedRows } from '../portable/import-rules.
 import type { RedactionCount } from '../privacy/redact.ts'
 import { mergeChains, renameDocuments, sameKeyOtherId } from '../documents/merge.ts'
 import { replacements, retireIds } from '../documents/aliases.ts'
+import { settleKeys } from '../memories/keys.ts'
 import { countRows, SYNC_TABLES, SYNCED_EDGE, type SyncRows, type SyncTable } from './rows.ts'
 
 /**
@@ -381,7 +382,9 @@ async function applyEdges(c: Ctx, all: Record<string, unknown>[], rel: Map<numbe
 
 /**
  * A curated memory is one row that changes: the later change (`updated_at`) wins, ties broken
- * by the text's hash. A changed text loses its vector, to be embedded again.
+ * by the text's hash. A changed text loses its vector, to be embedded again. On a server, two
+ * memories saved under one key on two devices become one: the later saved supersedes the
+ * other (`settleKeys`), and devices take that with their next pull.
  */
 async function applyMemories(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
   if (rows.length === 0) return 0
@@ -405,6 +408,7 @@ async function applyMemories(c: Ctx, rows: readonly Record<string, unknown>[]): 
     [JSON.stringify(rows)],
   )
   for (const r of changed) c.received.push({ tbl: 'memories', id: r.id })
+  if (c.side.kind === 'server') await settleKeys(c.tx, changed.map((r) => r.id), c.side.at)
   return changed.length
 }
 
