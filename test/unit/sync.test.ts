@@ -47,6 +47,8 @@ async function held(memory: NodeMemory) {
     edges: all.edges.map((e) => `${e.id} ${e.src} ${e.rel} ${e.dst} #${e.turnIndex}`).sort(),
     documents: all.documents.map((d) => `${d.id} ${d.canonicalKey}`).sort(),
     versions: all.versions.map((v) => `${v.id} ${v.documentId} v${v.version} ${v.contentHash.slice(0, 8)}`).sort(),
+    nodes: all.nodes.map((n) => `${n.id}@${n.rev} ${n.type} ${JSON.stringify(n.payload)} ${n.tombstone}`).sort(),
+    contexts: (await memory.memories.contexts({ userId: 'ann' })).map((c) => `${c.id} ${c.name} ${c.memories}`).sort(),
     memories: memories.map((m) => `${m.id} ${m.status} ${m.content}`).sort(),
     forgets: all.forgets.map((f) => f.id).sort(),
   }
@@ -297,6 +299,41 @@ describe('sync between devices and a server memory', () => {
     }
     expect(await held(a)).toEqual(await held(server))
     expect(await held(b)).toEqual(await held(server))
+  })
+
+  it('merges the entity graph and memory contexts written on two devices', async () => {
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
+    await a.graph.putGraph({
+      relations: [{ name: 'works_on' }],
+      nodes: [{ id: 'ann', type: 'person', payload: { role: 'developer' } }, { id: 'engram', type: 'project' }],
+      edges: [{ src: 'ann', rel: 'works_on', dst: 'engram' }],
+    })
+    await a.remember({ content: 'Ann ships on Fridays', category: 'fact', userId: 'ann', context: 'work' })
+    await a.sync(ra)
+    await b.sync(rb)
+    // Offline: both change Ann's node, the phone later; each files a memory under a new context of one name.
+    await a.graph.putNode({ id: 'ann', type: 'person', payload: { role: 'reviewer' } })
+    await a.graph.removeNode('engram')
+    await b.graph.putNode({ id: 'ann', type: 'person', payload: { role: 'lead' } })
+    await b.graph.putGraph({ relations: [{ name: 'likes' }], nodes: [{ id: 'tea', type: 'drink' }], edges: [{ src: 'ann', rel: 'likes', dst: 'tea' }] })
+    await a.remember({ content: 'Ann plans the week on Mondays', category: 'fact', userId: 'ann', context: 'planning' })
+    await b.remember({ content: 'Ann reviews plans with Bo', category: 'fact', userId: 'ann', context: 'planning' })
+    await a.sync(ra)
+    await b.sync(rb)
+    await a.sync(ra)
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
+    for (const memory of [server, a, b]) {
+      expect((await memory.graph.getNode('ann'))?.payload).toEqual({ role: 'lead' })
+      expect((await memory.graph.nodeHistory('ann')).map((n) => n.rev)).toEqual([1, 2, 3])
+      expect(await memory.graph.getNode('engram')).toBeNull()
+      const neighbors = await memory.graph.neighbors('ann')
+      expect(neighbors.map((n) => `${n.rel} ${n.neighbor}`)).toEqual(['likes tea'])
+      const contexts = await memory.memories.contexts({ userId: 'ann' })
+      expect(contexts.map((c) => `${c.name} ${c.memories}`).sort()).toEqual(['planning 2', 'work 1'])
+      expect((await memory.graph.verify()).ok).toBe(true)
+    }
   })
 
   it('carries the later change of a memory, a removed edge, a deleted policy entry and a forget by id', async () => {

@@ -1,6 +1,6 @@
 import type { Queryable } from '../kernel/db.ts'
 import { PARKED_COUNTER } from '../kernel/limits.ts'
-import type { Alias } from './aliases.ts'
+import type { Alias } from '../kernel/aliases.ts'
 
 /**
  * Merging what two memories know of the same documents, for a sync (src/core/sync/apply.ts).

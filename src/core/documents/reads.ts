@@ -1,4 +1,4 @@
-import { currentId } from './aliases.ts'
+import { currentId } from '../kernel/aliases.ts'
 import type { EngineContext } from '../kernel/engine-context.ts'
 import { MemoryError } from '../kernel/errors.ts'
 import { edgeVisibleAt } from '../graph/edges.ts'

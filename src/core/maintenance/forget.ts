@@ -1,4 +1,5 @@
 import { numberVersions } from '../documents/merge.ts'
+import { numberNodeRevisions } from '../graph/node-merge.ts'
 import { restoreArchives } from './archive.ts'
 import { countChanged, type Queryable } from '../kernel/db.ts'
 import type { EngineContext } from '../kernel/engine-context.ts'
@@ -260,6 +261,13 @@ async function forgetMemories(
   const nodes = wholeTenant
     ? await countChanged(tx, `DELETE FROM nodes WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR created_at <= $2)`, [target.tenantId, upTo])
     : 0
+  if (upTo !== null && nodes > 0) {
+    // Revisions written after the forget's time stay, numbered from 1 again, as a sync numbers them.
+    const { rows } = await tx.query<{ tenant_id: string; id: string }>(`SELECT DISTINCT tenant_id, id FROM nodes WHERE tenant_id = $1`, [
+      target.tenantId,
+    ])
+    await numberNodeRevisions(tx, rows)
+  }
   return { memories, memoryHistory, memoryContexts, kv, nodes }
 }
 

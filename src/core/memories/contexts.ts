@@ -1,5 +1,6 @@
 import type { EngineContext } from '../kernel/engine-context.ts'
 import type { Queryable } from '../kernel/db.ts'
+import type { Alias } from '../kernel/aliases.ts'
 import { newId } from '../kernel/ids.ts'
 import { parseInput } from '../kernel/validate.ts'
 import { contextInput, contextsOptions, type MemoryContextInput, type MemoryContextsOptions } from './inputs.ts'
@@ -86,4 +87,31 @@ export async function contextIdFor(
     [newId('context'), m.tenantId, m.userId ?? null, name, at],
   )
   return (rows[0] as { id: string }).id
+}
+
+/** The contexts this memory holds under another id than these rows give the same name. */
+export async function sameNameOtherId(tx: Queryable, rows: readonly Record<string, unknown>[]): Promise<{ theirs: string; ours: string }[]> {
+  if (rows.length === 0) return []
+  const { rows: found } = await tx.query<{ theirs: string; ours: string }>(
+    `SELECT x.id AS theirs, c.id AS ours FROM jsonb_populate_recordset(NULL::memory_contexts, $1::jsonb) x
+       JOIN memory_contexts c ON c.tenant_id = x.tenant_id AND coalesce(c.user_id, '') = coalesce(x.user_id, '')
+                             AND c.name = x.name AND c.id <> x.id`,
+    [JSON.stringify(rows)],
+  )
+  return found
+}
+
+/**
+ * Gives this memory's contexts the other side's ids (a sync): frees their names, lets `insert`
+ * write the other side's rows, then moves the memories' links over and removes the old rows.
+ */
+export async function renameContexts(tx: Queryable, moves: readonly Alias[], insert: () => Promise<unknown>): Promise<void> {
+  const olds = moves.map((m) => m.old)
+  if (olds.length > 0) await tx.query(`UPDATE memory_contexts SET name = id || ' ' || name WHERE id = ANY($1::text[])`, [olds])
+  await insert()
+  if (olds.length === 0) return
+  await tx.query(`UPDATE edges e SET dst = p.new FROM jsonb_to_recordset($1::jsonb) AS p(old text, new text) WHERE e.dst = p.old`, [
+    JSON.stringify(moves),
+  ])
+  await tx.query(`DELETE FROM memory_contexts WHERE id = ANY($1::text[])`, [olds])
 }

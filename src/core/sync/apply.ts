@@ -5,9 +5,11 @@ import { ARRIVING_COUNTER, PARKED_COUNTER } from '../kernel/limits.ts'
 import { judgeImportedRows, redactImportedRows } from '../portable/import-rules.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
 import { mergeChains, renameDocuments, sameKeyOtherId } from '../documents/merge.ts'
-import { replacements, retireIds } from '../documents/aliases.ts'
+import { replacements, retireIds } from '../kernel/aliases.ts'
 import { settleKeys } from '../memories/keys.ts'
-import { countRows, SYNC_TABLES, SYNCED_EDGE, type SyncRows, type SyncTable } from './rows.ts'
+import { renameContexts, sameNameOtherId } from '../memories/contexts.ts'
+import { mergeNodeRevisions } from '../graph/node-merge.ts'
+import { countRows, SYNC_TABLES, type SyncRows, type SyncTable } from './rows.ts'
 
 /**
  * Where rows are applied. A server numbers what it receives: a pushed turn whose number
@@ -72,6 +74,8 @@ export async function applyRows(
   const documents = await applyDocuments(c, rows.documents ?? [])
   changed.documents = documents.added
   changed.doc_versions = await applyVersions(c, rows.doc_versions ?? [], documents.renamed)
+  changed.memory_contexts = await applyContexts(c, rows.memory_contexts ?? [])
+  changed.nodes = await applyNodes(c, rows.nodes ?? [])
   changed.edges = await applyEdges(c, rows.edges ?? [], rel, moved)
   changed.memories = await applyMemories(c, rows.memories ?? [])
   changed.memory_history = await insertNew(c, 'memory_history', rows.memory_history ?? [])
@@ -110,9 +114,6 @@ function judge(rows: SyncRows, catalog: Catalog, tenantId: string, sealed: boole
         throw new MemoryError('INVALID_INPUT', `A sync row of "${table}" belongs to another tenant than this sync's (${tenantId})`, {
           details: { table, id: r.id },
         })
-      }
-      if (table === 'edges' && !(SYNCED_EDGE.src.test(String(r.src)) && SYNCED_EDGE.dst.test(String(r.dst)))) {
-        throw new MemoryError('INVALID_INPUT', 'A sync carries no edge of an entity node', { details: { table, id: r.id } })
       }
     }
   }
@@ -218,6 +219,32 @@ async function requireDocuments(c: Ctx, rows: readonly Record<string, unknown>[]
       details: { table: 'doc_versions', documentId: missing },
     })
   }
+}
+
+/**
+ * A user's context name has one context. As with documents, a server keeps its own id and
+ * retires a device's other one; a device takes the server's id. A context's description and
+ * priority travel with it when it is new to the other side.
+ */
+async function applyContexts(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
+  const clashes = await sameNameOtherId(c.tx, rows)
+  if (c.side.kind === 'server') {
+    const theirs = new Set(clashes.map((x) => x.theirs))
+    await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
+    return insertNew(c, 'memory_contexts', rows.filter((r) => !theirs.has(String(r.id))))
+  }
+  const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
+  let added = 0
+  await renameContexts(c.tx, moves, async () => (added = await insertNew(c, 'memory_contexts', rows)))
+  await retireIds(c.tx, moves, c.side.at)
+  return added
+}
+
+/** Entity-node revisions merge by what they hold (`mergeNodeRevisions`), numbered by time on every side. */
+async function applyNodes(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
+  const { added, nodeIds } = await mergeNodeRevisions(c.tx, rows)
+  for (const id of nodeIds) c.received.push({ tbl: 'nodes', id })
+  return added
 }
 
 /** A turn's key: tenant, conversation and number. */
@@ -474,7 +501,9 @@ async function replayUnseenForgets(c: Ctx, hooks: ApplyHooks): Promise<void> {
 /** Who sent each row, and when; a row sent again keeps its first sender. */
 async function noteReceived(c: Ctx, sender: string, at: Date): Promise<void> {
   if (c.received.length === 0) return
-  const rows = c.received.map((r) => ({ ...r, turn_index: r.tbl === 'events' ? (c.sentTurns.get(r.id) ?? null) : null }))
+  // A node's revisions are noted once, by the node's id.
+  const once = new Map(c.received.map((r) => [`${r.tbl} ${r.id}`, r]))
+  const rows = [...once.values()].map((r) => ({ ...r, turn_index: r.tbl === 'events' ? (c.sentTurns.get(r.id) ?? null) : null }))
   await c.tx.query(
     `INSERT INTO sync_received (tbl, row_id, device_id, received_at, turn_index)
      SELECT x.tbl, x.id, $2, $3, x.turn_index FROM jsonb_to_recordset($1::jsonb) AS x(tbl text, id text, turn_index int)

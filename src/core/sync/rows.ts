@@ -2,8 +2,8 @@ import type { Queryable } from '../kernel/db.ts'
 import { type Catalog, exportedColumns, quoteIdent } from '../portable/portable.ts'
 
 /**
- * The tables a sync carries, parents first: conversations, the documents they touched, and
- * curated memories. Entity nodes, memory contexts and archives stay on the device that wrote them.
+ * The tables a sync carries, parents first: conversations, the documents they touched, the
+ * entity graph and curated memories. Archives stay on the device that wrote them.
  */
 export const SYNC_TABLES = [
   'relations',
@@ -11,6 +11,8 @@ export const SYNC_TABLES = [
   'artifacts',
   'documents',
   'doc_versions',
+  'memory_contexts',
+  'nodes',
   'edges',
   'memories',
   'memory_history',
@@ -21,14 +23,6 @@ export type SyncTable = (typeof SYNC_TABLES)[number]
 
 /** Rows by table, each as an export file writes it (JSON, times as text, no vectors). */
 export type SyncRows = Partial<Record<SyncTable, Record<string, unknown>[]>>
-
-/**
- * The edges a sync carries: from events, artifacts, curated memories and document versions,
- * to those or to documents. An edge of an entity node would point at a row the other side
- * does not hold.
- */
-export const SYNCED_EDGE = { src: /^(evt|art|mem|ver)_/, dst: /^(evt|art|mem|ver|doc)_/ }
-const syncedEdge = `t.src ~ '${SYNCED_EDGE.src.source}' AND t.dst ~ '${SYNCED_EDGE.dst.source}'`
 
 export interface Window {
   /** Rows changed after this time (null: from the start). */
@@ -64,7 +58,10 @@ function changedRows(server: boolean): Record<SyncTable, string> {
     // A version goes with its document, which the other side may have forgotten meanwhile.
     documents: `t.tenant_id = $3 AND (${within('t.created_at')}${or('documents')} OR t.id IN (SELECT v.document_id FROM doc_versions v WHERE ${versions('v')}))`,
     doc_versions: `t.document_id IN (SELECT id FROM documents WHERE tenant_id = $3) AND ${versions('t')}`,
-    edges: `t.tenant_id = $3 AND ${syncedEdge}
+    memory_contexts: `t.tenant_id = $3 AND (${within('t.created_at')}${or('memory_contexts')})`,
+    // A node's revisions have no id: a server sends every revision of a node that gained one.
+    nodes: `t.tenant_id = $3 AND (${within('t.created_at')}${or('nodes')})`,
+    edges: `t.tenant_id = $3
       AND (${within('t.created_at')} OR ${within('t.tombstoned_at')}${or('edges')})`,
     memories: `t.tenant_id = $3 AND (${within('t.created_at')} OR ${within('t.updated_at')}${or('memories')})`,
     memory_history: `t.tenant_id = $3 AND (${within('t.created_at')}${or('memory_history')})`,
@@ -90,6 +87,8 @@ export async function pageEnd(tx: Queryable, w: Window, limit: number): Promise<
     ['memory_history', 'created_at'],
     ['kv', 'created_at'],
     ['documents', 'created_at'],
+    ['memory_contexts', 'created_at'],
+    ['nodes', 'created_at'],
   ].map(([table, column]) => `SELECT ${column} AS at FROM ${table} WHERE tenant_id = $3 AND ${within(column as string)}`)
   times.push(`SELECT created_at FROM forget_log WHERE ${within('created_at')}`)
   times.push(`SELECT v.created_at FROM doc_versions v JOIN documents d ON d.id = v.document_id

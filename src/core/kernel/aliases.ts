@@ -1,8 +1,8 @@
 import type { Queryable } from '../kernel/db.ts'
 
 /**
- * Document and version ids a sync retired (`sync_aliases`): when two memories held one key or
- * one content under two ids, one id stays and reads by the other follow it.
+ * Ids a sync retired (`sync_aliases`): when two memories held one document, version or memory
+ * context under two ids, one id stays, and rows or reads that name the other follow it.
  */
 
 /** A retired id and the id that took its place. */
