@@ -4,22 +4,13 @@ import { type Catalog, checkCounters, exportedColumns, judgeRows, quoteIdent } f
 import { ARRIVING_COUNTER, PARKED_COUNTER } from '../kernel/limits.ts'
 import { judgeImportedRows, redactImportedRows } from '../portable/import-rules.ts'
 import type { RedactionCount } from '../privacy/redact.ts'
-import { mergeChains, renameDocuments, sameKeyOtherId } from '../documents/merge.ts'
-import { replacements, retireIds } from '../kernel/aliases.ts'
+import { replacements } from '../kernel/aliases.ts'
 import { settleKeys } from '../memories/keys.ts'
-import { renameContexts, sameNameOtherId } from '../memories/contexts.ts'
-import { mergeNodeRevisions } from '../graph/node-merge.ts'
+import { type Ctx, insertNew, insertRows, type Side } from './apply-context.ts'
+import { applyContexts, applyDocuments, applyNodes, applyVersions } from './apply-named.ts'
 import { countRows, SYNC_TABLES, type SyncRows, type SyncTable } from './rows.ts'
 
-/**
- * Where rows are applied. A server numbers what it receives: a pushed turn whose number
- * another device's turn holds takes the next free number. A device takes the server's
- * numbers: its own rows the server does not hold yet (dated after `pushedUntil`, and not
- * received from the server) move out of their way. Both note what they received, and when.
- */
-export type Side =
-  | { kind: 'server'; deviceId: string; at: Date; pulledUntil: Date | null }
-  | { kind: 'device'; pushedUntil: Date | null; at: Date }
+export type { Side } from './apply-context.ts'
 
 /** The sender a device notes for the rows its server sent. */
 const FROM_SERVER = 'server'
@@ -37,17 +28,6 @@ export interface Applied {
   /** Rows added or changed, by table. */
   changed: Partial<Record<SyncTable, number>>
   redactions: RedactionCount[]
-}
-
-interface Ctx {
-  tx: Queryable
-  catalog: Catalog
-  side: Side
-  tenantId: string
-  /** Rows to note as received from the other side. */
-  received: { tbl: SyncTable; id: string }[]
-  /** The turn number the sender gave each new event. */
-  sentTurns: Map<string, unknown>
 }
 
 /** Checks rows from the other side by the import rules, then applies them by the merge rules. */
@@ -125,31 +105,6 @@ function forgetTenant(target: unknown): unknown {
   return t?.tenantId ?? t?.scope?.tenantId
 }
 
-const columnsOf = (c: Ctx, table: string, skip: readonly string[] = []) =>
-  exportedColumns(c.catalog, table, false)
-    .map((col) => col.column)
-    .filter((col) => !skip.includes(col))
-    .map(quoteIdent)
-    .join(', ')
-
-/** Inserts the rows whose id is new here; returns their ids. */
-async function insertRows(c: Ctx, table: SyncTable, rows: readonly Record<string, unknown>[]): Promise<string[]> {
-  if (rows.length === 0) return []
-  const columns = columnsOf(c, table, table === 'relations' ? ['id'] : [])
-  const { rows: added } = await c.tx.query<{ id: string }>(
-    `INSERT INTO ${table} (${columns})
-     SELECT ${columns} FROM jsonb_populate_recordset(NULL::${table}, $1::jsonb)
-     ON CONFLICT (id) DO NOTHING RETURNING id::text`,
-    [JSON.stringify(rows)],
-  )
-  for (const r of added) c.received.push({ tbl: table, id: r.id })
-  return added.map((r) => r.id)
-}
-
-async function insertNew(c: Ctx, table: SyncTable, rows: readonly Record<string, unknown>[]): Promise<number> {
-  return (await insertRows(c, table, rows)).length
-}
-
 /** Relations are matched by name; the other side's ids map to this side's. */
 async function applyRelations(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<Map<number, number>> {
   if (rows.length === 0) return new Map()
@@ -165,86 +120,6 @@ async function applyRelations(c: Ctx, rows: readonly Record<string, unknown>[]):
     [JSON.stringify(rows)],
   )
   return new Map(mapped.map((m) => [m.from, m.to]))
-}
-
-/**
- * A key has one document. A server keeps its own id for a key and notes a device's other id
- * as retired; a device takes the server's id for its own document of that key.
- */
-async function applyDocuments(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<{ added: number; renamed: string[] }> {
-  const clashes = await sameKeyOtherId(c.tx, rows)
-  if (c.side.kind === 'server') {
-    const theirs = new Set(clashes.map((x) => x.theirs))
-    await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
-    return { added: await insertNew(c, 'documents', rows.filter((r) => !theirs.has(String(r.id)))), renamed: [] }
-  }
-  const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
-  let added = 0
-  await renameDocuments(c.tx, moves, async () => (added = await insertNew(c, 'documents', rows)))
-  await retireIds(c.tx, moves, c.side.at)
-  return { added, renamed: moves.map((m) => m.new) }
-}
-
-/**
- * Versions are a union by id, under the document that holds their key here. Each document
- * that gained one is made one chain again (`mergeChains`): numbered by time, a version with
- * the content of the one before it folded into that one, its id retired.
- */
-async function applyVersions(c: Ctx, rows: readonly Record<string, unknown>[], renamed: readonly string[]): Promise<number> {
-  const retired = await replacements(c.tx, rows.flatMap((r) => [String(r.id), String(r.document_id)]))
-  const fresh = rows
-    .filter((r) => !retired.has(String(r.id)))
-    .map((r, i): Record<string, unknown> => ({ ...r, document_id: retired.get(String(r.document_id)) ?? r.document_id, version: ARRIVING_COUNTER + i }))
-  await requireDocuments(c, fresh)
-  const added = new Set(await insertRows(c, 'doc_versions', fresh))
-  const touched = [...renamed, ...fresh.filter((r) => added.has(String(r.id))).map((r) => String(r.document_id))]
-  await retireIds(c.tx, await mergeChains(c.tx, touched), c.side.at)
-  return added.size
-}
-
-/**
- * Refuses versions of a document this sync's tenant does not hold here. A sync sends each
- * version's document with it, so a document the other side forgot comes back with it.
- */
-async function requireDocuments(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<void> {
-  const ids = [...new Set(rows.map((r) => String(r.document_id)))]
-  if (ids.length === 0) return
-  const { rows: held } = await c.tx.query<{ id: string }>(`SELECT id FROM documents WHERE id = ANY($1::text[]) AND tenant_id = $2`, [
-    ids,
-    c.tenantId,
-  ])
-  const missing = ids.find((id) => !held.some((h) => h.id === id))
-  if (missing !== undefined) {
-    throw new MemoryError('INVALID_INPUT', `A sync row of "doc_versions" names a document this sync's tenant (${c.tenantId}) does not hold`, {
-      details: { table: 'doc_versions', documentId: missing },
-    })
-  }
-}
-
-/**
- * A user's context name has one context. As with documents, a server keeps its own id and
- * retires a device's other one; a device takes the server's id. A context's description and
- * priority travel with it when it is new to the other side.
- */
-async function applyContexts(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
-  const clashes = await sameNameOtherId(c.tx, rows)
-  if (c.side.kind === 'server') {
-    const theirs = new Set(clashes.map((x) => x.theirs))
-    await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
-    return insertNew(c, 'memory_contexts', rows.filter((r) => !theirs.has(String(r.id))))
-  }
-  const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
-  let added = 0
-  await renameContexts(c.tx, moves, async () => (added = await insertNew(c, 'memory_contexts', rows)))
-  await retireIds(c.tx, moves, c.side.at)
-  return added
-}
-
-/** Entity-node revisions merge by what they hold (`mergeNodeRevisions`), numbered by time on every side. */
-async function applyNodes(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
-  const { added, nodeIds } = await mergeNodeRevisions(c.tx, rows)
-  for (const id of nodeIds) c.received.push({ tbl: 'nodes', id })
-  return added
 }
 
 /** A turn's key: tenant, conversation and number. */

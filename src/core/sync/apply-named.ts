@@ -1,0 +1,93 @@
+import { MemoryError } from '../kernel/errors.ts'
+import { ARRIVING_COUNTER } from '../kernel/limits.ts'
+import { replacements, retireIds } from '../kernel/aliases.ts'
+import { mergeChains, renameDocuments, sameKeyOtherId } from '../documents/merge.ts'
+import { mergeNodeRevisions } from '../graph/node-merge.ts'
+import { renameContexts, sameNameOtherId } from '../memories/contexts.ts'
+import { type Ctx, insertNew, insertRows } from './apply-context.ts'
+
+/*
+ * Rows matched by what they name, not only by id: a document by its path or URL, a version by
+ * its content in the chain, a memory context by its user and name, a node revision by what it
+ * holds. Two devices that wrote the same thing offline end with one row everywhere.
+ */
+
+/**
+ * A key has one document. A server keeps its own id for a key and notes a device's other id
+ * as retired; a device takes the server's id for its own document of that key.
+ */
+export async function applyDocuments(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<{ added: number; renamed: string[] }> {
+  const clashes = await sameKeyOtherId(c.tx, rows)
+  if (c.side.kind === 'server') {
+    const theirs = new Set(clashes.map((x) => x.theirs))
+    await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
+    return { added: await insertNew(c, 'documents', rows.filter((r) => !theirs.has(String(r.id)))), renamed: [] }
+  }
+  const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
+  let added = 0
+  await renameDocuments(c.tx, moves, async () => (added = await insertNew(c, 'documents', rows)))
+  await retireIds(c.tx, moves, c.side.at)
+  return { added, renamed: moves.map((m) => m.new) }
+}
+
+/**
+ * Versions are a union by id, under the document that holds their key here. Each document
+ * that gained one is made one chain again (`mergeChains`): numbered by time, a version with
+ * the content of the one before it folded into that one, its id retired.
+ */
+export async function applyVersions(c: Ctx, rows: readonly Record<string, unknown>[], renamed: readonly string[]): Promise<number> {
+  const retired = await replacements(c.tx, rows.flatMap((r) => [String(r.id), String(r.document_id)]))
+  const fresh = rows
+    .filter((r) => !retired.has(String(r.id)))
+    .map((r, i): Record<string, unknown> => ({ ...r, document_id: retired.get(String(r.document_id)) ?? r.document_id, version: ARRIVING_COUNTER + i }))
+  await requireDocuments(c, fresh)
+  const added = new Set(await insertRows(c, 'doc_versions', fresh))
+  const touched = [...renamed, ...fresh.filter((r) => added.has(String(r.id))).map((r) => String(r.document_id))]
+  await retireIds(c.tx, await mergeChains(c.tx, touched), c.side.at)
+  return added.size
+}
+
+/**
+ * Refuses versions of a document this sync's tenant does not hold here. A sync sends each
+ * version's document with it, so a document the other side forgot comes back with it.
+ */
+async function requireDocuments(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<void> {
+  const ids = [...new Set(rows.map((r) => String(r.document_id)))]
+  if (ids.length === 0) return
+  const { rows: held } = await c.tx.query<{ id: string }>(`SELECT id FROM documents WHERE id = ANY($1::text[]) AND tenant_id = $2`, [
+    ids,
+    c.tenantId,
+  ])
+  const missing = ids.find((id) => !held.some((h) => h.id === id))
+  if (missing !== undefined) {
+    throw new MemoryError('INVALID_INPUT', `A sync row of "doc_versions" names a document this sync's tenant (${c.tenantId}) does not hold`, {
+      details: { table: 'doc_versions', documentId: missing },
+    })
+  }
+}
+
+/**
+ * A user's context name has one context. As with documents, a server keeps its own id and
+ * retires a device's other one; a device takes the server's id. A context's description and
+ * priority travel with it when it is new to the other side.
+ */
+export async function applyContexts(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
+  const clashes = await sameNameOtherId(c.tx, rows)
+  if (c.side.kind === 'server') {
+    const theirs = new Set(clashes.map((x) => x.theirs))
+    await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
+    return insertNew(c, 'memory_contexts', rows.filter((r) => !theirs.has(String(r.id))))
+  }
+  const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
+  let added = 0
+  await renameContexts(c.tx, moves, async () => (added = await insertNew(c, 'memory_contexts', rows)))
+  await retireIds(c.tx, moves, c.side.at)
+  return added
+}
+
+/** Entity-node revisions merge by what they hold (`mergeNodeRevisions`), numbered by time on every side. */
+export async function applyNodes(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
+  const { added, nodeIds } = await mergeNodeRevisions(c.tx, rows)
+  for (const id of nodeIds) c.received.push({ tbl: 'nodes', id })
+  return added
+}
