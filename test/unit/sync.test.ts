@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { SCHEMA_VERSION } from '../../src/core/db/schema/migrations.ts'
 import { MemoryError } from '../../src/core/kernel/errors.ts'
@@ -71,6 +72,21 @@ async function textsOf(memory: NodeMemory, conversationId: string) {
     .filter((e) => e.scope.conversationId === conversationId && e.actor.type === 'human')
     .sort((x, y) => (x.turnIndex ?? 0) - (y.turnIndex ?? 0))
     .map((e) => (e.content as { text?: string }).text)
+}
+
+/** A remote in pages of 2 rows whose second request of kind `op` fails, before or after the server takes it. */
+function cutRemote(server: NodeMemory, token: string, op: 'pull' | 'push', after: boolean): SyncRemote {
+  let seen = 0
+  return remoteTo(
+    server,
+    token,
+    async (name, send) => {
+      if (name !== op || ++seen !== 2) return send()
+      if (after) await send()
+      throw new TypeError('network down')
+    },
+    2,
+  )
 }
 
 /** A document's versions, in order, by their content. */
@@ -283,6 +299,24 @@ describe('sync between devices and a server memory', () => {
     expect(await held(b)).toEqual(await held(server))
   })
 
+  it('keeps a read made after a forget when another device read the same content before it', async () => {
+    await using t = await threeMemories()
+    const { server, a, b, ra, rb } = t
+    await b.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'same' })
+    await b.sync(rb)
+    // The laptop, not synced yet, forgets everything and then reads the file: its read is after the forget.
+    await a.forget({ scope: { tenantId: 'default' } })
+    const after = await a.observeDocument({ conversationId: 'c1', path: '/repo/README.md', content: 'same' })
+    await a.sync(ra)
+    await b.sync(rb)
+    for (const memory of [server, a, b]) {
+      const { versions } = await memory.documents.history('/repo/README.md')
+      expect(versions.map((v) => v.id)).toEqual([after.versionId])
+    }
+    expect(await held(a)).toEqual(await held(server))
+    expect(await held(b)).toEqual(await held(server))
+  })
+
   it('keeps one memory per key: the one saved later on any device supersedes the other', async () => {
     await using t = await threeMemories()
     const { server, a, b, ra, rb } = t
@@ -335,6 +369,55 @@ describe('sync between devices and a server memory', () => {
       expect((await memory.graph.verify()).ok).toBe(true)
     }
   })
+
+  it('ends with equal memories and whole chains after any offline writes and syncs of two devices', async () => {
+    const device = fc.constantFrom(0, 1)
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('observe'), device, path: fc.constantFrom('/r/a.md', '/r/b.md'), content: fc.constantFrom('x', 'y', 'z') }),
+      fc.record({ kind: fc.constant('node'), device, id: fc.constantFrom('ann', 'bo'), role: fc.constantFrom('dev', 'lead') }),
+      fc.record({ kind: fc.constant('remove'), device, id: fc.constantFrom('ann', 'bo') }),
+      fc.record({ kind: fc.constant('remember'), device, key: fc.constantFrom('editor', 'lang'), text: fc.constantFrom('one', 'two'), context: fc.constantFrom('work', 'home') }),
+      fc.record({ kind: fc.constant('turn'), device, conversation: fc.constantFrom('c1', 'c2') }),
+      fc.record({ kind: fc.constant('sync'), device }),
+      fc.record({ kind: fc.constant('cut'), device, op: fc.constantFrom('pull', 'push'), after: fc.boolean() }),
+      fc.record({ kind: fc.constant('forget'), device, conversation: fc.constantFrom('c1', 'c2', null) }),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 4, maxLength: 16 }), async (ops) => {
+        await using t = await threeMemories()
+        const devices = [t.a, t.b] as const
+        const remotes = [t.ra, t.rb] as const
+        let n = 0
+        for (const o of ops) {
+          const m = devices[o.device]
+          n++
+          if (o.kind === 'observe') await m.observeDocument({ conversationId: 'c1', path: o.path, content: o.content })
+          else if (o.kind === 'node') await m.graph.putNode({ id: o.id, type: 'person', payload: { role: o.role } })
+          else if (o.kind === 'remove') await m.graph.removeNode(o.id)
+          else if (o.kind === 'remember') await m.remember({ content: `Ann's ${o.key} is ${o.text} (${n})`, category: 'preference', userId: 'ann', key: o.key, context: o.context })
+          else if (o.kind === 'turn') await turn(m, o.conversation, `step ${n}`)
+          else if (o.kind === 'cut') await m.sync(cutRemote(t.server, remotes[o.device].token, o.op, o.after)).catch(() => undefined)
+          else if (o.kind === 'forget') await m.forget(o.conversation ? { conversationId: o.conversation } : { scope: { tenantId: 'default' } })
+          else await m.sync(remotes[o.device])
+        }
+        for (const i of [0, 1, 0, 1] as const) await devices[i].sync(remotes[i])
+        const expected = await held(t.server)
+        for (const m of [t.server, ...devices]) {
+          if (m !== t.server) expect(await held(m)).toEqual(expected)
+          expect((await m.graph.verify()).ok).toBe(true)
+          for (const path of ['/r/a.md', '/r/b.md']) {
+            const history = await m.documents.history(path).catch(() => null)
+            if (!history) continue
+            expect(history.versions.map((v) => v.version)).toEqual(history.versions.map((_, i) => i + 1))
+            const hashes = history.versions.map((v) => v.contentHash)
+            expect(hashes.filter((h, i) => i > 0 && h === hashes[i - 1])).toEqual([])
+          }
+          for (const key of ['editor', 'lang']) expect((await m.memories.list({ userId: 'ann', key })).length).toBeLessThanOrEqual(1)
+        }
+      }),
+      { numRuns: 15, seed: 20261207 },
+    )
+  }, 120_000)
 
   it('carries the later change of a memory, a removed edge, a deleted policy entry and a forget by id', async () => {
     await using t = await threeMemories()

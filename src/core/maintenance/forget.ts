@@ -242,8 +242,9 @@ async function forgetMemories(
   // A context is a user's (or the tenant's, without one): the user's go with the user.
   await tx.query(
     `DELETE FROM edges WHERE tenant_id = $1 AND dst IN (
-       SELECT id FROM memory_contexts WHERE tenant_id = $1 AND ($2 OR (user_id = $3 AND $4::text IS NULL)))`,
-    [target.tenantId, wholeTenant, user, agent],
+       SELECT id FROM memory_contexts WHERE tenant_id = $1 AND ($2 OR (user_id = $3 AND $4::text IS NULL)))
+       AND ($5::timestamptz IS NULL OR created_at <= $5)`,
+    [target.tenantId, wholeTenant, user, agent, upTo],
   )
   const memoryContexts = await countChanged(
     tx,

@@ -31,20 +31,30 @@ export async function applyDocuments(c: Ctx, rows: readonly Record<string, unkno
 }
 
 /**
- * Versions are a union by id, under the document that holds their key here. Each document
- * that gained one is made one chain again (`mergeChains`): numbered by time, a version with
- * the content of the one before it folded into that one, its id retired.
+ * Versions are a union by id, under the document that holds their key here. Returns the
+ * documents that gained one or were renamed, for `settleChains` once forgets have run.
  */
-export async function applyVersions(c: Ctx, rows: readonly Record<string, unknown>[], renamed: readonly string[]): Promise<number> {
+export async function applyVersions(
+  c: Ctx,
+  rows: readonly Record<string, unknown>[],
+  renamed: readonly string[],
+): Promise<{ added: number; touched: string[] }> {
   const retired = await replacements(c.tx, rows.flatMap((r) => [String(r.id), String(r.document_id)]))
   const fresh = rows
     .filter((r) => !retired.has(String(r.id)))
     .map((r, i): Record<string, unknown> => ({ ...r, document_id: retired.get(String(r.document_id)) ?? r.document_id, version: ARRIVING_COUNTER + i }))
   await requireDocuments(c, fresh)
   const added = new Set(await insertRows(c, 'doc_versions', fresh))
-  const touched = [...renamed, ...fresh.filter((r) => added.has(String(r.id))).map((r) => String(r.document_id))]
+  return { added: added.size, touched: [...renamed, ...fresh.filter((r) => added.has(String(r.id))).map((r) => String(r.document_id))] }
+}
+
+/**
+ * Makes each touched document one chain again (`mergeChains`): numbered by time, a version
+ * with the content of the one before it folded into that one, its id retired. It runs after
+ * every forget has, so a version written after a forget never folds into one the forget erases.
+ */
+export async function settleChains(c: Ctx, touched: readonly string[]): Promise<void> {
   await retireIds(c.tx, await mergeChains(c.tx, touched), c.side.at)
-  return added.size
 }
 
 /**

@@ -7,7 +7,7 @@ import type { RedactionCount } from '../privacy/redact.ts'
 import { replacements } from '../kernel/aliases.ts'
 import { settleKeys } from '../memories/keys.ts'
 import { type Ctx, insertNew, insertRows, type Side } from './apply-context.ts'
-import { applyContexts, applyDocuments, applyNodes, applyVersions } from './apply-named.ts'
+import { applyContexts, applyDocuments, applyNodes, applyVersions, settleChains } from './apply-named.ts'
 import { countRows, SYNC_TABLES, type SyncRows, type SyncTable } from './rows.ts'
 
 export type { Side } from './apply-context.ts'
@@ -48,20 +48,24 @@ export async function applyRows(
   // Rows come with their own, earlier times: the Cypher graph redraws itself whole.
   await tx.query(`SELECT nextval('graph_resets')`)
   const rel = await applyRelations(c, rows.relations ?? [])
+  // The other side's forgets first: its rows already obey them, and a row here that one
+  // erases must not absorb one of theirs first (a version folded into it, a context renamed).
+  const forgets = await applyForgets(c, rows.forget_log ?? [], hooks)
   const { inserted: eventIds, moved } = await applyEvents(c, rows.events ?? [])
-  const changed: Partial<Record<SyncTable, number>> = { events: eventIds.length }
+  const changed: Partial<Record<SyncTable, number>> = { forget_log: forgets, events: eventIds.length }
   changed.artifacts = await insertNew(c, 'artifacts', rows.artifacts ?? [])
   const documents = await applyDocuments(c, rows.documents ?? [])
   changed.documents = documents.added
-  changed.doc_versions = await applyVersions(c, rows.doc_versions ?? [], documents.renamed)
+  const versions = await applyVersions(c, rows.doc_versions ?? [], documents.renamed)
+  changed.doc_versions = versions.added
   changed.memory_contexts = await applyContexts(c, rows.memory_contexts ?? [])
   changed.nodes = await applyNodes(c, rows.nodes ?? [])
   changed.edges = await applyEdges(c, rows.edges ?? [], rel, moved)
   changed.memories = await applyMemories(c, rows.memories ?? [])
   changed.memory_history = await insertNew(c, 'memory_history', rows.memory_history ?? [])
   changed.kv = await applyKv(c, rows.kv ?? [])
-  changed.forget_log = await applyForgets(c, rows.forget_log ?? [], hooks)
   await replayUnseenForgets(c, hooks)
+  await settleChains(c, versions.touched)
   await hooks.rebuild(tx, eventIds)
   await noteReceived(c, c.side.kind === 'server' ? c.side.deviceId : FROM_SERVER, c.side.at)
   for (const t of SYNC_TABLES) if (!changed[t]) delete changed[t]
