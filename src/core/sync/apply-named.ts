@@ -1,6 +1,6 @@
 import { MemoryError } from '../kernel/errors.ts'
 import { ARRIVING_COUNTER } from '../kernel/limits.ts'
-import { replacements, retireIds } from '../kernel/aliases.ts'
+import { type Alias, replacements, retireIds } from '../kernel/aliases.ts'
 import { mergeChains, renameDocuments, sameKeyOtherId } from '../documents/merge.ts'
 import { mergeNodeRevisions } from '../graph/node-merge.ts'
 import { renameContexts, sameNameOtherId } from '../memories/contexts.ts'
@@ -17,15 +17,25 @@ import { type Ctx, insertNew, insertRows } from './apply-context.ts'
  * as retired; a device takes the server's id for its own document of that key.
  */
 export async function applyDocuments(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<{ added: number; renamed: string[] }> {
-  const clashes = await sameKeyOtherId(c.tx, rows)
+  return applyOnePerName(c, 'documents', rows, await sameKeyOtherId(c.tx, rows), renameDocuments)
+}
+
+/** What both sides name alike (a document's key, a context's user and name): the server's id stays. */
+async function applyOnePerName(
+  c: Ctx,
+  table: 'documents' | 'memory_contexts',
+  rows: readonly Record<string, unknown>[],
+  clashes: readonly { theirs: string; ours: string }[],
+  rename: (tx: Ctx['tx'], moves: readonly Alias[], insert: () => Promise<unknown>) => Promise<void>,
+): Promise<{ added: number; renamed: string[] }> {
   if (c.side.kind === 'server') {
     const theirs = new Set(clashes.map((x) => x.theirs))
     await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
-    return { added: await insertNew(c, 'documents', rows.filter((r) => !theirs.has(String(r.id)))), renamed: [] }
+    return { added: await insertNew(c, table, rows.filter((r) => !theirs.has(String(r.id)))), renamed: [] }
   }
   const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
   let added = 0
-  await renameDocuments(c.tx, moves, async () => (added = await insertNew(c, 'documents', rows)))
+  await rename(c.tx, moves, async () => (added = await insertNew(c, table, rows)))
   await retireIds(c.tx, moves, c.side.at)
   return { added, renamed: moves.map((m) => m.new) }
 }
@@ -77,22 +87,11 @@ async function requireDocuments(c: Ctx, rows: readonly Record<string, unknown>[]
 }
 
 /**
- * A user's context name has one context. As with documents, a server keeps its own id and
- * retires a device's other one; a device takes the server's id. A context's description and
- * priority travel with it when it is new to the other side.
+ * A user's context name has one context, as a key has one document. A context's description
+ * and priority travel with it when it is new to the other side.
  */
 export async function applyContexts(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
-  const clashes = await sameNameOtherId(c.tx, rows)
-  if (c.side.kind === 'server') {
-    const theirs = new Set(clashes.map((x) => x.theirs))
-    await retireIds(c.tx, clashes.map((x) => ({ old: x.theirs, new: x.ours })), c.side.at)
-    return insertNew(c, 'memory_contexts', rows.filter((r) => !theirs.has(String(r.id))))
-  }
-  const moves = clashes.map((x) => ({ old: x.ours, new: x.theirs }))
-  let added = 0
-  await renameContexts(c.tx, moves, async () => (added = await insertNew(c, 'memory_contexts', rows)))
-  await retireIds(c.tx, moves, c.side.at)
-  return added
+  return (await applyOnePerName(c, 'memory_contexts', rows, await sameNameOtherId(c.tx, rows), renameContexts)).added
 }
 
 /** Entity-node revisions merge by what they hold (`mergeNodeRevisions`), numbered by time on every side. */
