@@ -118,7 +118,7 @@ describe('foundation', () => {
                    DROP TRIGGER events_actor_terms_add ON events; DROP TRIGGER events_actor_terms_remove ON events;
                    DROP FUNCTION engram_actor_terms_add(); DROP FUNCTION engram_actor_terms_remove(); DROP TABLE actor_terms;
                    DROP TABLE writer_clock; DROP TABLE sync_devices; DROP TABLE sync_received; DROP TABLE sync_remotes; DROP TABLE sync_vaults;
-                   DROP TABLE sync_aliases;`)
+                   DROP TABLE sync_aliases; ALTER TABLE memory_contexts DROP COLUMN updated_at;`)
     await pg.exec(`SELECT engram_keyword_stats_apply(); ${countEveryWrite}
                    DROP FUNCTION engram_keyword_stats_apply(); DROP TABLE keyword_counted;
                    DROP INDEX chunks_by_stats_seq; ALTER TABLE chunks DROP COLUMN stats_seq; DROP SEQUENCE chunks_stats_seq;`)

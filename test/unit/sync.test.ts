@@ -49,7 +49,7 @@ async function held(memory: NodeMemory) {
     documents: all.documents.map((d) => `${d.id} ${d.canonicalKey}`).sort(),
     versions: all.versions.map((v) => `${v.id} ${v.documentId} v${v.version} ${v.contentHash.slice(0, 8)}`).sort(),
     nodes: all.nodes.map((n) => `${n.id}@${n.rev} ${n.type} ${JSON.stringify(n.payload)} ${n.tombstone}`).sort(),
-    contexts: (await memory.memories.contexts({ userId: 'ann' })).map((c) => `${c.id} ${c.name} ${c.memories}`).sort(),
+    contexts: (await memory.memories.contexts({ userId: 'ann' })).map((c) => `${c.id} ${c.name} ${c.memories} ${c.priority}`).sort(),
     memories: memories.map((m) => `${m.id} ${m.status} ${m.content}`).sort(),
     forgets: all.forgets.map((f) => f.id).sort(),
   }
@@ -353,6 +353,9 @@ describe('sync between devices and a server memory', () => {
     await b.graph.putGraph({ relations: [{ name: 'likes' }], nodes: [{ id: 'tea', type: 'drink' }], edges: [{ src: 'ann', rel: 'likes', dst: 'tea' }] })
     await a.remember({ content: 'Ann plans the week on Mondays', category: 'fact', userId: 'ann', context: 'planning' })
     await b.remember({ content: 'Ann reviews plans with Bo', category: 'fact', userId: 'ann', context: 'planning' })
+    // The later change of a context both hold wins: the phone's.
+    await a.memories.defineContext({ name: 'work', userId: 'ann', priority: 0.2 })
+    await b.memories.defineContext({ name: 'work', userId: 'ann', priority: 0.9, description: 'the job' })
     await a.sync(ra)
     await b.sync(rb)
     await a.sync(ra)
@@ -365,7 +368,7 @@ describe('sync between devices and a server memory', () => {
       const neighbors = await memory.graph.neighbors('ann')
       expect(neighbors.map((n) => `${n.rel} ${n.neighbor}`)).toEqual(['likes tea'])
       const contexts = await memory.memories.contexts({ userId: 'ann' })
-      expect(contexts.map((c) => `${c.name} ${c.memories}`).sort()).toEqual(['planning 2', 'work 1'])
+      expect(contexts.map((c) => `${c.name} ${c.memories} ${c.priority}`).sort()).toEqual(['planning 2 0.5', 'work 1 0.9'])
       expect((await memory.graph.verify()).ok).toBe(true)
     }
   })
@@ -378,6 +381,7 @@ describe('sync between devices and a server memory', () => {
       fc.record({ kind: fc.constant('remove'), device, id: fc.constantFrom('ann', 'bo') }),
       fc.record({ kind: fc.constant('remember'), device, key: fc.constantFrom('editor', 'lang'), text: fc.constantFrom('one', 'two'), context: fc.constantFrom('work', 'home') }),
       fc.record({ kind: fc.constant('turn'), device, conversation: fc.constantFrom('c1', 'c2') }),
+      fc.record({ kind: fc.constant('define'), device, context: fc.constantFrom('work', 'home'), priority: fc.constantFrom(0.1, 0.9) }),
       fc.record({ kind: fc.constant('sync'), device }),
       fc.record({ kind: fc.constant('cut'), device, op: fc.constantFrom('pull', 'push'), after: fc.boolean() }),
       fc.record({ kind: fc.constant('forget'), device, conversation: fc.constantFrom('c1', 'c2', null) }),
@@ -396,6 +400,7 @@ describe('sync between devices and a server memory', () => {
           else if (o.kind === 'remove') await m.graph.removeNode(o.id)
           else if (o.kind === 'remember') await m.remember({ content: `Ann's ${o.key} is ${o.text} (${n})`, category: 'preference', userId: 'ann', key: o.key, context: o.context })
           else if (o.kind === 'turn') await turn(m, o.conversation, `step ${n}`)
+          else if (o.kind === 'define') await m.memories.defineContext({ name: o.context, userId: 'ann', priority: o.priority })
           else if (o.kind === 'cut') await m.sync(cutRemote(t.server, remotes[o.device].token, o.op, o.after)).catch(() => undefined)
           else if (o.kind === 'forget') await m.forget(o.conversation ? { conversationId: o.conversation } : { scope: { tenantId: 'default' } })
           else await m.sync(remotes[o.device])

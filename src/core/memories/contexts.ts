@@ -1,6 +1,6 @@
 import type { EngineContext } from '../kernel/engine-context.ts'
 import type { Queryable } from '../kernel/db.ts'
-import type { Alias } from '../kernel/aliases.ts'
+import { type Alias, currentId } from '../kernel/aliases.ts'
 import { newId } from '../kernel/ids.ts'
 import { parseInput } from '../kernel/validate.ts'
 import { contextInput, contextsOptions, type MemoryContextInput, type MemoryContextsOptions } from './inputs.ts'
@@ -46,7 +46,8 @@ export async function defineMemoryContext(ctx: EngineContext, input: MemoryConte
        VALUES ($1, $2, $3, $4, $5, coalesce($6, 0.5), $7)
        ON CONFLICT (tenant_id, coalesce(user_id, ''), name) DO UPDATE
          SET description = coalesce(EXCLUDED.description, x.description),
-             priority = coalesce($6, x.priority)
+             priority = coalesce($6, x.priority),
+             updated_at = $7
        RETURNING *
      )
      SELECT up.*, ${CONTEXT_MEMORIES('up', '$7')} AS memories FROM up`,
@@ -110,8 +111,31 @@ export async function renameContexts(tx: Queryable, moves: readonly Alias[], ins
   if (olds.length > 0) await tx.query(`UPDATE memory_contexts SET name = id || ' ' || name WHERE id = ANY($1::text[])`, [olds])
   await insert()
   if (olds.length === 0) return
-  await tx.query(`UPDATE edges e SET dst = p.new FROM jsonb_to_recordset($1::jsonb) AS p(old text, new text) WHERE e.dst = p.old`, [
-    JSON.stringify(moves),
-  ])
+  const pairs = `jsonb_to_recordset($1::jsonb) AS p(old text, new text)`
+  // A change made here later than the other side's stays, on the row that takes its place.
+  await tx.query(
+    `UPDATE memory_contexts n SET description = o.description, priority = o.priority, updated_at = o.updated_at
+       FROM ${pairs} JOIN memory_contexts o ON o.id = p.old
+      WHERE n.id = p.new AND o.updated_at IS NOT NULL AND (n.updated_at IS NULL OR o.updated_at > n.updated_at)`,
+    [JSON.stringify(moves)],
+  )
+  await tx.query(`UPDATE edges e SET dst = p.new FROM ${pairs} WHERE e.dst = p.old`, [JSON.stringify(moves)])
   await tx.query(`DELETE FROM memory_contexts WHERE id = ANY($1::text[])`, [olds])
+}
+
+/**
+ * Takes the other side's later changes of contexts both hold (by id, or by an id a sync
+ * retired for one here); returns the ids changed.
+ */
+export async function takeContextChanges(tx: Queryable, rows: readonly Record<string, unknown>[]): Promise<string[]> {
+  if (rows.length === 0) return []
+  const { rows: changed } = await tx.query<{ id: string }>(
+    `UPDATE memory_contexts m SET description = x.description, priority = x.priority, updated_at = x.updated_at
+       FROM jsonb_populate_recordset(NULL::memory_contexts, $1::jsonb) x
+      WHERE m.id = ${currentId('x.id')} AND x.updated_at IS NOT NULL
+        AND (m.updated_at IS NULL OR (x.updated_at, x.priority, coalesce(x.description, '')) > (m.updated_at, m.priority, coalesce(m.description, '')))
+      RETURNING m.id`,
+    [JSON.stringify(rows)],
+  )
+  return changed.map((r) => r.id)
 }

@@ -250,6 +250,7 @@ export const ROW_RULES: Record<string, ZodType> = {
     description: text.pipe(z.string().max(1000)).nullable(),
     priority: fraction,
     created_at: time,
+    updated_at: time.nullable(),
   }),
   memory_history: row({
     id: id('memoryHistory'),

@@ -3,7 +3,7 @@ import { ARRIVING_COUNTER } from '../kernel/limits.ts'
 import { type Alias, replacements, retireIds } from '../kernel/aliases.ts'
 import { mergeChains, renameDocuments, sameKeyOtherId } from '../documents/merge.ts'
 import { mergeNodeRevisions } from '../graph/node-merge.ts'
-import { renameContexts, sameNameOtherId } from '../memories/contexts.ts'
+import { renameContexts, sameNameOtherId, takeContextChanges } from '../memories/contexts.ts'
 import { type Ctx, insertNew, insertRows } from './apply-context.ts'
 
 /*
@@ -87,11 +87,14 @@ async function requireDocuments(c: Ctx, rows: readonly Record<string, unknown>[]
 }
 
 /**
- * A user's context name has one context, as a key has one document. A context's description
- * and priority travel with it when it is new to the other side.
+ * A user's context name has one context, as a key has one document. Its description and
+ * priority follow the later change (`updated_at`).
  */
 export async function applyContexts(c: Ctx, rows: readonly Record<string, unknown>[]): Promise<number> {
-  return (await applyOnePerName(c, 'memory_contexts', rows, await sameNameOtherId(c.tx, rows), renameContexts)).added
+  const { added } = await applyOnePerName(c, 'memory_contexts', rows, await sameNameOtherId(c.tx, rows), renameContexts)
+  const changed = await takeContextChanges(c.tx, rows)
+  for (const id of changed) c.received.push({ tbl: 'memory_contexts', id })
+  return added + changed.length
 }
 
 /** Entity-node revisions merge by what they hold (`mergeNodeRevisions`), numbered by time on every side. */

@@ -58,7 +58,7 @@ function changedRows(server: boolean): Record<SyncTable, string> {
     // A version goes with its document, which the other side may have forgotten meanwhile.
     documents: `t.tenant_id = $3 AND (${within('t.created_at')}${or('documents')} OR t.id IN (SELECT v.document_id FROM doc_versions v WHERE ${versions('v')}))`,
     doc_versions: `t.document_id IN (SELECT id FROM documents WHERE tenant_id = $3) AND ${versions('t')}`,
-    memory_contexts: `t.tenant_id = $3 AND (${within('t.created_at')}${or('memory_contexts')})`,
+    memory_contexts: `t.tenant_id = $3 AND (${within('t.created_at')} OR ${within('t.updated_at')}${or('memory_contexts')})`,
     // A node's revisions have no id: a server sends every revision of a node that gained one.
     nodes: `t.tenant_id = $3 AND (${within('t.created_at')}${or('nodes')})`,
     edges: `t.tenant_id = $3
@@ -88,6 +88,7 @@ export async function pageEnd(tx: Queryable, w: Window, limit: number): Promise<
     ['kv', 'created_at'],
     ['documents', 'created_at'],
     ['memory_contexts', 'created_at'],
+    ['memory_contexts', 'updated_at'],
     ['nodes', 'created_at'],
   ].map(([table, column]) => `SELECT ${column} AS at FROM ${table} WHERE tenant_id = $3 AND ${within(column as string)}`)
   times.push(`SELECT created_at FROM forget_log WHERE ${within('created_at')}`)

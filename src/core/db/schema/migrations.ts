@@ -24,6 +24,7 @@ import { graphCounters } from './0021-graph-counters.ts'
 import { severalWriters } from './0022-several-writers.ts'
 import { sync } from './0023-sync.ts'
 import { syncAliases } from './0024-sync-aliases.ts'
+import { contextChanges } from './0025-context-changes.ts'
 
 export interface Migration {
   version: number
@@ -57,6 +58,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 22, name: 'several-writers', sql: severalWriters },
   { version: 23, name: 'sync', sql: sync },
   { version: 24, name: 'sync-aliases', sql: syncAliases },
+  { version: 25, name: 'context-changes', sql: contextChanges },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0
