@@ -69,6 +69,7 @@ export async function mergeChains(tx: Queryable, documentIds: readonly string[])
 
 /** Numbers each document's versions from 1 by time, then id. */
 export async function numberVersions(tx: Queryable, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return
   await tx.query(
     `WITH n AS (
        SELECT id, row_number() OVER (PARTITION BY document_id ORDER BY created_at, id)::int AS version

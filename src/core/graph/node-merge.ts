@@ -9,7 +9,7 @@ import { ARRIVING_COUNTER, PARKED_COUNTER } from '../kernel/limits.ts'
  */
 
 /** The order of a node's revisions: time, then what they hold, so that every side agrees. */
-const REVISION_ORDER = `created_at, tombstone, type, payload::text, scope, run_id, task_id`
+const REVISION_ORDER = `n.created_at, n.tombstone, n.type, n.payload::text, n.scope, n.run_id, n.task_id`
 
 /** Adds the revisions not held here and numbers each touched node again; returns the added count. */
 export async function mergeNodeRevisions(tx: Queryable, rows: readonly Record<string, unknown>[]): Promise<{ added: number; nodeIds: string[] }> {
@@ -37,13 +37,10 @@ export async function mergeNodeRevisions(tx: Queryable, rows: readonly Record<st
 export async function numberNodeRevisions(tx: Queryable, nodes: readonly { tenant_id: string; id: string }[]): Promise<void> {
   if (nodes.length === 0) return
   const keys = JSON.stringify(nodes.map((n) => ({ tenant_id: n.tenant_id, id: n.id })))
-  const order = REVISION_ORDER.split(', ')
-    .map((c) => `n.${c}`)
-    .join(', ')
   await tx.query(
     `WITH keys AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(tenant_id text, id text)),
           n AS (
-            SELECT n.tenant_id, n.id, n.rev, row_number() OVER (PARTITION BY n.tenant_id, n.id ORDER BY ${order})::int AS r
+            SELECT n.tenant_id, n.id, n.rev, row_number() OVER (PARTITION BY n.tenant_id, n.id ORDER BY ${REVISION_ORDER})::int AS r
               FROM nodes n JOIN keys USING (tenant_id, id)
           )
      UPDATE nodes SET rev = ${PARKED_COUNTER} + n.r FROM n

@@ -259,17 +259,15 @@ async function forgetMemories(
     `DELETE FROM kv WHERE tenant_id = $1 AND ($2 OR scope = $3) AND ($4::timestamptz IS NULL OR created_at <= $4)`,
     [target.tenantId, wholeTenant, ownScope, upTo],
   )
-  const nodes = wholeTenant
-    ? await countChanged(tx, `DELETE FROM nodes WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR created_at <= $2)`, [target.tenantId, upTo])
-    : 0
-  if (upTo !== null && nodes > 0) {
-    // Revisions written after the forget's time stay, numbered from 1 again, as a sync numbers them.
-    const { rows } = await tx.query<{ tenant_id: string; id: string }>(`SELECT DISTINCT tenant_id, id FROM nodes WHERE tenant_id = $1`, [
-      target.tenantId,
-    ])
-    await numberNodeRevisions(tx, rows)
-  }
-  return { memories, memoryHistory, memoryContexts, kv, nodes }
+  const { rows: gone } = wholeTenant
+    ? await tx.query<{ tenant_id: string; id: string }>(
+        `DELETE FROM nodes WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR created_at <= $2) RETURNING tenant_id, id`,
+        [target.tenantId, upTo],
+      )
+    : { rows: [] }
+  // Revisions written after the forget's time stay, numbered from 1 again, as a sync numbers them.
+  if (upTo !== null) await numberNodeRevisions(tx, [...new Map(gone.map((r) => [r.id, r])).values()])
+  return { memories, memoryHistory, memoryContexts, kv, nodes: gone.length }
 }
 
 /** The content-free audit row: what was targeted (without the reason), the counts, the time. */
@@ -310,12 +308,12 @@ async function forgetRows(
   let versionsDeleted = 0
   let documentsDeleted = 0
   if (wholeTenant !== null) {
-    versionsDeleted = await countChanged(
-      tx,
+    const { rows: gone } = await tx.query<{ document_id: string }>(
       `DELETE FROM doc_versions WHERE document_id IN (SELECT id FROM documents WHERE tenant_id = $1)
-         AND ($2::timestamptz IS NULL OR created_at <= $2)`,
+         AND ($2::timestamptz IS NULL OR created_at <= $2) RETURNING document_id`,
       [wholeTenant, upTo],
     )
+    versionsDeleted = gone.length
     // A document goes with its last version: one seen again after the forget's time stays,
     // its versions numbered from 1 again, as a sync numbers them.
     documentsDeleted = await countChanged(
@@ -323,10 +321,7 @@ async function forgetRows(
       `DELETE FROM documents d WHERE tenant_id = $1 AND NOT EXISTS (SELECT 1 FROM doc_versions v WHERE v.document_id = d.id)`,
       [wholeTenant],
     )
-    if (upTo !== null && versionsDeleted > 0) {
-      const { rows } = await tx.query<{ id: string }>(`SELECT id FROM documents WHERE tenant_id = $1`, [wholeTenant])
-      await numberVersions(tx, rows.map((r) => r.id))
-    }
+    if (upTo !== null) await numberVersions(tx, [...new Set(gone.map((r) => r.document_id))])
   }
   await tx.query(
     `CREATE TEMP TABLE forget_versions ON COMMIT DROP AS

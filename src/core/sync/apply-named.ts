@@ -78,7 +78,8 @@ async function requireDocuments(c: Ctx, rows: readonly Record<string, unknown>[]
     ids,
     c.tenantId,
   ])
-  const missing = ids.find((id) => !held.some((h) => h.id === id))
+  const found = new Set(held.map((h) => h.id))
+  const missing = ids.find((id) => !found.has(id))
   if (missing !== undefined) {
     throw new MemoryError('INVALID_INPUT', `A sync row of "doc_versions" names a document this sync's tenant (${c.tenantId}) does not hold`, {
       details: { table: 'doc_versions', documentId: missing },
