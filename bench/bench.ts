@@ -69,8 +69,8 @@ async function main(): Promise<void> {
     ...(args.runs === undefined ? {} : { coldRuns: args.runs }),
   }
   const options: SuiteOptions & { coldRuns: number; webgpuSentences: number } = args.smoke
-    ? { size: args.size, ops: 20, warmup: 3, embedPasses: 1, embedSentences: 64, bulkRuns: 1, naiveRows: 200, coldRuns: 1, webgpuSentences: 4, wants, log, ...cache }
-    : { size: args.size, ops: 200, warmup: 20, embedPasses: 3, embedSentences: 200, bulkRuns: 3, naiveRows: 2000, coldRuns: 3, webgpuSentences: 16, wants, log, ...cache }
+    ? { size: args.size, ops: 20, warmup: 3, embedPasses: 1, embedSentences: 64, bulkRuns: 1, naiveRows: 200, coldRuns: 1, webgpuSentences: 4, steady: { events: 400, seconds: 6 }, wants, log, ...cache }
+    : { size: args.size, ops: 200, warmup: 20, embedPasses: 3, embedSentences: 200, bulkRuns: 3, naiveRows: 2000, coldRuns: 3, webgpuSentences: 16, steady: { events: 4000, seconds: 60 }, wants, log, ...cache }
 
   const started = Date.now()
   const command = `npm run bench -- ${process.argv.slice(3).join(' ')}`.trim().replace(/ --$/, '')

@@ -27,8 +27,9 @@ await rewriteUrls('dist/lib/src/browser/client/create-memory.js', [
 ])
 // The Cypher graphs' worker, compiled beside the memory worker.
 await rewriteUrls('dist/lib/src/browser/host/graph-module.js', [["'../../../workers/graph.worker.ts'", "'../../../workers/graph.worker.js'"]])
-// Node's graph thread is plain JavaScript, copied as it is.
+// Node's graph and background-embedding threads are plain JavaScript, copied as they are.
 await copyFile('src/node/graph-worker.mjs', 'dist/lib/src/node/graph-worker.mjs')
+await copyFile('src/node/embed-worker.mjs', 'dist/lib/src/node/embed-worker.mjs')
 // The same template for Node's new memories; that module sits two folders deeper too.
 await rewriteUrls('dist/lib/src/node/template.js', [["'../../assets/pgdata-template.tar.gz'", "'../../../../assets/pgdata-template.tar.gz'"]])
 

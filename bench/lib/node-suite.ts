@@ -1,6 +1,7 @@
 /**
  * The Node side of `npm run bench`: the engine in-process over an in-memory PGlite, Orama,
- * brute-force cosine and a naive PGlite write path, all on the same synthetic memory.
+ * brute-force cosine and a naive PGlite write path, all on the same synthetic memory; and
+ * `remember` under steady writes with the bundled model (bench/lib/steady-writes.ts).
  */
 import type { PGlite } from '@electric-sql/pglite'
 import { create, insertMultiple, load, search, save } from '@orama/orama'
@@ -15,6 +16,7 @@ import { meanTokens } from './tokens.ts'
 import { bruteForceTopK } from './brute-force.ts'
 import { latency, type Metric, median } from './metrics.ts'
 import { CYPHER_METRICS, cypherSuite } from './cypher-suite.ts'
+import { runSteadyWrites } from './steady-writes.ts'
 
 export interface SuiteOptions {
   size: number
@@ -31,6 +33,8 @@ export interface SuiteOptions {
   log: (line: string) => void
   /** `cacheMB` of the engine's memory (default: the library's). */
   cacheMB?: number
+  /** The steady-writes run behind `remember_ms`: events waiting for vectors, and seconds of load. */
+  steady: { events: number; seconds: number }
 }
 
 export interface SuiteOutput {
@@ -118,7 +122,7 @@ export async function buildDataset(options: SuiteOptions, out: SuiteOutput): Pro
  * else is timed, and its progress goes to `log`.
  */
 export function buildBenchMemory(size: number, cacheMB: number | undefined, log: (line: string) => void): Promise<Dataset> {
-  const options: SuiteOptions = { size, ops: 0, warmup: 0, embedPasses: 0, embedSentences: 0, bulkRuns: 0, naiveRows: 0, wants: () => true, log }
+  const options: SuiteOptions = { size, ops: 0, warmup: 0, embedPasses: 0, embedSentences: 0, bulkRuns: 0, naiveRows: 0, steady: { events: 0, seconds: 0 }, wants: () => true, log }
   return buildDataset(cacheMB === undefined ? options : { ...options, cacheMB }, { metrics: {}, skipped: {} })
 }
 
@@ -382,12 +386,17 @@ export const NODE_METRICS = [
   'bruteforce_search_ms',
   'naive_pglite_insert_per_s',
   'embed_node_per_s',
+  'remember_ms',
+  'indexing_under_writes_per_s',
+  'remember_one_session_ms',
+  'indexing_one_session_per_s',
   ...CYPHER_METRICS,
 ]
 
 export async function runNodeSuite(options: SuiteOptions): Promise<SuiteOutput> {
   const out: SuiteOutput = { metrics: {}, skipped: {} }
-  const needsData = NODE_METRICS.filter((n) => n !== 'embed_node_per_s' && n !== 'naive_pglite_insert_per_s').some(options.wants)
+  const ownData = ['embed_node_per_s', 'naive_pglite_insert_per_s', ...STEADY_METRICS]
+  const needsData = NODE_METRICS.filter((n) => !ownData.includes(n)).some(options.wants)
   let data: Dataset | undefined
   if (needsData) {
     options.log(`Node: building a memory of ${options.size} events`)
@@ -419,5 +428,42 @@ export async function runNodeSuite(options: SuiteOptions): Promise<SuiteOutput> 
     options.log('Node: embedding throughput (CPU, q8)')
     await embedNodeSuite(options, out)
   }
+  if (STEADY_METRICS.some(options.wants)) {
+    options.log('Node: remember and indexing under steady writes (the bundled model)')
+    await steadySuite(options, out)
+  }
   return out
+}
+
+const STEADY_METRICS = ['remember_ms', 'indexing_under_writes_per_s', 'remember_one_session_ms', 'indexing_one_session_per_s']
+
+/**
+ * `remember` while four callers write at 8 calls a second and the model indexes a backlog:
+ * with Node's embedder, then with the model's one session in this thread (the peer).
+ */
+async function steadySuite(options: SuiteOptions, out: SuiteOutput): Promise<void> {
+  const { events, seconds } = options.steady
+  const rate = 8
+  const load = `${events} events waiting for vectors, ${rate} calls/s of record, recordTurn, remember and search for ${seconds} s`
+  for (const oneSession of [false, true]) {
+    const [remember, indexing] = oneSession
+      ? ['remember_one_session_ms', 'indexing_one_session_per_s']
+      : ['remember_ms', 'indexing_under_writes_per_s']
+    if (!options.wants(remember) && !options.wants(indexing)) continue
+    const run = await runSteadyWrites({ events, seconds, rate, every: seconds / 3, manual: false, oneSession, log: options.log })
+    const how = oneSession ? ', indexing on the one session in this thread' : ''
+    out.metrics[remember] = latency(run.times.remember, `${load}${how}; search took ${describe(run.times.search)}`)
+    const alone = (run.modelAlone[0] + run.modelAlone[1]) / 2
+    out.metrics[indexing] = median(
+      [run.vectorsWritten / run.seconds],
+      'per_s',
+      `vectors written under that load${how}; the model alone embeds ${alone.toFixed(1)} of those texts a second`,
+    )
+  }
+}
+
+/** p50 / p95 of `samples`, in words. */
+function describe(samples: number[]): string {
+  const m = latency(samples)
+  return `${m.p50} / ${m.p95} ms (p50 / p95)`
 }

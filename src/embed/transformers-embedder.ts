@@ -306,7 +306,7 @@ export async function withLength(response: unknown): Promise<unknown> {
   return new Response(body, { status: response.status, statusText: response.statusText, headers })
 }
 
-interface ModelSource {
+export interface ModelSource {
   /** What Transformers.js is asked to load: a folder name under `localModelPath`, or a Hub id. */
   name: string
   localModelPath: string | undefined
@@ -317,7 +317,8 @@ interface ModelSource {
   where: string
 }
 
-function resolveSource(options: TransformersEmbedderOptions): ModelSource {
+/** Where `options` says the model is: what Transformers.js is asked to load, and from where. */
+export function resolveSource(options: TransformersEmbedderOptions): ModelSource {
   if (options.modelId !== undefined) {
     const remote = options.allowRemote === true
     return {

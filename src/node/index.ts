@@ -77,9 +77,9 @@ async function openServerMemory(target: PostgresTarget, options: OpenMemoryOptio
 
 export type { Embedder } from '../core/kernel/embedder.ts'
 // The bundled model (or another local one) for openMemory's `embedder`, on Node's CPU runtime.
+export { createTransformersEmbedder, type NodeTransformersEmbedderOptions } from './embed-thread.ts'
 export {
   BUNDLED_MODEL,
-  createTransformersEmbedder,
   type ModelLoadProgress,
   type TransformersEmbedder,
   type TransformersEmbedderOptions,

@@ -210,6 +210,24 @@ describe('background indexing', () => {
     expect(calls.filter((c) => c.background).flatMap((c) => c.texts)).toHaveLength(96)
   })
 
+  it("indexes through an embedder's background lane, and callers' embeds through embed", async () => {
+    const inner = createHashEmbedder()
+    const lanes = { embed: [] as string[], background: [] as string[] }
+    const embedder: Embedder = {
+      id: inner.id,
+      dims: inner.dims,
+      embed: (texts) => (lanes.embed.push(...texts), inner.embed(texts)),
+      background: (texts) => (lanes.background.push(...texts), inner.embed(texts)),
+    }
+    await using t = await openTestEngine({ embedder, indexing: 'manual' })
+    for (let i = 0; i < 5; i++) await t.engine.record(message(`note number ${i} about the release`))
+    await t.engine.indexNow()
+    await t.engine.embed(['the query'])
+    expect(lanes.background).toHaveLength(5)
+    expect(lanes.embed).toEqual(['the query'])
+    expect((await t.engine.indexing()).pending).toBe(0)
+  })
+
   it('stores exactly the vector the embedder returned, sent in binary', async () => {
     const embedder = createHashEmbedder()
     await using t = await openTestEngine({ embedder })

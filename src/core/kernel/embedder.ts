@@ -21,6 +21,11 @@ export interface Embedder {
   readonly batchSize?: number
   /** One L2-normalised vector per text, in input order. */
   embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>
+  /**
+   * The same vectors from a second instance of the model, for background indexing, so a
+   * caller's `embed` never waits behind it. Without it the indexer uses `embed`.
+   */
+  background?(texts: string[]): Promise<Float32Array[]>
 }
 
 export interface EmbedOptions {

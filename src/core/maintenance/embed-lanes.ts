@@ -65,7 +65,7 @@ export function foregroundFirst(inner: Embedder): LanedEmbedder {
         await noCallers()
         const part = texts.slice(vectors.length, vectors.length + callSize())
         const began = performance.now()
-        const made = await inner.embed(part)
+        const made = await (inner.background ? inner.background(part) : inner.embed(part))
         const ms = (performance.now() - began) / part.length
         // Smoothed, so one slow call (a caller's embed ran alongside) does not halve the next.
         perText = perText === undefined ? ms : 0.7 * perText + 0.3 * ms
