@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import type { Db } from '../../src/core/kernel/db.ts'
 import { createEngine } from '../../src/core/engine.ts'
-import { KEYWORDS_BEFORE_READ } from '../../src/core/maintenance/planner-statistics.ts'
+import { ANALYZED_TABLES, KEYWORDS_BEFORE_READ } from '../../src/core/maintenance/planner-statistics.ts'
 import type { EngineErrorEvent } from '../../src/core/maintenance/indexer.ts'
 import { KEYWORD_PENDING_BOUND } from '../../src/core/db/schema/0009-keyword-pending.ts'
 import { BULK_VECTOR_ROWS } from '../../src/core/db/vectors.ts'
@@ -304,6 +304,21 @@ describe('planner statistics', () => {
     expect((await t.db.query<{ max_wal_size: string }>(`SHOW max_wal_size`)).rows[0]?.max_wal_size).toBe('64MB')
   })
 
+  it('a search goes on when a refresh is due but the statistics are near: the refresh waits for the pause', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', indexingPause: { quietMs: 200, maxWaitMs: 60_000 } })
+    const turn = (i: number) => t.engine.recordTurn({ conversationId: `c${i % 7}`, user: `question ${i}`, agent: `answer ${i}` })
+    for (let i = 0; i < 600; i++) await turn(i)
+    // Far off (never analysed): the search refreshes first.
+    await t.engine.search('question')
+    const first = await analysed(t.db)
+    expect(first).toBeGreaterThanOrEqual(1200)
+    // Due again, but the statistics still describe most of the memory: the search goes on.
+    for (let i = 600; i < 730; i++) await turn(i)
+    await t.engine.search('question')
+    expect(await analysed(t.db)).toBe(first)
+    await vi.waitFor(async () => expect(await analysed(t.db)).toBeGreaterThanOrEqual(1460), { timeout: 5_000, interval: 50 })
+  })
+
   it('the automatic refresh waits for a pause in the writes, and for maxWaitMs at most', async () => {
     // Writes a few milliseconds apart, as a conversation's come: timers get their turn between them.
     const gap = () => new Promise((resolve) => setTimeout(resolve, 5))
@@ -351,6 +366,35 @@ describe('planner statistics', () => {
     expect(await stats()).toEqual({ dead: 80, vacuums: 0 })
     await t.engine.refreshStatistics()
     expect(await stats()).toEqual({ dead: 0, vacuums: 1 })
+  })
+
+  it('a refresh analyses one table per statement: a search that comes meanwhile waits for one at most', async () => {
+    await using t = await openTestEngine({ now: steppingClock(), indexing: 'manual', statistics: 'manual' })
+    for (let i = 0; i < 20; i++) {
+      await t.engine.recordTurn({ conversationId: `c${i % 3}`, user: `question ${i}`, agent: `answer ${i}` })
+    }
+    const inner: Db = t.db
+    const order: string[] = []
+    let searching: Promise<unknown> | undefined
+    const watched: Db = {
+      query: (sql, params, options) => inner.query(sql, params, options),
+      exec(sql) {
+        order.push(sql)
+        // A search asked for as the first table's sample is taken.
+        if (sql.startsWith('ANALYZE') && !searching) searching = engine.search('question')
+        return inner.exec(sql)
+      },
+      transaction: (fn) => (order.push('search'), inner.transaction(fn)),
+    }
+    const engine = await createEngine({ db: watched, indexing: 'manual', statistics: 'manual' })
+    order.length = 0
+    await engine.refreshStatistics()
+    await searching
+    const analyses = order.filter((sql) => sql.startsWith('ANALYZE'))
+    expect(analyses).toHaveLength(ANALYZED_TABLES.length)
+    expect(analyses.every((sql) => /^ANALYZE "\w+"$/.test(sql))).toBe(true)
+    expect(order.indexOf('search')).toBeLessThan(order.indexOf(analyses[1]!))
+    await engine.stopIndexing()
   })
 
   it("in 'manual' mode wait for refreshStatistics()", async () => {
