@@ -59,7 +59,8 @@ export async function createTransformersEmbedder(options: NodeTransformersEmbedd
     background: (texts) =>
       failed
         ? embedder.embed(texts)
-        : thread.embed(texts).catch(() => {
+        : thread.embed(texts).catch((error: unknown) => {
+            if (!failed) console.warn(`Engram: indexing embeds on the main thread: its own thread failed (${String(error)}).`)
             failed = true
             return embedder.embed(texts)
           }),

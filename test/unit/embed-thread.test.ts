@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process'
+import { cp, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cosineSimilarity } from '../../src/embed/embedder.ts'
 import { createTransformersEmbedder, type TransformersEmbedder } from '../../src/node/index.ts'
 
@@ -55,5 +57,26 @@ describe("Node's embedder", () => {
       await one.dispose()
     }
     await expect(createTransformersEmbedder({ backgroundThread: 'no' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT' })
+  })
+
+  it('indexes on its first copy, with a warning, when the thread cannot load the model', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'engram-model-'))
+    await cp(join(import.meta.dirname, '../../models/all-MiniLM-L6-v2'), folder, { recursive: true })
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    const copy = await createTransformersEmbedder({ modelPath: folder })
+    try {
+      // The thread loads its copy on its first call: gone by then.
+      await rm(join(folder, 'onnx'), { recursive: true })
+      const background = await copy.background!(TEXTS)
+      const foreground = await copy.embed(TEXTS)
+      for (const [i, vector] of background.entries()) expect(cosineSimilarity(vector, foreground[i]!)).toBeGreaterThan(0.9999)
+      await copy.background!(TEXTS)
+      expect(warn).toHaveBeenCalledTimes(1)
+      expect(String(warn.mock.calls[0]![0])).toContain('indexing embeds on the main thread')
+    } finally {
+      warn.mockRestore()
+      await copy.dispose()
+      await rm(folder, { recursive: true, force: true })
+    }
   })
 })
