@@ -6,7 +6,7 @@ import { cp, mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createTransformersEmbedder as createInProcessEmbedder } from '../../src/embed/transformers-embedder.ts'
-import { createTransformersEmbedder, openMemory } from '../../src/node/index.ts'
+import { createTransformersEmbedder, type Embedder, openMemory } from '../../src/node/index.ts'
 import { BENCH_SCOPE, makeQueries, makeTurns, seededRandom, sentence, sessionShape } from './data.ts'
 
 export interface SteadyWritesOptions {
@@ -123,7 +123,7 @@ export async function runSteadyWrites(o: SteadyWritesOptions): Promise<SteadyWri
 async function seed(
   seedDir: string,
   shape: ReturnType<typeof sessionShape>,
-  embedder: Awaited<ReturnType<typeof createInProcessEmbedder>>,
+  embedder: Embedder,
   workspace: { mode: 'local'; root: string },
   log: (line: string) => void,
 ): Promise<void> {

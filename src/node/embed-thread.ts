@@ -48,13 +48,7 @@ export async function createTransformersEmbedder(options: NodeTransformersEmbedd
   })
   let failed = false
   return {
-    id: embedder.id,
-    dims: embedder.dims,
-    device: embedder.device,
-    fallbackReason: embedder.fallbackReason,
-    threads: embedder.threads,
-    batchSize: embedder.batchSize,
-    embed: (texts, embedOptions) => embedder.embed(texts, embedOptions),
+    ...embedder,
     // A thread that cannot run the model leaves indexing on this thread's session, as before.
     background: (texts) =>
       failed
