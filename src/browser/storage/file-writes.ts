@@ -1,4 +1,5 @@
 import type { FileWrite } from '@electric-sql/pglite/memfs-frontend'
+import type { SyncHandle } from './wal-segments.ts'
 
 /** Data files written to OPFS at once in a flush. */
 export const WRITE_CONCURRENCY = 16
@@ -26,14 +27,6 @@ export async function eachLimited<T>(items: readonly T[], limit: number, task: (
   if (failed) throw failed.error
 }
 
-/** OPFS's synchronous file handle (dedicated workers), as far as these writes use it. */
-interface AccessHandle {
-  write(data: Uint8Array, options: { at: number }): number
-  truncate(size: number): void
-  flush(): void
-  close(): void
-}
-
 /**
  * Writes files under `root`, `WRITE_CONCURRENCY` at a time (`eachLimited`): each through an
  * access handle, resized when it says so, its chunks in order, flushed unless durability is
@@ -53,7 +46,7 @@ export async function writeFiles(root: FileSystemDirectoryHandle, writes: readon
   await eachLimited(writes, WRITE_CONCURRENCY, async (w) => {
     const cut = w.path.lastIndexOf('/')
     const file = await (await folder(w.path.slice(0, cut))).getFileHandle(w.path.slice(cut + 1), { create: true })
-    const handle = await (file as unknown as { createSyncAccessHandle(): Promise<AccessHandle> }).createSyncAccessHandle()
+    const handle = await (file as unknown as { createSyncAccessHandle(): Promise<SyncHandle> }).createSyncAccessHandle()
     try {
       if (w.truncate) handle.truncate(w.size)
       for (const { at, data } of w.chunks) handle.write(data, { at })

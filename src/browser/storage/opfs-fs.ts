@@ -145,10 +145,12 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
         if (!last || w.path > last.path) last = w
       }
       this.#segments.trim()
-      // Not through PGlite's writer: after a failed write its other writes go on (eachLimited).
-      const root = await this.#folder()
-      await writeFiles(root, files.data, options.relaxedDurability)
-      await writeFiles(root, files.control, options.relaxedDurability)
+      if (files.data.length > 0 || files.control.length > 0) {
+        // Not through PGlite's writer: after a failed write its other writes go on (eachLimited).
+        const root = await this.#folder()
+        await writeFiles(root, files.data, options.relaxedDurability)
+        await writeFiles(root, files.control, options.relaxedDurability)
+      }
       if (removals.length > 0) {
         for (const op of removals) this.#segments.release(op.path)
         await super.apply({ ops: removals, files: { wal: [], data: [], control: [] } }, options)
