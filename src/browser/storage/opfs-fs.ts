@@ -2,7 +2,6 @@ import { type ChangeSet, type FileWrite, MemfsFrontendFS, type StorageEntry } fr
 import { OpfsBackend } from '@electric-sql/pglite/memfs2opfs'
 import { inLog, removeMarker, splitLog, writeMarker } from './creation.ts'
 import { CREATION_KEPT_LIMITS, keptChanges, type KeptWrites, noKeptWrites, planFlush, removalsLast, StoredPaths } from './deferred-writes.ts'
-import { writeFiles } from './file-writes.ts'
 import { isWalSegment, WalSegmentFiles } from './wal-segments.ts'
 
 /** Files read from OPFS at once while a memory opens. */
@@ -146,10 +145,7 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
       }
       this.#segments.trim()
       if (files.data.length > 0 || files.control.length > 0) {
-        // Not through PGlite's writer: after a failed write its other writes go on (eachLimited).
-        const root = await this.#folder()
-        await writeFiles(root, files.data, options.relaxedDurability)
-        await writeFiles(root, files.control, options.relaxedDurability)
+        await super.apply({ ops: [], files: { wal: [], data: files.data, control: files.control } }, options)
       }
       if (removals.length > 0) {
         for (const op of removals) this.#segments.release(op.path)
