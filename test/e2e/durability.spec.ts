@@ -504,3 +504,39 @@ test('opfs: when the quota runs out, the change that could not be saved is repor
     [2, 'after question'],
   ])
 })
+
+// A file held by another handle (writable streams here; after a failed flush, the writes
+// PGlite's writer left running) fails a write on it. The flush waits for it to be let go:
+// without that, this turn failed as STORAGE_UNAVAILABLE.
+test('opfs: a flush that finds its files held by another handle waits until they are let go', async ({ page }) => {
+  await openHarness(page)
+  const result = await page.evaluate(async () => {
+    const options = { name: 'held', storage: 'opfs', embedder: { kind: 'none' } } as const
+    const first = await window.engram.createMemory(options)
+    await first.recordTurn({ conversationId: 'c', user: 'before', agent: 'ok' })
+    await first.close()
+    const memory = await window.engram.createMemory(options)
+    // Past the bound on held-back writes (MAX_KEPT_BYTES), so the turn's flush writes the data files.
+    const words = Array.from({ length: 300_000 }, () => Math.random().toString(36).slice(2, 9)).join(' ')
+    // Every data file of the database is held by a writable stream.
+    const root = await navigator.storage.getDirectory()
+    const base = await root.getDirectoryHandle('engram-held').then((dir) => dir.getDirectoryHandle('base'))
+    const streams: { abort(): Promise<void> }[] = []
+    for await (const [, db] of (base as unknown as { entries(): AsyncIterable<[string, FileSystemDirectoryHandle]> }).entries()) {
+      for await (const [, file] of (db as unknown as { entries(): AsyncIterable<[string, FileSystemFileHandle]> }).entries()) {
+        streams.push(await (file as unknown as { createWritable(o: object): Promise<{ abort(): Promise<void> }> }).createWritable({ keepExistingData: false }))
+      }
+    }
+    // Let go after the turn's flush has started (about 2 s of work before it) and within the
+    // 3 s that a flush goes on trying (HELD_WAIT_MS).
+    setTimeout(() => void Promise.all(streams.map((s) => s.abort())), 3000)
+    const saved = await memory.recordTurn({ conversationId: 'c', user: 'held', agent: words }).then(() => 'saved', (e: { code?: string }) => e.code)
+    await memory.close()
+    const reopened = await window.engram.createMemory(options)
+    const events = await reopened.events.list({ conversationId: 'c' })
+    await reopened.close()
+    return { held: streams.length, saved, users: events.filter((e) => e.kind === 'message' && e.actor.type === 'human').map((e) => (e.content as { text: string }).text) }
+  })
+  expect(result.held).toBeGreaterThan(100)
+  expect(result).toMatchObject({ saved: 'saved', users: ['before', 'held'] })
+})

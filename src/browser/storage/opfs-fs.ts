@@ -10,6 +10,10 @@ export const LOAD_CONCURRENCY = 32
 /** How long flushes must pause before the data-file writes kept back are written. */
 export const IDLE_WRITE_MS = 500
 
+/** How long a flush goes on trying files that another access handle holds (`whileHeld`). */
+export const HELD_WAIT_MS = 3000
+const HELD_RETRY_MS = 50
+
 interface DirectoryLike {
   entries(): AsyncIterable<[string, FileSystemHandle]>
 }
@@ -133,7 +137,7 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
     // Only a flush that writes or removes the segment being opened ahead waits for it.
     await this.#segments.settle([...changes.ops.map((op) => op.path), ...changes.files.wal.map((w) => w.path)])
     let last: FileWrite | undefined
-    await this.#stored.write(changes, async ({ ops: all, files }) => {
+    const write = async ({ ops: all, files }: ChangeSet) => {
       const { ops, last: removals } = removalsLast(all, files)
       for (const op of ops) if (op.op === 'remove') this.#segments.release(op.path)
       const segments = files.wal.filter((w) => isWalSegment(w.path))
@@ -151,7 +155,9 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
         for (const op of removals) this.#segments.release(op.path)
         await super.apply({ ops: removals, files: { wal: [], data: [], control: [] } }, options)
       }
-    })
+    }
+    // Written again whole while a file is held: every step writes the same bytes again.
+    await this.#stored.write(changes, (sparse) => whileHeld(() => write(sparse)))
     if (last) this.#segments.prepare(last, (path) => this.#stored.has(path))
   }
 
@@ -307,6 +313,24 @@ export class OpfsLoadAheadBackend extends OpfsBackend {
       // A segment cut short while it was made (before its length was set) held no records.
       if (entry.kind === 'file' && entry.data.length === 0 && isWalSegment(entry.path)) continue
       yield entry
+    }
+  }
+}
+
+/**
+ * Runs `write` again while it fails on a file that another access handle holds, every 50 ms
+ * for up to `waitMs`. PGlite's writer fails a flush at its first failed write while its other
+ * writes run on, so the flush after a failed one (a full disk) can find their files still held.
+ * A tab taking over can likewise find a closed worker's handles not yet released.
+ */
+export async function whileHeld<T>(write: () => Promise<T>, waitMs = HELD_WAIT_MS): Promise<T> {
+  const until = Date.now() + waitMs
+  for (;;) {
+    try {
+      return await write()
+    } catch (error) {
+      if ((error as { name?: unknown } | null)?.name !== 'NoModificationAllowedError' || Date.now() >= until) throw error
+      await new Promise((resolve) => setTimeout(resolve, HELD_RETRY_MS))
     }
   }
 }
